@@ -1,0 +1,21 @@
+import { DynamicModule, Module } from '@nestjs/common';
+import { APP_FILTER } from '@nestjs/core';
+import { AuthModule } from './auth/auth.module';
+import { DomainErrorFilter } from './common/domain-error.filter';
+import { AppConfig } from './config/app-config';
+import { ConfigModule } from './config/config.module';
+import { CoreProvidersModule } from './common/core-providers.module';
+import { DatabaseModule } from './database/database.module';
+import { HealthController } from './health/health.controller';
+
+@Module({})
+export class AppModule {
+  static forRoot(config: AppConfig): DynamicModule {
+    return {
+      module: AppModule,
+      imports: [ConfigModule.forRoot(config), CoreProvidersModule, DatabaseModule, AuthModule],
+      controllers: [HealthController],
+      providers: [{ provide: APP_FILTER, useClass: DomainErrorFilter }],
+    };
+  }
+}

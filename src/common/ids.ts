@@ -1,0 +1,39 @@
+import { randomUUID } from 'node:crypto';
+import type { IdGenerator } from '../core/ports';
+import { notFound } from './domain-error';
+
+// snowflake-id ships CommonJS without types; `require` hands back {default}.
+const SnowflakeCtor = // eslint-disable-next-line @typescript-eslint/no-require-imports
+(require('snowflake-id') as { default: new (opts?: object) => { generate(): string } }).default;
+
+const snowflake = new SnowflakeCtor({ mid: 1, offset: 0 });
+
+/** Letta-style prefixed ids (`agent-<uuid>`) and snowflake batch ids (decimal strings). */
+export class DefaultIdGenerator implements IdGenerator {
+  prefixed(prefix: string): string {
+    return `${prefix}-${randomUUID()}`;
+  }
+  snowflake(): string {
+    return snowflake.generate();
+  }
+}
+
+export const ID_GENERATOR = Symbol('ID_GENERATOR');
+
+const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
+const idPatterns = new Map<string, RegExp>();
+
+/** True for ids of the form `<prefix>-<uuid>`; anything else (NUL, `../`, 200+ chars) is not an id. */
+export function isPrefixedId(prefix: string, id: unknown): id is string {
+  if (typeof id !== 'string' || id.length > 200) return false;
+  let re = idPatterns.get(prefix);
+  if (!re) idPatterns.set(prefix, (re = new RegExp(`^${prefix}-${UUID}$`, 'i')));
+  return re.test(id);
+}
+
+/** Throws 404 for a malformed id before any database look-up. */
+export function assertPrefixedId(prefix: string, what: string, id: unknown): string {
+  if (!isPrefixedId(prefix, id))
+    throw notFound(what, typeof id === 'string' ? id.slice(0, 200) : String(id));
+  return id;
+}

@@ -1,0 +1,47 @@
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import * as express from 'express';
+import { toErrorBody } from './domain-error.filter';
+import { badRequest } from './domain-error';
+
+/** Depth of a parsed JSON value, walked iteratively so that hostile nesting cannot overflow the stack. */
+export function jsonDepth(value: unknown, stopAt: number): number {
+  let max = 0;
+  const stack: [unknown, number][] = [[value, 1]];
+  while (stack.length) {
+    const [v, d] = stack.pop()!;
+    if (typeof v !== 'object' || v === null) continue;
+    if (d > max) max = d;
+    if (max > stopAt) return max;
+    for (const child of Array.isArray(v) ? v : Object.values(v)) stack.push([child, d + 1]);
+  }
+  return max;
+}
+
+/**
+ * The JSON body parser with the configured size limit, and a depth check: a plain Nest app accepts
+ * any nesting, and later JSON.stringify of it overflows the stack. Errors answer in the one error shape.
+ */
+export function jsonBodyMiddleware(limitBytes: number, maxDepth: number): RequestHandler[] {
+  const parse = express.json({
+    limit: limitBytes,
+    type: ['application/json', 'application/*+json'],
+  });
+  const send = (res: Response, err: unknown) => {
+    const { status, body } = toErrorBody(err);
+    res.status(status).json(body);
+  };
+  return [
+    (req: Request, res: Response, next: NextFunction) => {
+      parse(req, res, (err?: unknown) => (err ? send(res, err) : next()));
+    },
+    (req: Request, res: Response, next: NextFunction) => {
+      if (req.body !== undefined && jsonDepth(req.body, maxDepth) > maxDepth) {
+        return send(
+          res,
+          badRequest('JSON_TOO_DEEP', `JSON nesting deeper than ${maxDepth} levels`),
+        );
+      }
+      next();
+    },
+  ];
+}

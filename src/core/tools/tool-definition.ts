@@ -1,0 +1,21 @@
+/** A tool the agent may call, as declared in config/tools/*.yaml, over POST /v1/tools/, or built in. */
+export type ToolSafety = 'read_only' | 'side_effecting' | 'privileged';
+export type ToolKind = 'builtin' | 'http';
+
+export interface HttpToolSpec {
+  url: string;
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  /** Values may name an environment variable as `${NAME}`; resolved only when the call is sent. */
+  headers?: Record<string, string>;
+  timeout_ms?: number;
+}
+
+export interface ToolDefinition {
+  name: string;
+  description: string;
+  /** JSON Schema of the arguments object. */
+  parameters: Record<string, unknown>;
+  safety: ToolSafety;
+  kind: ToolKind;
+  http?: HttpToolSpec;
+}

@@ -1,0 +1,5 @@
+/**
+ * Every entity of the app, listed once: the app's DataSource and the TypeORM CLI (ormconfig.ts) both use it.
+ * Add a feature's entities here and its migration to ./migrations/index.ts.
+ */
+export const ENTITIES: Function[] = [];

@@ -1,0 +1,84 @@
+import { INestApplication } from '@nestjs/common';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { createApp } from '../../src/bootstrap';
+import { AppConfig, loadConfig } from '../../src/config/app-config';
+
+export interface TestApp {
+  app: INestApplication;
+  config: AppConfig;
+  /** http://127.0.0.1:PORT (no /v1: the Letta SDK adds it). */
+  baseUrl: string;
+  dir: string;
+  close(): Promise<void>;
+}
+
+/** The e2e suites run against PostgreSQL too when TEST_DATABASE_URL is set (.ci/run does that). */
+const PG_URL = process.env.TEST_DATABASE_URL;
+
+export interface StartOptions {
+  /** Config overrides, deep-merged over config/default.yaml (e.g. `{auth: {api_keys: [...]}}`). */
+  overrides?: Record<string, unknown>;
+  /** Extra environment (e.g. secrets for `${ENV}` headers). */
+  env?: Record<string, string>;
+  /** Reuse a folder (and its SQLite file) from an earlier start: a restart. */
+  dir?: string;
+  /** Keep the folder on close, for a restart test. */
+  keepDir?: boolean;
+}
+
+/** One PostgreSQL schema per test folder, so a restart (same folder) sees the same tables. */
+async function pgSchemaFor(dir: string): Promise<string> {
+  const schema =
+    't_' +
+    path
+      .basename(dir)
+      .replace(/[^a-z0-9]/gi, '_')
+      .toLowerCase();
+  const { Client } = await import('pg');
+  const client = new Client({ connectionString: PG_URL });
+  await client.connect();
+  try {
+    await client.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
+  } finally {
+    await client.end();
+  }
+  return schema;
+}
+
+/**
+ * Boots the real app on port 0 with a fresh SQLite file in a temp folder (or PostgreSQL, see above),
+ * empty agent and tool folders unless overridden, and the log quiet.
+ */
+export async function startApp(opts: StartOptions = {}): Promise<TestApp> {
+  const dir = opts.dir ?? mkdtempSync(path.join(tmpdir(), 'agent-server-test-'));
+  const env: Record<string, string> = {
+    SQLITE_PATH: path.join(dir, 'db.sqlite'),
+    AGENTS_DIR: path.join(dir, 'agents'),
+    TOOLS_DIR: path.join(dir, 'tools'),
+    LOG_LEVEL: 'error',
+    ...(PG_URL ? { DATABASE_URL: PG_URL } : {}),
+    ...opts.env,
+  };
+  const schema = PG_URL ? await pgSchemaFor(dir) : null;
+  const config = loadConfig(env, {
+    server: { port: 0, host: '127.0.0.1' },
+    database: { schema },
+    ...opts.overrides,
+  });
+  const app = await createApp(config);
+  await app.listen(0, '127.0.0.1');
+  const address = app.getHttpServer().address() as { port: number };
+  const baseUrl = `http://127.0.0.1:${address.port}`;
+  return {
+    app,
+    config,
+    baseUrl,
+    dir,
+    close: async () => {
+      await app.close();
+      if (!opts.keepDir && !opts.dir) rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
