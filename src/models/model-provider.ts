@@ -1,0 +1,89 @@
+/**
+ * The contract between the AgentProcessor and model providers (`openai`, `scripted`).
+ * Messages and tools use the OpenAI chat-completions shapes, the common denominator.
+ */
+export type ChatMessage =
+  | { role: 'system'; content: string }
+  | { role: 'user'; content: string }
+  | {
+      role: 'assistant';
+      content: string | null;
+      tool_calls?: {
+        id: string;
+        type: 'function';
+        function: { name: string; arguments: string };
+      }[];
+    }
+  | { role: 'tool'; tool_call_id: string; content: string };
+
+export interface ToolSchema {
+  type: 'function';
+  function: { name: string; description: string; parameters: Record<string, unknown> };
+}
+
+/** One scripted model turn (agent field `model_script`, played by the `scripted` provider). */
+export interface ScriptedTurn {
+  content?: string;
+  reasoning?: string;
+  tool_calls?: { name: string; arguments: Record<string, unknown> }[];
+}
+
+/** The model settings of an agent (Letta's llm_config; never holds an API key). */
+export interface LlmConfig {
+  model: string;
+  model_endpoint_type: string; // 'openai' | 'scripted'
+  model_endpoint?: string | null;
+  context_window?: number;
+  max_tokens?: number | null;
+  temperature?: number;
+  [extra: string]: unknown;
+}
+
+export interface ModelRequest {
+  llmConfig: LlmConfig;
+  messages: ChatMessage[];
+  tools: ToolSchema[];
+  /** 'auto' when tools are offered, a name to force one function, 'none' when no tools. */
+  toolChoice: 'auto' | 'none' | { name: string };
+  stream: boolean;
+  /** For the scripted provider: the agent's script and how many model calls this batch already made. */
+  script?: ScriptedTurn[];
+  batchStep: number;
+  signal?: AbortSignal;
+  /** Streaming: called with each text delta as it arrives. */
+  onTextDelta?: (delta: string) => void;
+}
+
+export interface ModelToolCall {
+  id: string;
+  name: string;
+  /** The raw arguments text as the model sent it (may be invalid JSON). */
+  argumentsText: string;
+}
+
+export interface ModelResponse {
+  content: string | null;
+  reasoning?: string | null;
+  toolCalls: ModelToolCall[];
+  usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
+  finishReason: string | null;
+}
+
+/** Provider failures, named as Letta's stop reasons. */
+export type ModelErrorKind =
+  'llm_api_error' | 'invalid_llm_response' | 'max_tokens_exceeded' | 'cancelled';
+
+export class ModelError extends Error {
+  constructor(
+    readonly kind: ModelErrorKind,
+    message: string,
+    readonly status?: number,
+  ) {
+    super(message);
+    this.name = 'ModelError';
+  }
+}
+
+export interface ModelProvider {
+  complete(req: ModelRequest): Promise<ModelResponse>;
+}
