@@ -7,13 +7,20 @@ import { ConfigModule } from './config/config.module';
 import { CoreProvidersModule } from './common/core-providers.module';
 import { DatabaseModule } from './database/database.module';
 import { HealthController } from './health/health.controller';
+import { RunEventsModule } from './common/run-events';
 
 @Module({})
 export class AppModule {
   static forRoot(config: AppConfig): DynamicModule {
     return {
       module: AppModule,
-      imports: [ConfigModule.forRoot(config), CoreProvidersModule, DatabaseModule, AuthModule],
+      imports: [
+        ConfigModule.forRoot(config),
+        CoreProvidersModule,
+        DatabaseModule,
+        AuthModule,
+        RunEventsModule,
+      ],
       controllers: [HealthController],
       providers: [{ provide: APP_FILTER, useClass: DomainErrorFilter }],
     };
