@@ -4,8 +4,8 @@ module.exports = {
   roots: ['<rootDir>/test'],
   testRegex: '.*\\.(spec|e2e-spec)\\.ts$',
   transform: {
-    // isolatedModules: type-checking is `npm run typecheck`'s job; this keeps the suite fast.
-    '^.+\\.ts$': ['ts-jest', { isolatedModules: true, tsconfig: 'tsconfig.json' }],
+    // tsconfig.jest.json sets isolatedModules: files are transpiled alone (fast); `npm run typecheck` type-checks.
+    '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.jest.json' }],
   },
   moduleFileExtensions: ['ts', 'js', 'json'],
   testTimeout: 30000,
