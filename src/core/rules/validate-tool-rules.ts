@@ -1,0 +1,180 @@
+import stableStringify from 'json-stable-stringify';
+import type { DedupeMode, ToolRule, ToolRuleType } from './tool-rule';
+
+/** A problem with one part of the input, named by its JSON path (`tool_rules[2].children`). */
+export interface ValidationProblem {
+  path: string;
+  message: string;
+}
+
+/** A stored rule may carry Letta's optional `prompt_template`; we keep it as sent. */
+export type StoredToolRule = ToolRule & { prompt_template?: string };
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+const DEDUPE_MODES: readonly DedupeMode[] = ['reject', 'return_cached', 'off'];
+
+/** Field kinds a rule type may have; `?` marks optional ones. */
+type FieldKind =
+  'tool' | 'tools' | 'count' | 'mapping' | 'child?' | 'bool?' | 'string?' | 'object?' | 'mode';
+
+/** The fields each rule type takes, and their kinds: one table is the whole schema. */
+const RULE_FIELDS: Record<ToolRuleType, Record<string, FieldKind>> = {
+  run_first: { tool_name: 'tool', args: 'object?' },
+  start_constraint: { tool_name: 'tool', args: 'object?' },
+  exit_loop: { tool_name: 'tool' },
+  continue_loop: { tool_name: 'tool' },
+  constrain_child_tools: { tool_name: 'tool', children: 'tools' },
+  parent_last_tool: { tool_name: 'tool', children: 'tools' },
+  conditional: {
+    tool_name: 'tool',
+    child_output_mapping: 'mapping',
+    default_child: 'child?',
+    require_output_mapping: 'bool?',
+  },
+  max_count_per_step: { tool_name: 'tool', max_count_limit: 'count' },
+  max_calls: { tool_name: 'tool', max_count_limit: 'count' },
+  required_before_exit: { tool_name: 'tool' },
+  requires_preceding_tools: { tool_name: 'tool', tools: 'tools' },
+  requires_following_tools: { tool_name: 'tool', tools: 'tools' },
+  exclusive_group: { tools: 'tools', group: 'string?' },
+  cooldown: { tool_name: 'tool', seconds: 'count' },
+  dedupe: { tool_name: 'tool', window_seconds: 'count', mode: 'mode' },
+  requires_consent: { tool_name: 'tool', scope: 'string?' },
+  requires_approval: { tool_name: 'tool', scope: 'string?' },
+};
+
+export const TOOL_RULE_TYPES = Object.keys(RULE_FIELDS) as ToolRuleType[];
+
+/**
+ * Validates tool rules as sent on create/update or in an agent file. Unknown extra fields are dropped;
+ * every problem is reported with its path, not just the first. Duplicates (same canonical JSON) are kept once.
+ */
+export function validateToolRules(
+  input: unknown,
+  toolNames: string[],
+  basePath = 'tool_rules',
+): { rules: StoredToolRule[]; problems: ValidationProblem[] } {
+  const problems: ValidationProblem[] = [];
+  if (input === undefined || input === null) return { rules: [], problems };
+  if (!Array.isArray(input)) {
+    return { rules: [], problems: [{ path: basePath, message: 'must be a list of rules' }] };
+  }
+  const known = new Set(toolNames);
+  const rules: StoredToolRule[] = [];
+  const seen = new Set<string>();
+
+  input.forEach((item: unknown, i) => {
+    const at = `${basePath}[${i}]`;
+    const before = problems.length;
+    const rule = validateOne(item, at, known, problems);
+    if (!rule || problems.length > before) return;
+    const key = stableStringify(rule) ?? '';
+    if (seen.has(key)) return;
+    seen.add(key);
+    rules.push(rule);
+  });
+  return { rules, problems };
+}
+
+function validateOne(
+  item: unknown,
+  at: string,
+  known: Set<string>,
+  problems: ValidationProblem[],
+): StoredToolRule | null {
+  if (!isObj(item)) {
+    problems.push({ path: at, message: 'must be an object' });
+    return null;
+  }
+  const type = item.type;
+  if (typeof type !== 'string') {
+    problems.push({ path: `${at}.type`, message: 'is required (a string naming the rule type)' });
+    return null;
+  }
+  if (!Object.prototype.hasOwnProperty.call(RULE_FIELDS, type)) {
+    problems.push({
+      path: `${at}.type`,
+      message: `unknown rule type ${JSON.stringify(type)}; expected one of ${TOOL_RULE_TYPES.join(', ')}`,
+    });
+    return null;
+  }
+  const out: Obj = { type };
+  const toolName = (v: unknown, path: string): string | undefined => {
+    if (typeof v !== 'string' || v === '') {
+      problems.push({ path, message: 'must be a non-empty tool name' });
+      return undefined;
+    }
+    if (!known.has(v)) {
+      problems.push({
+        path,
+        message: `names tool ${JSON.stringify(v)}, which the agent does not have`,
+      });
+    }
+    return v;
+  };
+
+  for (const [field, kind] of Object.entries(RULE_FIELDS[type as ToolRuleType])) {
+    const path = `${at}.${field}`;
+    const v = item[field];
+    const optional = kind.endsWith('?');
+    if (v === undefined || (v === null && optional)) {
+      if (!optional) problems.push({ path, message: 'is required' });
+      else if (v === null && kind === 'child?') out[field] = null;
+      continue;
+    }
+    switch (kind) {
+      case 'tool':
+      case 'child?':
+        out[field] = toolName(v, path);
+        break;
+      case 'tools':
+        if (!Array.isArray(v)) problems.push({ path, message: 'must be a list of tool names' });
+        else if (v.length === 0) problems.push({ path, message: 'must not be empty' });
+        else out[field] = [...new Set(v.map((t: unknown, j) => toolName(t, `${path}[${j}]`)))];
+        break;
+      case 'count':
+        if (typeof v !== 'number' || !Number.isInteger(v) || v < 0)
+          problems.push({ path, message: 'must be a whole number, 0 or more' });
+        else out[field] = v;
+        break;
+      case 'mapping':
+        if (!isObj(v)) problems.push({ path, message: 'must be an object of output → tool name' });
+        else if (Object.keys(v).length === 0) problems.push({ path, message: 'must not be empty' });
+        else
+          out[field] = Object.fromEntries(
+            Object.entries(v).map(([k, t]) => [k, toolName(t, `${path}.${k}`)]),
+          );
+        break;
+      case 'mode':
+        if (typeof v !== 'string' || !DEDUPE_MODES.includes(v as DedupeMode))
+          problems.push({
+            path,
+            message: `unknown dedupe mode ${JSON.stringify(v)}; expected one of ${DEDUPE_MODES.join(', ')}`,
+          });
+        else out[field] = v;
+        break;
+      case 'bool?':
+        if (typeof v !== 'boolean') problems.push({ path, message: 'must be true or false' });
+        else out[field] = v;
+        break;
+      case 'string?':
+        if (typeof v !== 'string' || v === '')
+          problems.push({ path, message: 'must be a non-empty string' });
+        else out[field] = v;
+        break;
+      case 'object?':
+        if (!isObj(v)) problems.push({ path, message: 'must be an object' });
+        else out[field] = v;
+        break;
+    }
+  }
+  const tpl = item.prompt_template;
+  if (tpl !== undefined && tpl !== null) {
+    if (typeof tpl !== 'string')
+      problems.push({ path: `${at}.prompt_template`, message: 'must be a string' });
+    else out.prompt_template = tpl;
+  }
+  return out as StoredToolRule;
+}

@@ -1,0 +1,252 @@
+import { validateToolRules } from '../../../src/core/rules/validate-tool-rules';
+
+const TOOLS = ['send_message', 'search', 'issue_refund', 'deploy', 'run_tests'];
+
+describe('validateToolRules: accepted rules', () => {
+  const ok: [string, unknown][] = [
+    ['run_first', { type: 'run_first', tool_name: 'search' }],
+    [
+      'start_constraint alias with args',
+      { type: 'start_constraint', tool_name: 'search', args: { q: 'x' } },
+    ],
+    ['exit_loop', { type: 'exit_loop', tool_name: 'send_message' }],
+    ['continue_loop', { type: 'continue_loop', tool_name: 'search' }],
+    [
+      'constrain_child_tools',
+      { type: 'constrain_child_tools', tool_name: 'search', children: ['send_message'] },
+    ],
+    [
+      'parent_last_tool',
+      { type: 'parent_last_tool', tool_name: 'deploy', children: ['run_tests'] },
+    ],
+    [
+      'conditional',
+      {
+        type: 'conditional',
+        tool_name: 'search',
+        child_output_mapping: { found: 'send_message', none: 'search' },
+        default_child: null,
+        require_output_mapping: true,
+      },
+    ],
+    [
+      'max_count_per_step',
+      { type: 'max_count_per_step', tool_name: 'issue_refund', max_count_limit: 3 },
+    ],
+    [
+      'max_calls alias, limit 0',
+      { type: 'max_calls', tool_name: 'issue_refund', max_count_limit: 0 },
+    ],
+    ['required_before_exit', { type: 'required_before_exit', tool_name: 'run_tests' }],
+    [
+      'requires_preceding_tools',
+      { type: 'requires_preceding_tools', tool_name: 'deploy', tools: ['run_tests'] },
+    ],
+    [
+      'requires_following_tools',
+      { type: 'requires_following_tools', tool_name: 'deploy', tools: ['send_message'] },
+    ],
+    ['exclusive_group', { type: 'exclusive_group', tools: ['deploy', 'run_tests'], group: 'ci' }],
+    ['cooldown', { type: 'cooldown', tool_name: 'deploy', seconds: 600 }],
+    [
+      'dedupe',
+      { type: 'dedupe', tool_name: 'issue_refund', window_seconds: 300, mode: 'return_cached' },
+    ],
+    [
+      'requires_consent with scope',
+      { type: 'requires_consent', tool_name: 'issue_refund', scope: 'refunds' },
+    ],
+    ['requires_approval (Letta)', { type: 'requires_approval', tool_name: 'deploy' }],
+    [
+      'prompt_template kept',
+      { type: 'exit_loop', tool_name: 'send_message', prompt_template: '<x/>' },
+    ],
+  ];
+  it.each(ok)('%s', (_name, rule) => {
+    const { rules, problems } = validateToolRules([rule], TOOLS);
+    expect(problems).toEqual([]);
+    expect(rules).toEqual([rule]);
+  });
+});
+
+describe('validateToolRules: problems carry JSON paths', () => {
+  const bad: [string, unknown, string, RegExp][] = [
+    ['not a list', { type: 'exit_loop' }, 'tool_rules', /list/],
+    ['rule not an object', ['exit_loop'], 'tool_rules[0]', /object/],
+    ['missing type', [{ tool_name: 'search' }], 'tool_rules[0].type', /required/],
+    [
+      'unknown type',
+      [{ type: 'teleport', tool_name: 'search' }],
+      'tool_rules[0].type',
+      /unknown rule type/,
+    ],
+    ['missing tool_name', [{ type: 'exit_loop' }], 'tool_rules[0].tool_name', /required/],
+    [
+      'tool_name wrong type',
+      [{ type: 'exit_loop', tool_name: 7 }],
+      'tool_rules[0].tool_name',
+      /tool name/,
+    ],
+    [
+      'unknown tool',
+      [{ type: 'exit_loop', tool_name: 'nope' }],
+      'tool_rules[0].tool_name',
+      /does not have/,
+    ],
+    [
+      'empty children',
+      [{ type: 'constrain_child_tools', tool_name: 'search', children: [] }],
+      'tool_rules[0].children',
+      /empty/,
+    ],
+    [
+      'children not a list',
+      [{ type: 'constrain_child_tools', tool_name: 'search', children: 'send_message' }],
+      'tool_rules[0].children',
+      /list/,
+    ],
+    [
+      'unknown child',
+      [{ type: 'constrain_child_tools', tool_name: 'search', children: ['send_message', 'ghost'] }],
+      'tool_rules[0].children[1]',
+      /does not have/,
+    ],
+    [
+      'empty mapping',
+      [{ type: 'conditional', tool_name: 'search', child_output_mapping: {} }],
+      'tool_rules[0].child_output_mapping',
+      /empty/,
+    ],
+    [
+      'mapping to unknown tool',
+      [{ type: 'conditional', tool_name: 'search', child_output_mapping: { a: 'ghost' } }],
+      'tool_rules[0].child_output_mapping.a',
+      /does not have/,
+    ],
+    [
+      'negative limit',
+      [{ type: 'max_count_per_step', tool_name: 'search', max_count_limit: -1 }],
+      'tool_rules[0].max_count_limit',
+      /0 or more/,
+    ],
+    [
+      'fractional limit',
+      [{ type: 'max_count_per_step', tool_name: 'search', max_count_limit: 1.5 }],
+      'tool_rules[0].max_count_limit',
+      /whole/,
+    ],
+    [
+      'limit as string',
+      [{ type: 'max_calls', tool_name: 'search', max_count_limit: '3' }],
+      'tool_rules[0].max_count_limit',
+      /whole/,
+    ],
+    [
+      'negative cooldown',
+      [{ type: 'cooldown', tool_name: 'deploy', seconds: -5 }],
+      'tool_rules[0].seconds',
+      /0 or more/,
+    ],
+    [
+      'negative dedupe window',
+      [{ type: 'dedupe', tool_name: 'deploy', window_seconds: -1, mode: 'reject' }],
+      'tool_rules[0].window_seconds',
+      /0 or more/,
+    ],
+    [
+      'unknown dedupe mode',
+      [{ type: 'dedupe', tool_name: 'deploy', window_seconds: 10, mode: 'maybe' }],
+      'tool_rules[0].mode',
+      /dedupe mode/,
+    ],
+    [
+      'empty exclusive group',
+      [{ type: 'exclusive_group', tools: [] }],
+      'tool_rules[0].tools',
+      /empty/,
+    ],
+    [
+      'preceding tool unknown',
+      [{ type: 'requires_preceding_tools', tool_name: 'deploy', tools: ['lint'] }],
+      'tool_rules[0].tools[0]',
+      /does not have/,
+    ],
+    [
+      'scope wrong type',
+      [{ type: 'requires_consent', tool_name: 'deploy', scope: 3 }],
+      'tool_rules[0].scope',
+      /string/,
+    ],
+    [
+      'prompt_template wrong type',
+      [{ type: 'exit_loop', tool_name: 'send_message', prompt_template: 1 }],
+      'tool_rules[0].prompt_template',
+      /string/,
+    ],
+    [
+      'second rule bad, index kept',
+      [
+        { type: 'exit_loop', tool_name: 'send_message' },
+        { type: 'exit_loop', tool_name: 'send_message' },
+        { type: 'cooldown', tool_name: 'deploy' },
+      ],
+      'tool_rules[2].seconds',
+      /required/,
+    ],
+  ];
+  it.each(bad)('%s → %s', (_name, input, path, message) => {
+    const { problems } = validateToolRules(input, TOOLS);
+    expect(problems).toContainEqual({ path, message: expect.stringMatching(message) });
+  });
+
+  it('reports every problem, not only the first', () => {
+    const { problems } = validateToolRules(
+      [
+        { type: 'teleport' },
+        { type: 'exit_loop', tool_name: 'ghost' },
+        { type: 'cooldown', tool_name: 'deploy', seconds: -1 },
+      ],
+      TOOLS,
+    );
+    expect(problems.map((p) => p.path)).toEqual([
+      'tool_rules[0].type',
+      'tool_rules[1].tool_name',
+      'tool_rules[2].seconds',
+    ]);
+  });
+
+  it('uses the base path given', () => {
+    const { problems } = validateToolRules([{ type: 'exit_loop' }], TOOLS, 'agent.tool_rules');
+    expect(problems[0].path).toBe('agent.tool_rules[0].tool_name');
+  });
+});
+
+describe('validateToolRules: normalising', () => {
+  it('treats null/undefined as no rules', () => {
+    expect(validateToolRules(undefined, TOOLS)).toEqual({ rules: [], problems: [] });
+    expect(validateToolRules(null, TOOLS)).toEqual({ rules: [], problems: [] });
+  });
+
+  it('keeps duplicate rules once (key order does not matter)', () => {
+    const { rules } = validateToolRules(
+      [
+        { type: 'cooldown', tool_name: 'deploy', seconds: 5 },
+        { seconds: 5, tool_name: 'deploy', type: 'cooldown' },
+        { type: 'cooldown', tool_name: 'deploy', seconds: 6 },
+      ],
+      TOOLS,
+    );
+    expect(rules).toEqual([
+      { type: 'cooldown', tool_name: 'deploy', seconds: 5 },
+      { type: 'cooldown', tool_name: 'deploy', seconds: 6 },
+    ]);
+  });
+
+  it('drops unknown extra fields', () => {
+    const { rules } = validateToolRules(
+      [{ type: 'exit_loop', tool_name: 'send_message', colour: 'blue' }],
+      TOOLS,
+    );
+    expect(rules).toEqual([{ type: 'exit_loop', tool_name: 'send_message' }]);
+  });
+});
