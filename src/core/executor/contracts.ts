@@ -134,27 +134,75 @@ export interface ConsentPort {
 export interface BatchState {
   callCounts: Record<string, number>;
   exclusiveGroups: Record<string, string>;
+  /** Successful executions per tool in this batch (required_before_exit). */
+  succeeded?: Record<string, number>;
+  /** Tools that must still run before the batch may end (requires_following_tools, once triggered). */
+  mustFollow?: string[];
   createdAt: number;
   updatedAt: number;
 }
+
+/**
+ * A store may answer synchronously (the in-memory store, a warm LRU) so the executor's hot path stays
+ * free of microtask hops; `await` works on both shapes.
+ */
+export type MaybePromise<T> = T | Promise<T>;
 
 /** Persistent state across batches and restarts; the Nest side writes through to the database. */
 export interface ExecutorStateStore {
   getDedupe(
     agentId: string,
     key: string,
-  ): Promise<{ result: string; at: number; expiresAt: number } | null>;
+  ): MaybePromise<{ result: string; at: number; expiresAt: number } | null>;
   putDedupe(
     agentId: string,
     key: string,
     entry: { result: string; at: number; expiresAt: number },
-  ): Promise<void>;
-  getLastExecution(agentId: string, toolName: string): Promise<number | null>;
-  setLastExecution(agentId: string, toolName: string, at: number): Promise<void>;
-  loadBatch(batchId: string): Promise<BatchState | null>;
-  saveBatch(batchId: string, state: BatchState): Promise<void>;
-  deleteBatch(batchId: string): Promise<void>;
+  ): MaybePromise<void>;
+  getLastExecution(agentId: string, toolName: string): MaybePromise<number | null>;
+  setLastExecution(agentId: string, toolName: string, at: number): MaybePromise<void>;
+  loadBatch(batchId: string): MaybePromise<BatchState | null>;
+  saveBatch(batchId: string, state: BatchState): MaybePromise<void>;
+  deleteBatch(batchId: string): MaybePromise<void>;
   /** Records that a tool_call_id is about to execute; false when it already was (at most once). */
-  claimToolCall(agentId: string, toolCallId: string, at: number): Promise<boolean>;
-  pruneExpired(now: number, batchTtlMs: number): Promise<void>;
+  claimToolCall(agentId: string, toolCallId: string, at: number): MaybePromise<boolean>;
+  pruneExpired(now: number, batchTtlMs: number): MaybePromise<void>;
 }
+
+// ---------------------------------------------------------------- executor state and deps
+
+/** One executed (or cached-answered) call in a pass's history. */
+export interface ToolExecution {
+  toolCallId: string;
+  toolName: string;
+  status: 'success' | 'error';
+  returnValue: string;
+  at: number;
+}
+
+export type PassPhase = 'start' | 'running' | 'exit_requested';
+
+/**
+ * Per-pass state: created fresh by `newPass` for each entry into processing (the user message,
+ * or one heartbeat continuation). The processor holds it and hands it back on every call.
+ */
+export interface PassState {
+  batchId: string;
+  /** Executions of this pass, in order (ordering rules look here). */
+  history: ToolExecution[];
+  /** A run_first tool has run in this pass (or the agent has none). */
+  startConstraintsDone: boolean;
+  /** Snapshot of what still must run before the batch may end, refreshed after each call. */
+  exitRequirementsPending: string[];
+  phase: PassPhase;
+  /** The batch state, loaded once per pass from the store (internal cache; do not mutate). */
+  batch?: BatchState;
+}
+
+export interface ExecutorLimits {
+  /** Batch state left behind (no completeBatch) is dropped after this long. */
+  batchTtlMs: number;
+}
+
+/** Tells the caller a tool timed out; exported so invokers can recognise the abort reason. */
+export const TOOL_TIMEOUT_REASON = 'tool-timeout';
