@@ -8,6 +8,7 @@ import { CoreProvidersModule } from './common/core-providers.module';
 import { DatabaseModule } from './database/database.module';
 import { HealthController } from './health/health.controller';
 import { RunEventsModule } from './common/run-events';
+import { ModelsModule } from './models/models.module';
 
 @Module({})
 export class AppModule {
@@ -20,6 +21,7 @@ export class AppModule {
         DatabaseModule,
         AuthModule,
         RunEventsModule,
+        ModelsModule,
       ],
       controllers: [HealthController],
       providers: [{ provide: APP_FILTER, useClass: DomainErrorFilter }],

@@ -50,6 +50,8 @@ export interface ModelRequest {
   script?: ScriptedTurn[];
   batchStep: number;
   signal?: AbortSignal;
+  /** Per-call timeout in ms for network providers; default config.models.openai.timeout_seconds. */
+  timeoutMs?: number;
   /** Streaming: called with each text delta as it arrives. */
   onTextDelta?: (delta: string) => void;
 }

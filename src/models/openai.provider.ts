@@ -1,0 +1,443 @@
+import { countTokens } from './token-count';
+import {
+  ChatMessage,
+  ModelError,
+  ModelProvider,
+  ModelRequest,
+  ModelResponse,
+  ModelToolCall,
+} from './model-provider';
+
+/** Sleeps `ms`; rejects (any error) when `signal` aborts first. Injected so tests never really wait. */
+export type SleepFn = (ms: number, signal?: AbortSignal) => Promise<void>;
+
+export interface OpenAiProviderOptions {
+  /** Sent as `Authorization: Bearer …`; never logged, never part of an error message. */
+  apiKey: string | null;
+  /** Used when the agent's llm_config has no model_endpoint (e.g. https://api.openai.com/v1). */
+  baseUrl: string;
+  timeoutMs: number;
+  maxRetries: number;
+  sleep?: SleepFn;
+  /** In [0, 1): the backoff jitter. */
+  random?: () => number;
+  /** Epoch ms, to read an HTTP-date `Retry-After`. */
+  now?: () => number;
+  /** Starts the per-call timeout; returns its cancel function. Injected so tests fire it by hand. */
+  startTimer?: (ms: number, onTimeout: () => void) => () => void;
+  /** First backoff delay; doubled per attempt up to `maxBackoffMs`. */
+  baseBackoffMs?: number;
+  maxBackoffMs?: number;
+  /** A `Retry-After` longer than this is cut to it. */
+  maxRetryAfterMs?: number;
+}
+
+const realTimer = (ms: number, onTimeout: () => void) => {
+  const t = setTimeout(onTimeout, ms);
+  return () => clearTimeout(t);
+};
+
+export const realSleep: SleepFn = (ms, signal) =>
+  new Promise<void>((resolve, reject) => {
+    if (signal?.aborted) return reject(new Error('aborted'));
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(new Error('aborted'));
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+
+/** A failure worth another attempt (connection error, timeout, 429, 5xx). */
+class Retryable extends Error {
+  constructor(
+    message: string,
+    readonly status?: number,
+    readonly retryAfterMs?: number,
+  ) {
+    super(message);
+  }
+}
+
+type Json = Record<string, unknown>;
+const isObj = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+interface ToolCallAcc {
+  id?: string;
+  name?: string;
+  args: string;
+}
+
+/** OpenAI-compatible `POST {endpoint}/chat/completions`, with retries, timeout, cancellation and SSE streaming. */
+export class OpenAiProvider implements ModelProvider {
+  private readonly sleep: SleepFn;
+  private readonly random: () => number;
+  private readonly now: () => number;
+  private readonly startTimer: (ms: number, onTimeout: () => void) => () => void;
+  private readonly baseBackoffMs: number;
+  private readonly maxBackoffMs: number;
+  private readonly maxRetryAfterMs: number;
+  private callSeq = 0;
+
+  constructor(private readonly opts: OpenAiProviderOptions) {
+    this.sleep = opts.sleep ?? realSleep;
+    this.random = opts.random ?? Math.random;
+    this.now = opts.now ?? Date.now;
+    this.startTimer = opts.startTimer ?? realTimer;
+    this.baseBackoffMs = opts.baseBackoffMs ?? 500;
+    this.maxBackoffMs = opts.maxBackoffMs ?? 8_000;
+    this.maxRetryAfterMs = opts.maxRetryAfterMs ?? 60_000;
+  }
+
+  async complete(req: ModelRequest): Promise<ModelResponse> {
+    const url = `${(req.llmConfig.model_endpoint || this.opts.baseUrl).replace(/\/+$/, '')}/chat/completions`;
+    const body = JSON.stringify(this.buildBody(req));
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      accept: req.stream ? 'text/event-stream' : 'application/json',
+    };
+    if (this.opts.apiKey) headers.authorization = `Bearer ${this.opts.apiKey}`;
+
+    let last: Retryable | undefined;
+    for (let attempt = 0; attempt <= this.opts.maxRetries; attempt++) {
+      if (attempt > 0 && last) {
+        try {
+          await this.sleep(this.delayFor(attempt, last), req.signal);
+        } catch {
+          throw cancelled();
+        }
+      }
+      if (req.signal?.aborted) throw cancelled();
+      try {
+        return await this.attempt(url, body, headers, req);
+      } catch (e) {
+        if (!(e instanceof Retryable)) throw e;
+        last = e;
+      }
+    }
+    const tries = this.opts.maxRetries + 1;
+    throw new ModelError(
+      'llm_api_error',
+      this.redact(
+        `${last?.message ?? 'model call failed'} (after ${tries} attempt${tries > 1 ? 's' : ''})`,
+      ),
+      last?.status,
+    );
+  }
+
+  private buildBody(req: ModelRequest): Json {
+    const cfg = req.llmConfig;
+    const body: Json = { model: cfg.model, messages: req.messages };
+    if (req.tools.length > 0) {
+      body.tools = req.tools;
+      const tc = req.toolChoice;
+      body.tool_choice =
+        typeof tc === 'object' ? { type: 'function', function: { name: tc.name } } : tc;
+    }
+    if (typeof cfg.max_tokens === 'number' && cfg.max_tokens > 0) body.max_tokens = cfg.max_tokens;
+    if (typeof cfg.temperature === 'number') body.temperature = cfg.temperature;
+    if (req.stream) {
+      body.stream = true;
+      body.stream_options = { include_usage: true };
+    }
+    return body;
+  }
+
+  /** Retry-After when the server gave one (capped), else exponential backoff with jitter (50–100 %). */
+  private delayFor(attempt: number, err: Retryable): number {
+    if (err.retryAfterMs !== undefined) return Math.min(err.retryAfterMs, this.maxRetryAfterMs);
+    const exp = Math.min(this.maxBackoffMs, this.baseBackoffMs * 2 ** (attempt - 1));
+    return Math.round(exp * (0.5 + this.random() * 0.5));
+  }
+
+  private async attempt(
+    url: string,
+    body: string,
+    headers: Record<string, string>,
+    req: ModelRequest,
+  ): Promise<ModelResponse> {
+    const timeoutMs = req.timeoutMs ?? this.opts.timeoutMs;
+    const ac = new AbortController();
+    let timedOut = false;
+    const stopTimer = this.startTimer(timeoutMs, () => {
+      timedOut = true;
+      ac.abort();
+    });
+    const onCancel = () => ac.abort();
+    req.signal?.addEventListener('abort', onCancel, { once: true });
+    // Deltas already handed to the caller cannot be taken back: no retry after the first one.
+    const emitted = { any: false };
+    const fail = (e: unknown): never => {
+      if (req.signal?.aborted) throw cancelled();
+      if (e instanceof ModelError || e instanceof Retryable) throw e;
+      const msg = timedOut
+        ? `model call timed out after ${Math.round(timeoutMs / 1000)} s`
+        : `cannot reach the model endpoint: ${describe(e)}`;
+      if (emitted.any) throw new ModelError('llm_api_error', this.redact(msg));
+      throw new Retryable(msg);
+    };
+    try {
+      let res: Response;
+      try {
+        res = await fetch(url, { method: 'POST', headers, body, signal: ac.signal });
+      } catch (e) {
+        return fail(e);
+      }
+      try {
+        if (!res.ok) throw await this.httpError(res);
+        const type = res.headers.get('content-type') ?? '';
+        if (req.stream && type.includes('text/event-stream') && res.body) {
+          return await this.readStream(res.body, req, emitted);
+        }
+        return this.parseCompletion(await res.text(), req);
+      } catch (e) {
+        return fail(e);
+      }
+    } finally {
+      stopTimer();
+      req.signal?.removeEventListener('abort', onCancel);
+    }
+  }
+
+  private async httpError(res: Response): Promise<Error> {
+    let text = '';
+    try {
+      text = await res.text();
+    } catch {
+      // the status alone will do
+    }
+    const detail = providerMessage(text) || res.statusText || 'no details';
+    const msg = `model endpoint answered ${res.status}: ${detail}`;
+    if (res.status === 429 || res.status >= 500) {
+      return new Retryable(msg, res.status, this.retryAfter(res.headers));
+    }
+    return new ModelError('llm_api_error', this.redact(detail), res.status);
+  }
+
+  /** `retry-after-ms` (OpenAI), else `Retry-After` in seconds or as an HTTP date. */
+  private retryAfter(h: Headers): number | undefined {
+    const ms = Number(h.get('retry-after-ms'));
+    if (h.get('retry-after-ms') && Number.isFinite(ms) && ms >= 0) return ms;
+    const v = h.get('retry-after')?.trim();
+    if (!v) return undefined;
+    if (/^\d+(\.\d+)?$/.test(v)) return Math.round(Number(v) * 1000);
+    const at = Date.parse(v);
+    return Number.isNaN(at) ? undefined : Math.max(0, at - this.now());
+  }
+
+  private parseCompletion(text: string, req: ModelRequest): ModelResponse {
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      throw invalid('the model endpoint answered something that is not JSON');
+    }
+    if (!isObj(json)) throw invalid('the model endpoint answered something that is not an object');
+    if (isObj(json.error))
+      throw new ModelError('llm_api_error', this.redact(providerMessage(text)));
+    const choice = Array.isArray(json.choices) ? (json.choices[0] as unknown) : undefined;
+    if (!isObj(choice) || !isObj(choice.message)) throw invalid('the model answer has no choices');
+    const m = choice.message;
+    const calls: ToolCallAcc[] = (Array.isArray(m.tool_calls) ? m.tool_calls : []).map(
+      (c: unknown) => {
+        const fn = isObj(c) && isObj(c.function) ? c.function : {};
+        const args = fn.arguments;
+        return {
+          id: isObj(c) && typeof c.id === 'string' ? c.id : undefined,
+          name: typeof fn.name === 'string' ? fn.name : undefined,
+          args: typeof args === 'string' ? args : args === undefined ? '' : JSON.stringify(args),
+        };
+      },
+    );
+    return this.finish(
+      textOf(m.content),
+      strOrNull(m.reasoning_content) ?? strOrNull(m.reasoning),
+      calls,
+      strOrNull(choice.finish_reason),
+      json.usage,
+      req,
+    );
+  }
+
+  private async readStream(
+    stream: ReadableStream<Uint8Array>,
+    req: ModelRequest,
+    emitted: { any: boolean },
+  ): Promise<ModelResponse> {
+    const decoder = new TextDecoder();
+    let buf = '';
+    let content = '';
+    let reasoning = '';
+    let finish: string | null = null;
+    let usage: unknown;
+    let sawChunk = false;
+    let done = false;
+    const calls: ToolCallAcc[] = [];
+
+    const onData = (data: string) => {
+      if (data === '[DONE]') {
+        done = true;
+        return;
+      }
+      let chunk: unknown;
+      try {
+        chunk = JSON.parse(data);
+      } catch {
+        throw invalid('the model stream sent a chunk that is not JSON');
+      }
+      if (!isObj(chunk)) return;
+      if (isObj(chunk.error))
+        throw new ModelError('llm_api_error', this.redact(providerMessage(data)));
+      sawChunk = true;
+      if (isObj(chunk.usage)) usage = chunk.usage;
+      const choice: unknown = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined;
+      if (!isObj(choice)) return;
+      if (typeof choice.finish_reason === 'string') finish = choice.finish_reason;
+      const d = isObj(choice.delta) ? choice.delta : {};
+      const r = strOrNull(d.reasoning_content) ?? strOrNull(d.reasoning);
+      if (r) reasoning += r;
+      if (typeof d.content === 'string' && d.content !== '') {
+        content += d.content;
+        emitted.any = true;
+        req.onTextDelta?.(d.content);
+      }
+      if (Array.isArray(d.tool_calls)) {
+        for (const tc of d.tool_calls as unknown[]) {
+          if (!isObj(tc)) continue;
+          const index = typeof tc.index === 'number' ? tc.index : calls.length;
+          const acc = (calls[index] ??= { args: '' });
+          if (typeof tc.id === 'string' && tc.id) acc.id = tc.id;
+          const fn = isObj(tc.function) ? tc.function : {};
+          if (typeof fn.name === 'string' && fn.name && !acc.name) acc.name = fn.name;
+          if (typeof fn.arguments === 'string') acc.args += fn.arguments;
+        }
+      }
+    };
+
+    const reader = stream.getReader();
+    try {
+      while (!done) {
+        const { value, done: eof } = await reader.read();
+        if (eof) break;
+        buf += decoder.decode(value, { stream: true });
+        let nl: number;
+        while (!done && (nl = buf.indexOf('\n')) >= 0) {
+          const line = buf.slice(0, nl).replace(/\r$/, '');
+          buf = buf.slice(nl + 1);
+          if (line.startsWith('data:')) onData(line.slice(5).trim());
+        }
+      }
+      if (!done && buf.startsWith('data:')) onData(buf.slice(5).trim());
+    } finally {
+      reader.releaseLock();
+      if (done) await stream.cancel().catch(() => undefined);
+    }
+    if (!sawChunk) throw invalid('the model stream ended without any chunk');
+    return this.finish(
+      content || null,
+      reasoning || null,
+      calls.filter(Boolean),
+      finish,
+      usage,
+      req,
+    );
+  }
+
+  private finish(
+    content: string | null,
+    reasoning: string | null,
+    calls: ToolCallAcc[],
+    finishReason: string | null,
+    usage: unknown,
+    req: ModelRequest,
+  ): ModelResponse {
+    const seq = ++this.callSeq;
+    const toolCalls: ModelToolCall[] = calls.map((c, i) => {
+      if (!c.name) throw invalid('the model sent a tool call without a function name');
+      return {
+        id: c.id || `call_${Date.now().toString(36)}_${seq}_${i}`,
+        name: c.name,
+        argumentsText: c.args,
+      };
+    });
+    const empty = (content === null || content === '') && toolCalls.length === 0;
+    if (empty && finishReason === 'length') {
+      throw new ModelError('max_tokens_exceeded', 'the model hit its max_tokens before answering');
+    }
+    if (empty && !reasoning) throw invalid('the model answered neither text nor tool calls');
+    return {
+      content: content === '' ? null : content,
+      reasoning,
+      toolCalls,
+      usage: normaliseUsage(usage, req.messages, content, toolCalls),
+      finishReason,
+    };
+  }
+
+  /** The key must never leave through an error message, even when a provider echoes it. */
+  private redact(text: string): string {
+    const key = this.opts.apiKey;
+    return key ? text.split(key).join('***') : text;
+  }
+}
+
+const cancelled = () => new ModelError('cancelled', 'the model call was cancelled');
+const invalid = (msg: string) => new ModelError('invalid_llm_response', msg);
+const strOrNull = (v: unknown): string | null => (typeof v === 'string' ? v : null);
+
+function textOf(content: unknown): string | null {
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content)) {
+    return content.map((p) => (isObj(p) && typeof p.text === 'string' ? p.text : '')).join('');
+  }
+  return null;
+}
+
+/** The message a provider put in its error body (`{error:{message}}`, `{message}`, `{detail}`), else the text. */
+function providerMessage(text: string): string {
+  try {
+    const j: unknown = JSON.parse(text);
+    if (isObj(j)) {
+      if (isObj(j.error) && typeof j.error.message === 'string') return j.error.message;
+      if (typeof j.error === 'string') return j.error;
+      if (typeof j.message === 'string') return j.message;
+      if (typeof j.detail === 'string') return j.detail;
+    }
+  } catch {
+    // not JSON: use the text itself
+  }
+  return text.trim().slice(0, 500);
+}
+
+function describe(e: unknown): string {
+  if (!(e instanceof Error)) return String(e);
+  const cause = (e as { cause?: unknown }).cause;
+  const code = isObj(cause) && typeof cause.code === 'string' ? cause.code : undefined;
+  return code ? `${e.message} (${code})` : e.message;
+}
+
+function normaliseUsage(
+  raw: unknown,
+  messages: ChatMessage[],
+  content: string | null,
+  calls: ModelToolCall[],
+): ModelResponse['usage'] {
+  const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
+  const u = isObj(raw) ? raw : {};
+  const prompt = num(u.prompt_tokens) ?? countTokens(messages);
+  const completion =
+    num(u.completion_tokens) ??
+    Math.ceil(
+      ((content ?? '').length +
+        calls.reduce((n, c) => n + c.name.length + c.argumentsText.length, 0)) /
+        4,
+    );
+  return {
+    prompt_tokens: prompt,
+    completion_tokens: completion,
+    total_tokens: num(u.total_tokens) ?? prompt + completion,
+  };
+}

@@ -1,0 +1,43 @@
+import { ToolDefinition } from '../core/tools/tool-definition';
+import { ToolSchema } from './model-provider';
+
+/** Letta's wording for the heartbeat flag every offered tool gains. */
+export const REQUEST_HEARTBEAT_DESCRIPTION =
+  'Request an immediate heartbeat after function execution. Set to `true` if you want to send a follow-up message or run a follow-up function.';
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * The chat-completions schema offered to the model: the tool's parameters plus an optional boolean
+ * `request_heartbeat` (not added to `required`; the processor strips it before execution).
+ */
+export function toolSchemaFor(def: ToolDefinition): ToolSchema {
+  const params = isObj(def.parameters) ? def.parameters : {};
+  const properties = isObj(params.properties) ? params.properties : {};
+  return {
+    type: 'function',
+    function: {
+      name: def.name,
+      description: def.description,
+      parameters: {
+        ...params,
+        type: 'object',
+        properties: {
+          ...properties,
+          request_heartbeat: { type: 'boolean', description: REQUEST_HEARTBEAT_DESCRIPTION },
+        },
+      },
+    },
+  };
+}
+
+/**
+ * Splits the heartbeat flag off parsed tool arguments. Only a literal `true` (or the string "true",
+ * which some models send) requests a heartbeat.
+ */
+export function splitHeartbeat(args: Obj): { args: Obj; requestHeartbeat: boolean } {
+  if (!('request_heartbeat' in args)) return { args, requestHeartbeat: false };
+  const { request_heartbeat: flag, ...rest } = args;
+  return { args: rest, requestHeartbeat: flag === true || flag === 'true' };
+}
