@@ -1,0 +1,148 @@
+import { DomainError } from '../../../src/common/domain-error';
+import { loadConfig } from '../../../src/config/app-config';
+import { ToolDefinition } from '../../../src/core/tools/tool-definition';
+import { LlmConfig } from '../../../src/models/model-provider';
+import { ModelsService } from '../../../src/models/models.service';
+import { OpenAiProvider } from '../../../src/models/openai.provider';
+import { ScriptedProvider } from '../../../src/models/scripted.provider';
+import { REQUEST_HEARTBEAT_DESCRIPTION, splitHeartbeat } from '../../../src/models/tool-schema';
+
+const BASE = 'http://127.0.0.1:9/v1';
+const service = () =>
+  new ModelsService(loadConfig({}, { models: { openai: { base_url: BASE, api_key: 'sk-x' } } }));
+
+const codeOf = (fn: () => unknown): string | undefined => {
+  try {
+    fn();
+  } catch (e) {
+    expect(e).toBeInstanceOf(DomainError);
+    expect((e as DomainError).kind).toBe('bad_request');
+    return (e as DomainError).code;
+  }
+  return undefined;
+};
+
+describe('ModelsService', () => {
+  it.each<[string, new (...a: never[]) => unknown]>([
+    ['openai', OpenAiProvider],
+    ['scripted', ScriptedProvider],
+  ])('providerFor(%s)', (type, cls) => {
+    expect(service().providerFor({ model: 'm', model_endpoint_type: type })).toBeInstanceOf(cls);
+  });
+
+  it.each(['anthropic', '', undefined, 42])('providerFor(%p) is UNKNOWN_MODEL_PROVIDER', (type) => {
+    const cfg = { model: 'm', model_endpoint_type: type } as unknown as LlmConfig;
+    expect(codeOf(() => service().providerFor(cfg))).toBe('UNKNOWN_MODEL_PROVIDER');
+  });
+
+  it.each<[string, Partial<LlmConfig>]>([
+    [
+      'openai/gpt-4o-mini',
+      {
+        model: 'gpt-4o-mini',
+        model_endpoint_type: 'openai',
+        model_endpoint: BASE,
+        context_window: 128000,
+      },
+    ],
+    [
+      'openai/org/model-x',
+      { model: 'org/model-x', model_endpoint_type: 'openai', model_endpoint: BASE },
+    ],
+    [
+      'scripted/demo',
+      {
+        model: 'demo',
+        model_endpoint_type: 'scripted',
+        model_endpoint: null,
+        context_window: 32000,
+      },
+    ],
+  ])('resolveHandle(%s)', (handle, expected) => {
+    expect(service().resolveHandle(handle)).toMatchObject({ ...expected, handle });
+  });
+
+  it.each<[string, string]>([
+    ['anthropic/claude', 'UNKNOWN_MODEL_PROVIDER'],
+    ['gpt-4o', 'INVALID_MODEL_HANDLE'],
+    ['openai/', 'INVALID_MODEL_HANDLE'],
+    ['/gpt-4o', 'INVALID_MODEL_HANDLE'],
+  ])('resolveHandle(%s) fails with %s', (handle, code) => {
+    expect(codeOf(() => service().resolveHandle(handle))).toBe(code);
+  });
+
+  it('toolSchemaFor adds an optional request_heartbeat and keeps the parameters', () => {
+    const def: ToolDefinition = {
+      name: 'search',
+      description: 'Search the web',
+      parameters: {
+        type: 'object',
+        properties: { q: { type: 'string' } },
+        required: ['q'],
+        additionalProperties: false,
+      },
+      safety: 'read_only',
+      kind: 'builtin',
+    };
+    expect(service().toolSchemaFor(def)).toEqual({
+      type: 'function',
+      function: {
+        name: 'search',
+        description: 'Search the web',
+        parameters: {
+          type: 'object',
+          properties: {
+            q: { type: 'string' },
+            request_heartbeat: { type: 'boolean', description: REQUEST_HEARTBEAT_DESCRIPTION },
+          },
+          required: ['q'],
+          additionalProperties: false,
+        },
+      },
+    });
+    expect(def.parameters).not.toHaveProperty('properties.request_heartbeat');
+  });
+
+  it('toolSchemaFor works for a tool without properties', () => {
+    const def = {
+      name: 't',
+      description: '',
+      parameters: {},
+      safety: 'read_only',
+      kind: 'builtin',
+    } as ToolDefinition;
+    expect(service().toolSchemaFor(def).function.parameters).toEqual({
+      type: 'object',
+      properties: {
+        request_heartbeat: { type: 'boolean', description: REQUEST_HEARTBEAT_DESCRIPTION },
+      },
+    });
+  });
+
+  it.each<[Record<string, unknown>, Record<string, unknown>, boolean]>([
+    [{ q: 1 }, { q: 1 }, false],
+    [{ q: 1, request_heartbeat: true }, { q: 1 }, true],
+    [{ q: 1, request_heartbeat: 'true' }, { q: 1 }, true],
+    [{ q: 1, request_heartbeat: false }, { q: 1 }, false],
+    [{ request_heartbeat: 1 }, {}, false],
+  ])('splitHeartbeat(%j)', (input, args, hb) => {
+    expect(splitHeartbeat(input)).toEqual({ args, requestHeartbeat: hb });
+  });
+
+  it('countTokens: chars/4 for text, plus per-message overhead for messages', () => {
+    const s = service();
+    expect(s.countTokens('')).toBe(0);
+    expect(s.countTokens('12345678')).toBe(2);
+    expect(s.countTokens('123456789')).toBe(3);
+    expect(s.countTokens([{ role: 'user', content: '12345678' }])).toBe(2 + 4);
+    const withCalls = s.countTokens([
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 'c1', type: 'function', function: { name: 'ab', arguments: '{}' } }],
+      },
+      { role: 'tool', tool_call_id: 'c1', content: 'ok' },
+    ]);
+    expect(withCalls).toBe(Math.ceil((2 + 2 + 2 + 2) / 4) + 8);
+  });
+});

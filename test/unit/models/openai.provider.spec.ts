@@ -1,0 +1,348 @@
+import { ModelError, ModelRequest } from '../../../src/models/model-provider';
+import { OpenAiProvider, OpenAiProviderOptions } from '../../../src/models/openai.provider';
+import { FakeModelServer, FakeTurn, startFakeModelServer } from '../../support/fake-model-server';
+
+const KEY = 'sk-secret-key-123456';
+
+const tool = (name: string) => ({
+  type: 'function' as const,
+  function: {
+    name,
+    description: `the ${name} tool`,
+    parameters: { type: 'object', properties: {} },
+  },
+});
+
+describe('OpenAiProvider against the fake model server', () => {
+  let fake: FakeModelServer;
+  let sleeps: number[];
+
+  beforeAll(async () => {
+    fake = await startFakeModelServer();
+  });
+  beforeEach(() => {
+    fake.reset();
+    sleeps = [];
+  });
+  afterAll(() => fake.close());
+
+  const provider = (o: Partial<OpenAiProviderOptions> = {}) =>
+    new OpenAiProvider({
+      apiKey: KEY,
+      baseUrl: fake.baseUrl,
+      timeoutMs: 60_000,
+      maxRetries: 3,
+      sleep: (ms) => {
+        sleeps.push(ms);
+        return Promise.resolve();
+      },
+      random: () => 0.5,
+      ...o,
+    });
+
+  const req = (o: Partial<ModelRequest> = {}): ModelRequest => ({
+    llmConfig: { model: 'gpt-test', model_endpoint_type: 'openai', model_endpoint: fake.baseUrl },
+    messages: [
+      { role: 'system', content: 'You are a test agent.' },
+      { role: 'user', content: 'hello' },
+    ],
+    tools: [],
+    toolChoice: 'none',
+    stream: false,
+    batchStep: 0,
+    ...o,
+  });
+
+  const failure = async (p: Promise<unknown>): Promise<ModelError> => {
+    try {
+      await p;
+    } catch (e) {
+      expect(e).toBeInstanceOf(ModelError);
+      return e as ModelError;
+    }
+    throw new Error('expected the call to fail');
+  };
+
+  describe.each([false, true])('stream=%s', (stream) => {
+    it('returns plain text and usage', async () => {
+      fake.push({
+        content: 'Hello there, how are you?',
+        usage: { prompt_tokens: 11, completion_tokens: 7 },
+      });
+      const deltas: string[] = [];
+      const r = await provider().complete(req({ stream, onTextDelta: (d) => deltas.push(d) }));
+      expect(r).toMatchObject({
+        content: 'Hello there, how are you?',
+        toolCalls: [],
+        finishReason: 'stop',
+      });
+      expect(r.usage).toEqual({ prompt_tokens: 11, completion_tokens: 7, total_tokens: 18 });
+      if (stream) {
+        expect(deltas.length).toBeGreaterThan(1);
+        expect(deltas.join('')).toBe('Hello there, how are you?');
+      } else {
+        expect(deltas).toEqual([]);
+      }
+    });
+
+    it('reassembles tool calls (arguments in fragments, raw invalid JSON kept) and reasoning', async () => {
+      fake.push({
+        reasoning: 'I should look this up first.',
+        tool_calls: [
+          { name: 'search', arguments: { query: 'weather in Paris', limit: 3 }, id: 'call_abc' },
+          { name: 'broken', arguments: '{"x": 1,' },
+        ],
+      });
+      const r = await provider().complete(
+        req({ stream, tools: [tool('search'), tool('broken')], toolChoice: 'auto' }),
+      );
+      expect(r.toolCalls).toEqual([
+        { id: 'call_abc', name: 'search', argumentsText: '{"query":"weather in Paris","limit":3}' },
+        { id: expect.any(String), name: 'broken', argumentsText: '{"x": 1,' },
+      ]);
+      expect(r.reasoning).toBe('I should look this up first.');
+      expect(r.content).toBeNull();
+      expect(r.finishReason).toBe('tool_calls');
+    });
+
+    it('maps finish_reason length with nothing said to max_tokens_exceeded', async () => {
+      fake.push({ content: '', finish_reason: 'length' });
+      const e = await failure(provider().complete(req({ stream })));
+      expect(e.kind).toBe('max_tokens_exceeded');
+    });
+  });
+
+  it('sends the request in the OpenAI shape (tools, tool_choice, max_tokens, streaming options, key)', async () => {
+    const p = provider();
+    const base = req().llmConfig;
+    await p.complete(req({ tools: [tool('a'), tool('b')], toolChoice: 'auto' }));
+    await p.complete(req({ tools: [tool('a')], toolChoice: { name: 'a' }, stream: true }));
+    await p.complete(req({ llmConfig: { ...base, max_tokens: 256, temperature: 0.2 } }));
+    const [auto, forced, plain] = fake.requests;
+    expect(auto.path).toBe('/v1/chat/completions');
+    expect(auto.toolNames).toEqual(['a', 'b']);
+    expect(auto.tool_choice).toBe('auto');
+    expect(auto.body).toMatchObject({ model: 'gpt-test', messages: req().messages });
+    expect(auto.body.stream).toBeUndefined();
+    expect(auto.headers.authorization).toBe(`Bearer ${KEY}`);
+    expect(forced.tool_choice).toEqual({ type: 'function', function: { name: 'a' } });
+    expect(forced.body).toMatchObject({ stream: true, stream_options: { include_usage: true } });
+    expect(plain.body).not.toHaveProperty('tools');
+    expect(plain.body).not.toHaveProperty('tool_choice');
+    expect(plain.body).toMatchObject({ max_tokens: 256, temperature: 0.2 });
+  });
+
+  it('uses the configured base URL when the agent has no model_endpoint, and no header without a key', async () => {
+    await provider({ apiKey: null }).complete(
+      req({ llmConfig: { model: 'm', model_endpoint_type: 'openai', model_endpoint: null } }),
+    );
+    expect(fake.requests).toHaveLength(1);
+    expect(fake.requests[0].headers.authorization).toBeUndefined();
+  });
+
+  it.each<[string, FakeTurn[], number[]]>([
+    ['500 then success', [{ status: 500 }], [375]],
+    [
+      '500, 502, 503 then success',
+      [{ status: 500 }, { status: 502 }, { status: 503 }],
+      [375, 750, 1500],
+    ],
+    ['a dropped connection then success', [{ dropConnection: true }], [375]],
+    ['429 with Retry-After seconds', [{ status: 429, headers: { 'retry-after': '7' } }], [7000]],
+    ['429 with retry-after-ms', [{ status: 429, headers: { 'retry-after-ms': '1250' } }], [1250]],
+    [
+      '429 with an over-long Retry-After (capped)',
+      [{ status: 429, headers: { 'retry-after': '3600' } }],
+      [60_000],
+    ],
+    ['429 without Retry-After (backoff)', [{ status: 429 }], [375]],
+  ])('retries: %s', async (_name, failures, expectedSleeps) => {
+    fake.push(...failures, { content: 'finally' });
+    const r = await provider().complete(req());
+    expect(r.content).toBe('finally');
+    expect(fake.requests).toHaveLength(failures.length + 1);
+    expect(sleeps).toEqual(expectedSleeps);
+  });
+
+  it('honours a Retry-After HTTP date against the injected clock', async () => {
+    const now = Date.parse('2025-01-01T00:00:00Z');
+    fake.push(
+      { status: 503, headers: { 'retry-after': 'Wed, 01 Jan 2025 00:00:05 GMT' } },
+      { content: 'ok' },
+    );
+    await provider({ now: () => now }).complete(req());
+    expect(sleeps).toEqual([5000]);
+  });
+
+  it('backoff stays bounded with jitter', async () => {
+    fake.push(...Array.from({ length: 6 }, () => ({ status: 500 })), { content: 'ok' });
+    await provider({ maxRetries: 6, random: () => 0.999 }).complete(req());
+    expect(sleeps).toHaveLength(6);
+    expect(Math.max(...sleeps)).toBeLessThanOrEqual(8000);
+    expect(sleeps[5]).toBeGreaterThan(7000);
+  });
+
+  it('gives up after max_retries with llm_api_error', async () => {
+    fake.push(
+      ...Array.from({ length: 4 }, () => ({
+        status: 500,
+        body: { error: { message: 'overloaded' } },
+      })),
+    );
+    const e = await failure(provider().complete(req()));
+    expect(e.kind).toBe('llm_api_error');
+    expect(e.status).toBe(500);
+    expect(e.message).toMatch(/overloaded/);
+    expect(e.message).toMatch(/4 attempts/);
+    expect(fake.requests).toHaveLength(4);
+  });
+
+  it('a 4xx ends at once with llm_api_error and the provider message', async () => {
+    fake.push({
+      status: 400,
+      body: {
+        error: { message: "Invalid schema for function 'x'", type: 'invalid_request_error' },
+      },
+    });
+    const e = await failure(provider().complete(req()));
+    expect(e).toMatchObject({
+      kind: 'llm_api_error',
+      status: 400,
+      message: "Invalid schema for function 'x'",
+    });
+    expect(fake.requests).toHaveLength(1);
+    expect(sleeps).toEqual([]);
+  });
+
+  it('an unreachable endpoint is llm_api_error after retries', async () => {
+    const gone = await startFakeModelServer();
+    const url = gone.baseUrl;
+    await gone.close();
+    const e = await failure(
+      provider({ maxRetries: 1 }).complete(
+        req({ llmConfig: { model: 'm', model_endpoint_type: 'openai', model_endpoint: url } }),
+      ),
+    );
+    expect(e.kind).toBe('llm_api_error');
+    expect(e.message).toMatch(/cannot reach the model endpoint/);
+    expect(sleeps).toHaveLength(1);
+  });
+
+  it('times out a held call (timer fired by the test) and retries it', async () => {
+    const timers: (() => void)[] = [];
+    const p = provider({
+      maxRetries: 1,
+      startTimer: (_ms, fire) => {
+        timers.push(fire);
+        return () => undefined;
+      },
+    });
+    fake.push({ delayMs: 60_000, content: 'too late' }, { delayMs: 60_000, content: 'too late' });
+    const call = failure(p.complete(req()));
+    await fake.waitForRequests(1);
+    timers[0]();
+    await fake.waitForRequests(2);
+    timers[1]();
+    const e = await call;
+    expect(e.kind).toBe('llm_api_error');
+    expect(e.message).toMatch(/timed out after 60 s/);
+  });
+
+  it('passes a per-request timeout to the timer', async () => {
+    const seen: number[] = [];
+    await provider({
+      startTimer: (ms) => {
+        seen.push(ms);
+        return () => undefined;
+      },
+    }).complete(req({ timeoutMs: 1234 }));
+    expect(seen).toEqual([1234]);
+  });
+
+  it('cancellation mid-call is `cancelled` and never retried', async () => {
+    fake.push({ delayMs: 60_000, content: 'never' });
+    const ac = new AbortController();
+    const call = failure(provider().complete(req({ signal: ac.signal, stream: true })));
+    await fake.waitForRequests(1);
+    ac.abort();
+    const e = await call;
+    expect(e.kind).toBe('cancelled');
+    expect(fake.requests).toHaveLength(1);
+    expect(sleeps).toEqual([]);
+  });
+
+  it('cancellation during the backoff sleep is `cancelled`', async () => {
+    const ac = new AbortController();
+    const p = provider({
+      sleep: (_ms, signal) =>
+        new Promise((_resolve, reject) =>
+          signal?.addEventListener('abort', () => reject(new Error('aborted'))),
+        ),
+    });
+    fake.push({ status: 500 });
+    const call = failure(p.complete(req({ signal: ac.signal })));
+    await fake.waitForRequests(1);
+    ac.abort();
+    expect((await call).kind).toBe('cancelled');
+    expect(fake.requests).toHaveLength(1);
+  });
+
+  it('an already-cancelled request sends nothing', async () => {
+    const e = await failure(provider().complete(req({ signal: AbortSignal.abort() })));
+    expect(e.kind).toBe('cancelled');
+    expect(fake.requests).toHaveLength(0);
+  });
+
+  it.each<[string, FakeTurn, boolean]>([
+    ['a body that is not JSON', { raw: 'this is not json' }, false],
+    ['no choices', { raw: '{"id":"x","choices":[]}' }, false],
+    ['an empty answer', { content: '' }, false],
+    ['an empty stream', { raw: '' }, true],
+    [
+      'a tool call without a name',
+      {
+        raw: '{"choices":[{"message":{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"arguments":"{}"}}]}}]}',
+      },
+      false,
+    ],
+  ])('invalid_llm_response: %s', async (_name, turn, stream) => {
+    fake.push(turn);
+    const e = await failure(provider().complete(req({ stream })));
+    expect(e.kind).toBe('invalid_llm_response');
+    expect(fake.requests).toHaveLength(1);
+  });
+
+  it('estimates usage when the provider sends none', async () => {
+    fake.push({
+      raw: '{"choices":[{"message":{"role":"assistant","content":"12345678"},"finish_reason":"stop"}]}',
+    });
+    const r = await provider().complete(req());
+    expect(r.usage.completion_tokens).toBe(2);
+    expect(r.usage.prompt_tokens).toBeGreaterThan(0);
+    expect(r.usage.total_tokens).toBe(r.usage.prompt_tokens + 2);
+  });
+
+  it.each<[string, FakeTurn[]]>([
+    [
+      'a 401 that echoes the key',
+      [{ status: 401, body: { error: { message: `Incorrect API key provided: ${KEY}.` } } }],
+    ],
+    [
+      'retries exhausted on 500s echoing the key',
+      Array.from({ length: 4 }, () => ({
+        status: 500,
+        body: { error: { message: `bad ${KEY}` } },
+      })),
+    ],
+    [
+      'an error inside a 200 body',
+      [{ raw: JSON.stringify({ error: { message: `key ${KEY} revoked` } }) }],
+    ],
+  ])('the API key never appears in an error: %s', async (_name, turns) => {
+    fake.push(...turns);
+    const e = await failure(provider().complete(req()));
+    expect(e.kind).toBe('llm_api_error');
+    expect(`${e.message} ${e.stack} ${JSON.stringify(e)}`).not.toContain(KEY);
+    expect(e.message).toContain('***');
+  });
+});
