@@ -1,16 +1,42 @@
+import { randomUUID } from 'node:crypto';
 import type { Clock, IdGenerator } from '../ports';
-import type {
+import { checkBatchRules, checkCooldowns, checkPassRules } from '../rules/rule-checks';
+import {
+  canonicalKey,
+  checkDedupe,
+  dedupePolicy,
+  DedupePolicy,
+  isLive,
+} from '../rules/dedupe.rule';
+import { groupKey } from '../rules/exclusive-group.rule';
+import { renderRefusal } from '../rules/render-refusal';
+import { RuleIndex, ruleIndexFor } from '../rules/rule-index';
+import type { Denial, RuleView } from '../rules/verdict';
+import type { ToolDefinition } from '../tools/tool-definition';
+import { ArgumentValidator } from './argument-validator';
+import {
   AgentToolSetup,
   AllowedTools,
+  BatchState,
+  ConsentCheck,
   ConsentPort,
   ExecutionMeta,
   ExecutorLimits,
   ExecutorStateStore,
+  OutcomeKind,
   PassState,
+  TOOL_TIMEOUT_REASON,
   ToolCallRequest,
+  ToolErrorType,
   ToolInvoker,
   ToolOutcome,
 } from './contracts';
+
+/** setTimeout/clearTimeout, injectable so tests drive tool timeouts without real waiting. */
+export interface TimerPort {
+  setTimeout(fn: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
 
 export interface ToolExecutorDeps {
   clock: Clock;
@@ -20,105 +46,201 @@ export interface ToolExecutorDeps {
   limits: ExecutorLimits;
   /** Ids for calls the executor starts itself (start constraints, exit requirements). */
   ids?: Pick<IdGenerator, 'prefixed'>;
+  timers?: TimerPort;
 }
+
+/** A call that passed every check and holds its claim, ready to run. */
+interface Admitted {
+  call: ToolCallRequest;
+  tool: ToolDefinition;
+  args: Record<string, unknown>;
+  heartbeat: boolean;
+  policy: DedupePolicy | null;
+  key: string | undefined;
+  startedAt: number;
+  grantId?: string;
+}
+
+type Admission =
+  { outcome: ToolOutcome; admitted?: undefined } | { admitted: Admitted; outcome?: undefined };
+
+type RunResult =
+  | { kind: 'done'; status: 'success' | 'error'; value: string }
+  | { kind: 'timeout' }
+  | { kind: 'cancelled' };
+
+const realTimers: TimerPort = {
+  setTimeout: (fn, ms) => setTimeout(fn, ms),
+  clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout),
+};
+
+const isPromise = <T>(v: T | Promise<T>): v is Promise<T> => v instanceof Promise;
 
 /**
  * Decides, for every tool call an agent's model makes, whether it may run; runs it with a timeout;
  * records what the scopes need (pass, batch, persistent). Pure: every effect goes through a port.
+ * Order of checks: dedupe → pass rules → batch rules → cooldown → consent → arguments → execute → record.
  */
 export class ToolExecutor {
-  constructor(private readonly deps: ToolExecutorDeps) {}
+  private readonly validator = new ArgumentValidator();
+  private readonly timers: TimerPort;
+
+  constructor(private readonly deps: ToolExecutorDeps) {
+    this.timers = deps.timers ?? realTimers;
+  }
 
   /** Fresh per-pass state: call at the user message and at each heartbeat continuation. */
   newPass(setup: AgentToolSetup, batchId: string): PassState {
-    void setup;
     return {
       batchId,
       history: [],
-      startConstraintsDone: false,
+      startConstraintsDone: ruleIndexFor(setup).startTools.size === 0,
       exitRequirementsPending: [],
       phase: 'start',
     };
   }
 
-  /** The tools the next model call may be offered, and the one to force when rules narrow to one. */
-  allowedTools(setup: AgentToolSetup, pass: PassState): Promise<AllowedTools> {
-    void pass;
-    return Promise.resolve({ tools: setup.tools.map((t) => t.name) });
+  /**
+   * The tools the next model call may be offered (every pass, batch and cooldown rule applied to each
+   * tool), and the one to force when rules narrow the choice to exactly one.
+   */
+  async allowedTools(setup: AgentToolSetup, pass: PassState): Promise<AllowedTools> {
+    const idx = ruleIndexFor(setup);
+    const view = this.view(pass, pass.batch ?? (await this.loadBatch(pass)));
+    const tools: string[] = [];
+    for (const name of idx.toolNames) {
+      if (!checkPassRules(idx, name, view).allowed) continue;
+      if (!checkBatchRules(idx, name, view).allowed) continue;
+      if (idx.cooldowns.has(name)) {
+        let last = this.deps.store.getLastExecution(setup.agentId, name);
+        if (isPromise(last)) last = await last;
+        view.lastExecutionAt = last;
+        const ok = checkCooldowns(idx, name, view).allowed;
+        view.lastExecutionAt = null;
+        if (!ok) continue;
+      }
+      tools.push(name);
+    }
+    // An agent that simply has one tool is not forced; a rule that narrows the choice to one is.
+    return tools.length === 1 && idx.toolNames.length > 1 ? { tools, force: tools[0] } : { tools };
   }
 
-  /** dedupe → pass rules → batch rules → cooldown → consent → arguments → execute → record. */
-  execute(
+  async execute(
     setup: AgentToolSetup,
     pass: PassState,
     call: ToolCallRequest,
     meta: ExecutionMeta,
   ): Promise<ToolOutcome> {
-    void setup;
-    void pass;
-    void call;
-    void meta;
-    return Promise.reject(new Error('not implemented yet'));
+    try {
+      const idx = ruleIndexFor(setup);
+      const a = await this.admit(setup, idx, pass, call, meta);
+      if (a.outcome) return a.outcome;
+      const result = await this.run(setup, a.admitted, meta);
+      return await this.record(setup, idx, pass, a.admitted, result);
+    } catch (e) {
+      return internalFailure(call, e);
+    }
   }
 
-  /** Contiguous read_only calls run concurrently, the others alone in order; one outcome per call, in order. */
-  executeBatch(
+  /**
+   * Contiguous read_only calls run concurrently (checked and claimed one by one, in order, then run
+   * together, then recorded in order); any other call runs alone. One outcome per call, in order.
+   */
+  async executeBatch(
     setup: AgentToolSetup,
     pass: PassState,
     calls: ToolCallRequest[],
     meta: ExecutionMeta,
   ): Promise<ToolOutcome[]> {
-    void setup;
-    void pass;
-    void calls;
-    void meta;
-    return Promise.resolve([]);
+    const idx = ruleIndexFor(setup);
+    const out: ToolOutcome[] = [];
+    let i = 0;
+    while (i < calls.length) {
+      let j = i;
+      while (j < calls.length && concurrencySafe(idx, calls[j])) j++;
+      if (j - i < 2) {
+        out.push(await this.execute(setup, pass, calls[i], meta));
+        i++;
+        continue;
+      }
+      const group = calls.slice(i, j);
+      const admissions: Admission[] = [];
+      for (const call of group) {
+        try {
+          admissions.push(await this.admit(setup, idx, pass, call, meta));
+        } catch (e) {
+          admissions.push({ outcome: internalFailure(call, e) });
+        }
+      }
+      const results = await Promise.all(
+        admissions.map((a) =>
+          a.admitted ? this.run(setup, a.admitted, meta) : Promise.resolve(null),
+        ),
+      );
+      for (let k = 0; k < group.length; k++) {
+        const a = admissions[k];
+        if (a.outcome) {
+          out.push(a.outcome);
+          continue;
+        }
+        try {
+          out.push(await this.record(setup, idx, pass, a.admitted, results[k]!));
+        } catch (e) {
+          out.push(internalFailure(group[k], e));
+        }
+      }
+      i = j;
+    }
+    return out;
   }
 
-  /** Runs the run_first tools (with their prefilled args) at the start of a pass. */
-  executeStartConstraints(
+  /** Runs the run_first tools with their prefilled args, each through the full checks. */
+  async executeStartConstraints(
     setup: AgentToolSetup,
     pass: PassState,
     meta: ExecutionMeta,
   ): Promise<ToolOutcome[]> {
-    void setup;
-    void pass;
-    void meta;
-    return Promise.resolve([]);
+    const idx = ruleIndexFor(setup);
+    if (pass.startConstraintsDone) return [];
+    const out: ToolOutcome[] = [];
+    for (const [name, rule] of idx.startTools) {
+      const call = { toolCallId: this.newCallId(), name, arguments: { ...(rule.args ?? {}) } };
+      out.push(await this.execute(setup, pass, call, meta));
+    }
+    return out;
   }
 
   /** What must still run before the batch may end (required_before_exit, triggered requires_following_tools). */
-  pendingExitRequirements(setup: AgentToolSetup, pass: PassState): Promise<string[]> {
-    void setup;
-    void pass;
-    return Promise.resolve([]);
+  async pendingExitRequirements(setup: AgentToolSetup, pass: PassState): Promise<string[]> {
+    const batch = pass.batch ?? (await this.loadBatch(pass));
+    return (pass.exitRequirementsPending = pendingFor(ruleIndexFor(setup), batch));
   }
 
-  /** Runs each pending exit requirement once (args `{}`), through the full checks. */
-  executeExitRequirements(
+  /** Runs each pending exit requirement once (arguments `{}`), through the full checks. */
+  async executeExitRequirements(
     setup: AgentToolSetup,
     pass: PassState,
     meta: ExecutionMeta,
   ): Promise<ToolOutcome[]> {
-    void setup;
-    void pass;
-    void meta;
-    return Promise.resolve([]);
+    const out: ToolOutcome[] = [];
+    for (const name of await this.pendingExitRequirements(setup, pass)) {
+      const call = { toolCallId: this.newCallId(), name, arguments: {} };
+      out.push(await this.execute(setup, pass, call, meta));
+    }
+    return out;
   }
 
-  /** An exit_loop tool ran in this pass. */
+  /** An exit_loop tool ran in this pass: the batch ends (after its exit requirements). */
   shouldExitLoop(pass: PassState): boolean {
     return pass.phase === 'exit_requested';
   }
 
   /** False when the tool has a continue_loop rule (the loop continues without a heartbeat request). */
   requiresHeartbeat(setup: AgentToolSetup, toolName: string): boolean {
-    void setup;
-    void toolName;
-    return true;
+    return !ruleIndexFor(setup).continueLoop.has(toolName);
   }
 
-  /** Drops the batch's state (max calls, exclusive groups). */
+  /** Drops the batch's state (max calls, exclusive groups, exit requirements). */
   async completeBatch(batchId: string): Promise<void> {
     await this.deps.store.deleteBatch(batchId);
   }
@@ -127,4 +249,412 @@ export class ToolExecutor {
   async pruneExpired(): Promise<void> {
     await this.deps.store.pruneExpired(this.deps.clock.now(), this.deps.limits.batchTtlMs);
   }
+
+  // ------------------------------------------------------------------ internals
+
+  private async admit(
+    setup: AgentToolSetup,
+    idx: RuleIndex,
+    pass: PassState,
+    call: ToolCallRequest,
+    meta: ExecutionMeta,
+  ): Promise<Admission> {
+    const { store } = this.deps;
+    const name = call.name;
+    const raw = call.arguments;
+    const badJson = typeof raw === 'string';
+    let args: Record<string, unknown> = {};
+    let heartbeat = false;
+    if (!badJson) {
+      heartbeat = raw.request_heartbeat === true;
+      const prefilled = idx.startTools.get(name)?.args;
+      if ('request_heartbeat' in raw || prefilled) {
+        args = { ...raw };
+        delete args.request_heartbeat;
+        if (prefilled) Object.assign(args, prefilled); // the rule's args override the model's
+      } else {
+        args = raw;
+      }
+    }
+    const refuse = async (code: ToolErrorType, detail: string, d?: Denial, list = true) => ({
+      outcome: refused(
+        call,
+        args,
+        code,
+        detail,
+        d,
+        list ? await this.allowedNames(setup, idx, pass, code) : undefined,
+      ),
+    });
+
+    const tool = idx.tools.get(name);
+    if (!tool) return refuse('NotFound', `no tool named ${name}`);
+    const now = this.deps.clock.now();
+
+    // 1. dedupe (persistent)
+    const policy = badJson
+      ? null
+      : dedupePolicy(tool, idx.dedupe.get(name), idx.dedupeStar, setup.settings);
+    let key: string | undefined;
+    if (policy) {
+      key = canonicalKey(name, args);
+      let entry = store.getDedupe(setup.agentId, key);
+      if (isPromise(entry)) entry = await entry;
+      if (entry && isLive(policy, entry, now)) {
+        if (policy.mode === 'return_cached') {
+          // The model got the result, so ordering rules see it; nothing ran, so nothing is counted.
+          pass.history.push({
+            toolCallId: call.toolCallId,
+            toolName: name,
+            status: 'success',
+            returnValue: entry.result,
+            at: now,
+          });
+          if (pass.phase === 'start') pass.phase = 'running';
+          return {
+            outcome: {
+              ...base(call, args, 'cached', 'success', entry.result),
+              requestHeartbeat: heartbeat,
+              continueLoop: idx.continueLoop.has(name),
+            },
+          };
+        }
+        const v = checkDedupe(policy, name, entry, now) as Denial;
+        return refuse(v.code, v.detail, v);
+      }
+    }
+
+    // 2–4. pass rules, batch rules, cooldown
+    const view = this.view(pass, pass.batch ?? (await this.loadBatch(pass)));
+    view.now = now;
+    let v = checkPassRules(idx, name, view);
+    if (v.allowed) v = checkBatchRules(idx, name, view);
+    if (v.allowed && idx.cooldowns.has(name)) {
+      let last = store.getLastExecution(setup.agentId, name);
+      if (isPromise(last)) last = await last;
+      view.lastExecutionAt = last;
+      v = checkCooldowns(idx, name, view);
+    }
+    if (!v.allowed) return refuse(v.code, v.detail, v);
+
+    // 5. consent (fails closed: a broken broker is a denial)
+    let grantId: string | undefined;
+    const consentRule = idx.consent.get(name);
+    if (consentRule) {
+      let c: ConsentCheck;
+      try {
+        c = await this.deps.consent.check({
+          tenantId: meta.tenantId,
+          agentId: meta.agentId,
+          runId: meta.runId,
+          batchId: pass.batchId,
+          toolCallId: call.toolCallId,
+          toolName: name,
+          arguments: args,
+          scope: consentRule.scope ?? name,
+          timeoutMs: setup.settings.consentTimeoutMs,
+        });
+      } catch (e) {
+        c = { kind: 'denied', reason: `consent check failed: ${errorText(e)}` };
+      }
+      switch (c.kind) {
+        case 'granted':
+          grantId = c.grantId;
+          break;
+        case 'approved':
+          break;
+        case 'denied':
+          return refuse('PermissionDenied', `${name} was denied: ${c.reason}`, {
+            allowed: false,
+            code: 'PermissionDenied',
+            rule: consentRule,
+            detail: c.reason,
+          });
+        case 'pending': {
+          const text = `[ToolConsentRequired] ${name} waits for a person's approval (request ${c.requestId})`;
+          return {
+            outcome: {
+              ...base(call, args, 'consent_required', 'error', text),
+              consentRequestId: c.requestId,
+            },
+          };
+        }
+      }
+    }
+
+    // 6. arguments against the tool's JSON Schema
+    if (badJson)
+      return refuse(
+        'InvalidArguments',
+        `the arguments for ${name} are not valid JSON`,
+        undefined,
+        false,
+      );
+    const problem = this.validator.validate(tool.parameters, args);
+    if (problem !== null)
+      return refuse(
+        'InvalidArguments',
+        `invalid arguments for ${name}: ${problem}`,
+        undefined,
+        false,
+      );
+    if (meta.signal?.aborted)
+      return refuse(
+        'Cancelled',
+        `${name} was not started: the run was cancelled`,
+        undefined,
+        false,
+      );
+
+    // at most once per tool_call_id, across restarts
+    let claimed = store.claimToolCall(setup.agentId, call.toolCallId, now);
+    if (isPromise(claimed)) claimed = await claimed;
+    if (!claimed)
+      return refuse(
+        'AlreadyExecuted',
+        `tool call ${call.toolCallId} was already executed`,
+        undefined,
+        false,
+      );
+
+    // Reserve before running, so calls admitted alongside (concurrent read_only) see the count and claim.
+    const batch = view.batch as BatchState;
+    batch.callCounts[name] = (batch.callCounts[name] ?? 0) + 1;
+    const groups = idx.groups.get(name);
+    if (groups) for (const g of groups) batch.exclusiveGroups[groupKey(g)] ??= name;
+    if (idx.cooldowns.has(name)) {
+      const r = store.setLastExecution(setup.agentId, name, now);
+      if (isPromise(r)) await r;
+    }
+    return { admitted: { call, tool, args, heartbeat, policy, key, startedAt: now, grantId } };
+  }
+
+  private run(setup: AgentToolSetup, a: Admitted, meta: ExecutionMeta): Promise<RunResult> {
+    const ac = new AbortController();
+    const signal = meta.signal;
+    return new Promise<RunResult>((resolve) => {
+      let settled = false;
+      const finish = (r: RunResult) => {
+        if (settled) return;
+        settled = true;
+        this.timers.clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        resolve(r);
+      };
+      const onAbort = () => {
+        ac.abort(signal?.reason);
+        finish({ kind: 'cancelled' });
+      };
+      const timer = this.timers.setTimeout(() => {
+        ac.abort(TOOL_TIMEOUT_REASON);
+        finish({ kind: 'timeout' });
+      }, setup.settings.toolTimeoutMs);
+      signal?.addEventListener('abort', onAbort, { once: true });
+      try {
+        this.deps.invoker
+          .invoke(a.tool, a.args, {
+            tenantId: setup.tenantId,
+            agentId: setup.agentId,
+            runId: meta.runId,
+            toolCallId: a.call.toolCallId,
+            signal: ac.signal,
+          })
+          .then(
+            (r) => finish({ kind: 'done', status: r.status, value: r.value }),
+            (e: unknown) => finish({ kind: 'done', status: 'error', value: errorText(e) }),
+          );
+      } catch (e) {
+        finish({ kind: 'done', status: 'error', value: errorText(e) });
+      }
+    });
+  }
+
+  private async record(
+    setup: AgentToolSetup,
+    idx: RuleIndex,
+    pass: PassState,
+    a: Admitted,
+    r: RunResult,
+  ): Promise<ToolOutcome> {
+    const { store } = this.deps;
+    const name = a.tool.name;
+    const finishedAt = this.deps.clock.now();
+    let kind: OutcomeKind = 'executed';
+    let status: 'success' | 'error' = 'error';
+    let value: string;
+    let error: ToolOutcome['error'];
+    switch (r.kind) {
+      case 'done':
+        status = r.status;
+        value = r.value;
+        if (status === 'error') error = { type: 'ToolError', message: value };
+        break;
+      case 'timeout':
+        kind = 'timeout';
+        value = renderRefusal(
+          'Timeout',
+          `${name} did not finish within ${setup.settings.toolTimeoutMs / 1000}s`,
+        );
+        error = { type: 'Timeout', message: value };
+        break;
+      case 'cancelled':
+        value = renderRefusal('Cancelled', `${name} was cancelled while running`);
+        error = { type: 'Cancelled', message: value };
+        break;
+    }
+
+    pass.history.push({
+      toolCallId: a.call.toolCallId,
+      toolName: name,
+      status,
+      returnValue: value,
+      at: a.startedAt,
+    });
+    if (pass.phase === 'start') pass.phase = 'running';
+    if (idx.startTools.has(name)) pass.startConstraintsDone = true;
+    const exitLoop = idx.exitLoop.has(name);
+    if (exitLoop) pass.phase = 'exit_requested';
+
+    const batch = pass.batch!;
+    if (status === 'success') {
+      const succeeded = (batch.succeeded ??= {});
+      succeeded[name] = (succeeded[name] ?? 0) + 1;
+      let must = batch.mustFollow;
+      if (must?.includes(name)) must = batch.mustFollow = must.filter((t) => t !== name);
+      const following = idx.following.get(name);
+      if (following) {
+        must = batch.mustFollow ??= [];
+        for (const rule of following)
+          for (const t of rule.tools) if (!must.includes(t)) must.push(t);
+      }
+    }
+    batch.updatedAt = finishedAt;
+    const saved = store.saveBatch(pass.batchId, batch);
+    if (isPromise(saved)) await saved;
+    // Errors are never cached, so a failed call can be retried.
+    if (status === 'success' && a.policy && a.key !== undefined) {
+      const put = store.putDedupe(setup.agentId, a.key, {
+        result: value,
+        at: finishedAt,
+        expiresAt: finishedAt + a.policy.windowMs,
+      });
+      if (isPromise(put)) await put;
+    }
+    pass.exitRequirementsPending = pendingFor(idx, batch);
+
+    const outcome: ToolOutcome = {
+      ...base(a.call, a.args, kind, status, value),
+      requestHeartbeat: a.heartbeat,
+      continueLoop: idx.continueLoop.has(name),
+      exitLoop,
+      startedAt: a.startedAt,
+      finishedAt,
+    };
+    if (error) outcome.error = error;
+    if (a.grantId !== undefined) outcome.grantId = a.grantId;
+    return outcome;
+  }
+
+  private view(pass: PassState, batch: BatchState): RuleView {
+    return {
+      history: pass.history,
+      startConstraintsDone: pass.startConstraintsDone,
+      batch,
+      now: this.deps.clock.now(),
+      lastExecutionAt: null,
+    };
+  }
+
+  private async loadBatch(pass: PassState): Promise<BatchState> {
+    let b = this.deps.store.loadBatch(pass.batchId);
+    if (isPromise(b)) b = await b;
+    if (pass.batch) return pass.batch; // loaded meanwhile by a concurrent caller
+    const now = this.deps.clock.now();
+    return (pass.batch = b ?? {
+      callCounts: {},
+      exclusiveGroups: {},
+      succeeded: {},
+      mustFollow: [],
+      createdAt: now,
+      updatedAt: now,
+    });
+  }
+
+  private async allowedNames(
+    setup: AgentToolSetup,
+    idx: RuleIndex,
+    pass: PassState,
+    code: ToolErrorType,
+  ): Promise<string[]> {
+    return code === 'NotFound' ? idx.toolNames : (await this.allowedTools(setup, pass)).tools;
+  }
+
+  private newCallId(): string {
+    return this.deps.ids?.prefixed('call') ?? `call-${randomUUID()}`;
+  }
+}
+
+// ------------------------------------------------------------------ helpers
+
+function pendingFor(idx: RuleIndex, batch: BatchState): string[] {
+  const out: string[] = [];
+  for (const t of idx.requiredBeforeExit) if (!batch.succeeded?.[t]) out.push(t);
+  for (const t of batch.mustFollow ?? []) if (!out.includes(t)) out.push(t);
+  return out;
+}
+
+function concurrencySafe(idx: RuleIndex, call: ToolCallRequest): boolean {
+  return !idx.hasOrderingRules && idx.tools.get(call.name)?.safety === 'read_only';
+}
+
+function plainArgs(call: ToolCallRequest): Record<string, unknown> {
+  return typeof call.arguments === 'string' ? {} : call.arguments;
+}
+
+function base(
+  call: ToolCallRequest,
+  args: Record<string, unknown>,
+  kind: OutcomeKind,
+  status: 'success' | 'error',
+  returnValue: string,
+): ToolOutcome {
+  return {
+    toolCallId: call.toolCallId,
+    toolName: call.name,
+    arguments: args,
+    kind,
+    status,
+    returnValue,
+    requestHeartbeat: false,
+    continueLoop: false,
+    exitLoop: false,
+  };
+}
+
+function refused(
+  call: ToolCallRequest,
+  args: Record<string, unknown>,
+  code: ToolErrorType,
+  detail: string,
+  d: Denial | undefined,
+  allowedNow: string[] | undefined,
+): ToolOutcome {
+  const text = renderRefusal(code, detail, allowedNow);
+  const outcome = base(call, args, 'refused', 'error', text);
+  outcome.error = d?.rule
+    ? { type: code, message: text, rule: d.rule }
+    : { type: code, message: text };
+  return outcome;
+}
+
+/** A store or port failure: the call still gets an answer, never a thrown batch. */
+function internalFailure(call: ToolCallRequest, e: unknown): ToolOutcome {
+  const text = `[ToolError] ${call.name} could not be executed: ${errorText(e)}`;
+  const outcome = base(call, plainArgs(call), 'refused', 'error', text);
+  outcome.error = { type: 'ToolError', message: text };
+  return outcome;
+}
+
+function errorText(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
 }

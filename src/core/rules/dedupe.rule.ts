@@ -1,0 +1,62 @@
+import stableStringify from 'json-stable-stringify';
+import type { ExecutorSettings } from '../executor/contracts';
+import type { ToolDefinition } from '../tools/tool-definition';
+import type { DedupeMode } from './tool-rule';
+import { ALLOW, deny, RuleOf, Verdict } from './verdict';
+
+export type DedupeRule = RuleOf<'dedupe'>;
+
+export interface DedupePolicy {
+  mode: Exclude<DedupeMode, 'off'>;
+  windowMs: number;
+  rule?: DedupeRule;
+}
+
+/**
+ * The dedupe policy for a tool: its own dedupe rule, else a `"*"` rule, else the default
+ * (reject within settings.dedupeWindowMs for side_effecting and privileged tools, off for read_only).
+ * `null` means no dedupe.
+ */
+export function dedupePolicy(
+  tool: ToolDefinition,
+  own: DedupeRule | undefined,
+  star: DedupeRule | undefined,
+  settings: ExecutorSettings,
+): DedupePolicy | null {
+  const rule = own ?? star;
+  if (rule) {
+    if (rule.mode === 'off' || rule.window_seconds <= 0) return null;
+    return { mode: rule.mode, windowMs: rule.window_seconds * 1000, rule };
+  }
+  if (tool.safety === 'read_only' || settings.dedupeWindowMs <= 0) return null;
+  return { mode: 'reject', windowMs: settings.dedupeWindowMs };
+}
+
+/** `tool_name|json-stable-stringify(arguments)`; the caller has already removed request_heartbeat. */
+export function canonicalKey(toolName: string, args: Record<string, unknown>): string {
+  return toolName + '|' + (stableStringify(args) ?? '{}');
+}
+
+/** dedupe (persistent): an identical successful call within the window is not executed again. */
+export function checkDedupe(
+  policy: DedupePolicy,
+  tool: string,
+  entry: { at: number; expiresAt: number } | null,
+  now: number,
+): Verdict {
+  if (!entry || !isLive(policy, entry, now)) return ALLOW;
+  const ago = Math.max(0, Math.round((now - entry.at) / 1000));
+  return deny(
+    'Deduplicated',
+    `${tool} already ran with these arguments ${ago}s ago (dedupe window ${policy.windowMs / 1000}s); use its earlier result or change the arguments`,
+    policy.rule,
+  );
+}
+
+export function isLive(
+  policy: DedupePolicy,
+  entry: { at: number; expiresAt: number },
+  now: number,
+) {
+  return now < entry.expiresAt && now < entry.at + policy.windowMs;
+}

@@ -1,0 +1,17 @@
+import { ALLOW, deny, RuleOf, RuleView, Verdict } from './verdict';
+
+export type MaxCountRule = RuleOf<'max_count_per_step' | 'max_calls'>;
+
+/**
+ * max_count_per_step (batch): at most max_count_limit executions of the tool per batch. The batch
+ * counter counts executions (success or error) once per call; `"*"` rules limit each tool separately.
+ */
+export function checkMaxCount(rule: MaxCountRule, tool: string, view: RuleView): Verdict {
+  const used = view.batch.callCounts[tool] ?? 0;
+  if (used < rule.max_count_limit) return ALLOW;
+  return deny(
+    'RuleViolation',
+    `${tool} reached its limit of ${rule.max_count_limit} call${rule.max_count_limit === 1 ? '' : 's'} in this batch`,
+    rule,
+  );
+}

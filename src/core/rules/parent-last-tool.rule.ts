@@ -1,0 +1,18 @@
+import { ALLOW, deny, lastExecution, list, RuleOf, RuleView, Verdict } from './verdict';
+
+export type ParentLastRule = RuleOf<'parent_last_tool'>;
+
+/**
+ * parent_last_tool (pass): `children` may run only right after tool_name. A tool that is the child of
+ * several parents may run right after any of them, so the check takes all rules naming it as a child.
+ */
+export function checkParentLast(
+  rules: readonly ParentLastRule[],
+  tool: string,
+  view: RuleView,
+): Verdict {
+  const last = lastExecution(view)?.toolName;
+  if (rules.some((r) => r.tool_name === last)) return ALLOW;
+  const parents = rules.map((r) => r.tool_name);
+  return deny('RuleViolation', `${tool} may run only right after ${list(parents)}`, rules[0]);
+}

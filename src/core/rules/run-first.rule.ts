@@ -1,0 +1,18 @@
+import { ALLOW, deny, list, RuleOf, RuleView, Verdict } from './verdict';
+
+export type RunFirstRule = RuleOf<'run_first' | 'start_constraint'>;
+
+/** run_first (pass): until one start tool has run in this pass, only start tools may run. */
+export function checkRunFirst(
+  startTools: ReadonlyMap<string, RunFirstRule>,
+  tool: string,
+  view: RuleView,
+): Verdict {
+  if (view.startConstraintsDone || startTools.size === 0 || startTools.has(tool)) return ALLOW;
+  const names = [...startTools.keys()];
+  return deny(
+    'RuleViolation',
+    `${tool} may not run before a start tool (${list(names)}) has run in this pass`,
+    startTools.get(names[0]),
+  );
+}

@@ -1,0 +1,42 @@
+import type { BatchState, ToolErrorType, ToolExecution } from '../executor/contracts';
+import type { ToolRule } from './tool-rule';
+
+/** A check's answer. Denials carry the rule and a detail; the model-facing text is rendered in render-refusal.ts. */
+export type Verdict =
+  { allowed: true } | { allowed: false; code: ToolErrorType; rule?: ToolRule; detail: string };
+
+export type Denial = Extract<Verdict, { allowed: false }>;
+
+/** Shared, so an allowing check allocates nothing. */
+export const ALLOW: Verdict = Object.freeze({ allowed: true });
+
+export function deny(code: ToolErrorType, detail: string, rule?: ToolRule): Denial {
+  return { allowed: false, code, rule, detail };
+}
+
+/** The read-only state a check sees. */
+export interface RuleView {
+  /** This pass's executions, oldest first. */
+  history: readonly ToolExecution[];
+  startConstraintsDone: boolean;
+  batch: Readonly<BatchState>;
+  now: number;
+  /** Last execution of the tool under check (cooldown), when loaded. */
+  lastExecutionAt: number | null;
+}
+
+export type RuleOf<T extends ToolRule['type']> = Extract<ToolRule, { type: T }>;
+
+export function lastExecution(view: RuleView): ToolExecution | undefined {
+  return view.history.length ? view.history[view.history.length - 1] : undefined;
+}
+
+export function hasRun(view: RuleView, tool: string, successOnly: boolean): boolean {
+  for (const h of view.history) {
+    if (h.toolName === tool && (!successOnly || h.status === 'success')) return true;
+  }
+  return false;
+}
+
+export const list = (names: readonly string[]): string =>
+  names.length ? names.join(', ') : 'none';
