@@ -1,8 +1,10 @@
 import { Module } from '@nestjs/common';
-import { ModelsService } from './models.service';
+import { MODEL_RETRY_SLEEP, ModelsService } from './models.service';
+import { realSleep } from './openai.provider';
 
 @Module({
-  providers: [ModelsService],
+  // The retry sleep is a provider so a test module can override it and never really wait.
+  providers: [ModelsService, { provide: MODEL_RETRY_SLEEP, useValue: realSleep }],
   exports: [ModelsService],
 })
 export class ModelsModule {}
