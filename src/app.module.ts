@@ -1,5 +1,6 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
+import { AgentsModule } from './agents/agents.module';
 import { AuthModule } from './auth/auth.module';
 import { DomainErrorFilter } from './common/domain-error.filter';
 import { AppConfig } from './config/app-config';
@@ -7,6 +8,7 @@ import { ConfigModule } from './config/config.module';
 import { CoreProvidersModule } from './common/core-providers.module';
 import { DatabaseModule } from './database/database.module';
 import { HealthController } from './health/health.controller';
+import { ToolsModule } from './tools/tools.module';
 import { RunEventsModule } from './common/run-events';
 import { ModelsModule } from './models/models.module';
 
@@ -20,6 +22,8 @@ export class AppModule {
         CoreProvidersModule,
         DatabaseModule,
         AuthModule,
+        ToolsModule,
+        AgentsModule,
         RunEventsModule,
         ModelsModule,
       ],

@@ -1,5 +1,7 @@
+import { AgentEntity, AgentTagEntity } from '../agents/agent.entity';
+import { ToolEntity } from '../tools/tool.entity';
 /**
  * Every entity of the app, listed once: the app's DataSource and the TypeORM CLI (ormconfig.ts) both use it.
  * Add a feature's entities here and its migration to ./migrations/index.ts.
  */
-export const ENTITIES: Function[] = [];
+export const ENTITIES: Function[] = [ToolEntity, AgentEntity, AgentTagEntity];

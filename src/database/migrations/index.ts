@@ -1,2 +1,4 @@
+import { CreateTools1763800000000 } from './1763800000000-CreateTools';
+import { CreateAgents1763800001000 } from './1763800001000-CreateAgents';
 /** Every migration, in order. Named `<epoch>-<What>.ts`; the app runs them at boot. */
-export const MIGRATIONS: Function[] = [];
+export const MIGRATIONS: Function[] = [CreateTools1763800000000, CreateAgents1763800001000];

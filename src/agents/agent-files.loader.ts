@@ -1,0 +1,70 @@
+import { Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { DomainError } from '../common/domain-error';
+import { AppConfig } from '../config/app-config';
+import { APP_CONFIG } from '../config/config.module';
+import { AgentsService } from './agents.service';
+
+/**
+ * Loads config/agents/*.yaml (one agent a file) into the default tenant at boot, after migrations and
+ * after the tool files (ToolsService loads those in onModuleInit). A broken file stops the boot with an
+ * Error naming the file, the field and the reason.
+ */
+@Injectable()
+export class AgentFilesLoader implements OnApplicationBootstrap {
+  private readonly logger = new Logger('AgentFiles');
+
+  constructor(
+    private readonly agents: AgentsService,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
+
+  async onApplicationBootstrap(): Promise<void> {
+    const dir = this.config.paths.agents_dir;
+    if (!existsSync(dir)) return;
+    const files = readdirSync(dir)
+      .filter((f) => /\.ya?ml$/i.test(f))
+      .sort();
+    const names = new Map<string, string>();
+    let changed = 0;
+    for (const f of files) {
+      const file = path.join(dir, f);
+      const doc = readAgentFile(file);
+      const name = (doc as { name?: unknown }).name;
+      if (typeof name !== 'string' || name.trim() === '')
+        throw new Error(
+          `agent file ${file}: name: is required (agents in files are matched by name)`,
+        );
+      if (names.has(name))
+        throw new Error(`agent file ${file}: name: "${name}" is also used by ${names.get(name)}`);
+      names.set(name, file);
+      try {
+        if ((await this.agents.upsertFromFile(doc)).changed) changed++;
+      } catch (e) {
+        if (e instanceof DomainError && Array.isArray(e.details.problems)) {
+          const problems = e.details.problems as { path: string; message: string }[];
+          throw new Error(
+            `agent file ${file}: ${problems.map((p) => `${p.path}: ${p.message}`).join('; ')}`,
+          );
+        }
+        throw e;
+      }
+    }
+    if (files.length)
+      this.logger.log(`${files.length} agent file(s) in ${dir}, ${changed} created or updated`);
+  }
+}
+
+function readAgentFile(file: string): Record<string, unknown> {
+  let doc: unknown;
+  try {
+    doc = parseYaml(readFileSync(file, 'utf8'));
+  } catch (e) {
+    throw new Error(`agent file ${file}: (yaml): ${(e as Error).message.split('\n')[0]}`);
+  }
+  if (typeof doc !== 'object' || doc === null || Array.isArray(doc))
+    throw new Error(`agent file ${file}: (document): must be a mapping of agent fields`);
+  return doc as Record<string, unknown>;
+}

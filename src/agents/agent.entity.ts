@@ -1,0 +1,87 @@
+import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
+import { EpochMsColumn, JsonColumn } from '../database/columns';
+import type { LlmConfig, ScriptedTurn } from '../models/model-provider';
+import type { StoredToolRule } from '../core/rules/validate-tool-rules';
+import type {
+  AgentSource,
+  AgentToolExecutorSettings,
+  MemoryBlock,
+} from '../core/agents/agent-record';
+
+@Entity('agents')
+@Index('idx_agents_tenant_created', ['tenant_id', 'created_at'])
+@Index('idx_agents_tenant_name', ['tenant_id', 'name'])
+export class AgentEntity {
+  @PrimaryColumn({ type: 'varchar', length: 64 })
+  id!: string;
+
+  @Column({ type: 'varchar', length: 200 })
+  tenant_id!: string;
+
+  @Column({ type: 'varchar', length: 200 })
+  name!: string;
+
+  @Column({ type: 'text' })
+  system!: string;
+
+  @Column({ type: 'text', nullable: true })
+  description!: string | null;
+
+  @JsonColumn()
+  tools!: string[];
+
+  @JsonColumn()
+  tool_rules!: StoredToolRule[];
+
+  @JsonColumn()
+  blocks!: MemoryBlock[];
+
+  @JsonColumn()
+  llm_config!: LlmConfig;
+
+  /** Also in agent_tags, for filtering; this copy keeps the order as given. */
+  @JsonColumn()
+  tags!: string[];
+
+  @JsonColumn({ nullable: true })
+  metadata!: Record<string, unknown> | null;
+
+  /** The agent's overrides only; defaults come from config at read time. */
+  @JsonColumn()
+  tool_executor!: Partial<AgentToolExecutorSettings>;
+
+  @JsonColumn({ nullable: true })
+  model_script!: ScriptedTurn[] | null;
+
+  @Column({ type: 'integer', nullable: true })
+  max_steps!: number | null;
+
+  @Column({ type: 'varchar', length: 64, nullable: true })
+  last_stop_reason!: string | null;
+
+  @Column({ type: 'varchar', length: 16 })
+  source!: AgentSource;
+
+  /** For file agents: a hash of the file's validated content, so an unchanged file changes nothing. */
+  @Column({ type: 'varchar', length: 64, nullable: true })
+  source_hash!: string | null;
+
+  @EpochMsColumn()
+  created_at!: number;
+
+  @EpochMsColumn()
+  updated_at!: number;
+}
+
+@Entity('agent_tags')
+@Index('idx_agent_tags_tenant_tag', ['tenant_id', 'tag'])
+export class AgentTagEntity {
+  @PrimaryColumn({ type: 'varchar', length: 64 })
+  agent_id!: string;
+
+  @PrimaryColumn({ type: 'varchar', length: 200 })
+  tag!: string;
+
+  @Column({ type: 'varchar', length: 200 })
+  tenant_id!: string;
+}

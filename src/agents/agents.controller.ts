@@ -1,0 +1,91 @@
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
+import { Tenant } from '../auth/tenant.guard';
+import { badRequest } from '../common/domain-error';
+import { toToolResponse } from '../tools/tool-response.mapper';
+import { toAgentResponse } from './agent-response.mapper';
+import { AgentsService } from './agents.service';
+
+type Json = Record<string, unknown>;
+
+/** Reads `{requires_approval}`, or the SDK's `{body_requires_approval}`; also `?requires_approval=`. */
+function approvalFlag(body: unknown, query: Json): boolean {
+  const b = (body ?? {}) as Json;
+  const v = b.requires_approval ?? b.body_requires_approval ?? query.requires_approval;
+  if (typeof v === 'boolean') return v;
+  if (v === 'true' || v === 'false') return v === 'true';
+  throw badRequest('VALIDATION_FAILED', 'requires_approval: must be true or false', {
+    problems: [{ path: 'requires_approval', message: 'must be true or false' }],
+  });
+}
+
+@Controller('v1/agents')
+export class AgentsController {
+  constructor(private readonly agents: AgentsService) {}
+
+  @Post()
+  async create(@Tenant() tenant: string, @Body() body: unknown): Promise<Json> {
+    return toAgentResponse(await this.agents.create(tenant, body));
+  }
+
+  @Get()
+  async list(@Tenant() tenant: string, @Query() query: Json): Promise<Json[]> {
+    return (await this.agents.list(tenant, query)).map(toAgentResponse);
+  }
+
+  @Get(':id')
+  async get(@Tenant() tenant: string, @Param('id') id: string): Promise<Json> {
+    return toAgentResponse(await this.agents.get(tenant, id));
+  }
+
+  @Patch(':id')
+  async update(
+    @Tenant() tenant: string,
+    @Param('id') id: string,
+    @Body() body: unknown,
+  ): Promise<Json> {
+    return toAgentResponse(await this.agents.update(tenant, id, body));
+  }
+
+  @Delete(':id')
+  @HttpCode(200)
+  async delete(@Tenant() tenant: string, @Param('id') id: string): Promise<Json> {
+    await this.agents.delete(tenant, id);
+    return { message: `Agent id=${id} successfully deleted` };
+  }
+
+  @Get(':id/tools')
+  async tools(@Tenant() tenant: string, @Param('id') id: string): Promise<Json[]> {
+    return (await this.agents.agentTools(tenant, id)).map(toToolResponse);
+  }
+
+  @Patch(':id/tools/approval/:toolName')
+  async approval(
+    @Tenant() tenant: string,
+    @Param('id') id: string,
+    @Param('toolName') toolName: string,
+    @Body() body: unknown,
+    @Query() query: Json,
+  ): Promise<Json> {
+    return toAgentResponse(
+      await this.agents.setToolApproval(tenant, id, toolName, approvalFlag(body, query)),
+    );
+  }
+
+  @Patch(':id/tools/attach/:toolId')
+  async attach(
+    @Tenant() tenant: string,
+    @Param('id') id: string,
+    @Param('toolId') toolId: string,
+  ): Promise<Json> {
+    return toAgentResponse(await this.agents.attachTool(tenant, id, toolId));
+  }
+
+  @Patch(':id/tools/detach/:toolId')
+  async detach(
+    @Tenant() tenant: string,
+    @Param('id') id: string,
+    @Param('toolId') toolId: string,
+  ): Promise<Json> {
+    return toAgentResponse(await this.agents.detachTool(tenant, id, toolId));
+  }
+}

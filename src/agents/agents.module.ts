@@ -1,0 +1,27 @@
+import { Module, OnModuleInit } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { BuiltinToolHandlers } from '../tools/builtin-tool-handlers';
+import { AgentFilesLoader } from './agent-files.loader';
+import { AgentEntity } from './agent.entity';
+import { AgentsController } from './agents.controller';
+import { AgentsRepository } from './agents.repository';
+import { AgentsService } from './agents.service';
+import { registerMemoryTools } from './memory-tool.handlers';
+
+/** Needs ToolsModule (global) for tool look-ups; registers the core memory tools' handlers there. */
+@Module({
+  imports: [TypeOrmModule.forFeature([AgentEntity])],
+  controllers: [AgentsController],
+  providers: [AgentsRepository, AgentsService, AgentFilesLoader],
+  exports: [AgentsService],
+})
+export class AgentsModule implements OnModuleInit {
+  constructor(
+    private readonly handlers: BuiltinToolHandlers,
+    private readonly agents: AgentsService,
+  ) {}
+
+  onModuleInit(): void {
+    registerMemoryTools(this.handlers, this.agents);
+  }
+}

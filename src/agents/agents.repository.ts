@@ -1,0 +1,130 @@
+import { Injectable } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import { EntityManager, Repository } from 'typeorm';
+import type { ListAgentsQuery } from '../core/agents/list-agents-query';
+import { Transactor } from '../database/transactor';
+import { AgentEntity, AgentTagEntity } from './agent.entity';
+
+/** Agents and their tag index; every read is scoped to one tenant. */
+@Injectable()
+export class AgentsRepository {
+  constructor(
+    @InjectRepository(AgentEntity) private readonly agents: Repository<AgentEntity>,
+    private readonly tx: Transactor,
+  ) {}
+
+  findForTenant(tenantId: string, id: string): Promise<AgentEntity | null> {
+    return this.agents.findOne({ where: { tenant_id: tenantId, id } });
+  }
+
+  findOldestByName(tenantId: string, name: string): Promise<AgentEntity | null> {
+    return this.agents.findOne({
+      where: { tenant_id: tenantId, name },
+      order: { created_at: 'ASC', id: 'ASC' },
+    });
+  }
+
+  /** The newest created_at in a tenant (keeps creation order strict within one millisecond). */
+  async latestCreatedAt(tenantId: string): Promise<number | null> {
+    const row = await this.agents.findOne({
+      where: { tenant_id: tenantId },
+      order: { created_at: 'DESC' },
+      select: { created_at: true, id: true },
+    });
+    return row?.created_at ?? null;
+  }
+
+  /** Inserts or updates an agent and rewrites its tag rows, in one transaction. */
+  save(agent: AgentEntity): Promise<AgentEntity> {
+    return this.tx.run(async (em) => {
+      const saved = await em.save(AgentEntity, agent);
+      await this.writeTags(em, agent);
+      return saved;
+    });
+  }
+
+  /** Read-modify-write of one agent in a transaction (memory edits, rule toggles). */
+  modify<T>(
+    tenantId: string,
+    id: string,
+    change: (agent: AgentEntity) => T,
+  ): Promise<{ agent: AgentEntity; result: T } | null> {
+    return this.tx.run(async (em) => {
+      const agent = await em.findOne(AgentEntity, { where: { tenant_id: tenantId, id } });
+      if (!agent) return null;
+      const result = change(agent);
+      await em.save(AgentEntity, agent);
+      return { agent, result };
+    });
+  }
+
+  async setLastStopReason(
+    tenantId: string,
+    id: string,
+    reason: string | null,
+    at: number,
+  ): Promise<boolean> {
+    const r = await this.agents.update(
+      { tenant_id: tenantId, id },
+      { last_stop_reason: reason, updated_at: at },
+    );
+    return (r.affected ?? 0) > 0;
+  }
+
+  remove(tenantId: string, id: string): Promise<boolean> {
+    return this.tx.run(async (em) => {
+      const r = await em.delete(AgentEntity, { tenant_id: tenantId, id });
+      await em.delete(AgentTagEntity, { agent_id: id });
+      return (r.affected ?? 0) > 0;
+    });
+  }
+
+  /** One page of a tenant's agents, ordered by (created_at, id); cursors are agents already looked up. */
+  async list(
+    tenantId: string,
+    q: ListAgentsQuery,
+    cursors: { after: AgentEntity | null; before: AgentEntity | null },
+  ): Promise<AgentEntity[]> {
+    const qb = this.agents.createQueryBuilder('a').where('a.tenant_id = :tenantId', { tenantId });
+    if (q.name !== null) qb.andWhere('a.name = :name', { name: q.name });
+    if (q.tags.length) {
+      const sub = `SELECT t.agent_id FROM agent_tags t WHERE t.tenant_id = :tenantId AND t.tag IN (:...tags)`;
+      qb.andWhere(
+        q.matchAllTags
+          ? `a.id IN (${sub} GROUP BY t.agent_id HAVING COUNT(DISTINCT t.tag) = :tagCount)`
+          : `a.id IN (${sub})`,
+        { tags: [...new Set(q.tags)], tagCount: new Set(q.tags).size },
+      );
+    }
+    const desc = q.order === 'desc';
+    // "after" = further along the list order; "before" = earlier in it.
+    const beyond = (c: AgentEntity, forward: boolean, key: string) => {
+      const op = forward === desc ? '<' : '>';
+      qb.andWhere(
+        `(a.created_at ${op} :${key}At OR (a.created_at = :${key}At AND a.id ${op} :${key}Id))`,
+        { [`${key}At`]: c.created_at, [`${key}Id`]: c.id },
+      );
+    };
+    if (cursors.after) beyond(cursors.after, true, 'after');
+    if (cursors.before) beyond(cursors.before, false, 'before');
+    // With only `before`, take the page nearest the cursor, then restore the list order.
+    const reverse = cursors.before !== null && cursors.after === null;
+    const dir = desc !== reverse ? 'DESC' : 'ASC';
+    const rows = await qb
+      .orderBy('a.created_at', dir)
+      .addOrderBy('a.id', dir)
+      .take(q.limit)
+      .getMany();
+    return reverse ? rows.reverse() : rows;
+  }
+
+  private async writeTags(em: EntityManager, agent: AgentEntity): Promise<void> {
+    await em.delete(AgentTagEntity, { agent_id: agent.id });
+    const tags = [...new Set(agent.tags)];
+    if (tags.length)
+      await em.insert(
+        AgentTagEntity,
+        tags.map((tag) => ({ agent_id: agent.id, tag, tenant_id: agent.tenant_id })),
+      );
+  }
+}

@@ -1,0 +1,358 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { createHash } from 'node:crypto';
+import stableStringify from 'json-stable-stringify';
+import { CLOCK } from '../common/clock';
+import { badRequest, notFound, validationFailed } from '../common/domain-error';
+import { assertPrefixedId, ID_GENERATOR } from '../common/ids';
+import { AppConfig, DEFAULT_TENANT } from '../config/app-config';
+import { APP_CONFIG } from '../config/config.module';
+import type { AgentRecord, MemoryBlock } from '../core/agents/agent-record';
+import { parseListAgentsQuery } from '../core/agents/list-agents-query';
+import {
+  AgentDraft,
+  AgentValidationContext,
+  modelHandle,
+  resolveExecutorSettings,
+  validateAgentInput,
+} from '../core/agents/validate-agent';
+import type { Clock, IdGenerator } from '../core/ports';
+import { canonicalRuleType } from '../core/rules/tool-rule';
+import type { StoredToolRule } from '../core/rules/validate-tool-rules';
+import { ToolsService, ToolView } from '../tools/tools.service';
+import { AgentEntity } from './agent.entity';
+import { AgentsRepository } from './agents.repository';
+
+/** Supplies `pending_approval` for an agent's responses (the processing module registers one). */
+export type PendingApprovalSource = (tenantId: string, agentId: string) => Promise<unknown>;
+
+/** An agent with everything its response needs. */
+export interface AgentView {
+  record: AgentRecord;
+  tools: ToolView[];
+  pendingApproval: unknown;
+}
+
+/** Every tool name a rule refers to. */
+function ruleMentions(rule: StoredToolRule, name: string): boolean {
+  const r = rule as Record<string, unknown>;
+  const names = [
+    r.tool_name,
+    r.default_child,
+    ...(Array.isArray(r.children) ? (r.children as unknown[]) : []),
+    ...(Array.isArray(r.tools) ? (r.tools as unknown[]) : []),
+    ...Object.values((r.child_output_mapping as Record<string, unknown> | undefined) ?? {}),
+  ];
+  return names.includes(name);
+}
+
+const draftOf = (a: AgentEntity): AgentDraft => ({
+  name: a.name,
+  system: a.system,
+  description: a.description,
+  tools: a.tools,
+  tool_rules: a.tool_rules,
+  blocks: a.blocks,
+  llm_config: a.llm_config,
+  tags: a.tags,
+  metadata: a.metadata,
+  tool_executor: a.tool_executor,
+  model_script: a.model_script,
+  max_steps: a.max_steps,
+});
+
+/** Agents: create, read, update, delete, memory edits; the single owner of the agents tables. */
+@Injectable()
+export class AgentsService {
+  private pendingApprovalSource: PendingApprovalSource | null = null;
+
+  constructor(
+    private readonly agents: AgentsRepository,
+    private readonly tools: ToolsService,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(CLOCK) private readonly clock: Clock,
+    @Inject(ID_GENERATOR) private readonly ids: IdGenerator,
+  ) {}
+
+  // ------------------------------------------------------------ hooks and reads for other modules
+
+  /** Lets another module (processing) fill `pending_approval` in agent responses. */
+  registerPendingApprovalSource(fn: PendingApprovalSource): void {
+    this.pendingApprovalSource = fn;
+  }
+
+  /** The agent as a plain record; 404 for a malformed id or another tenant's agent. */
+  async getForTenant(tenantId: string, agentId: string): Promise<AgentRecord> {
+    return this.toRecord(await this.load(tenantId, agentId));
+  }
+
+  /** Replaces a block's value; respects the block's limit and read_only (DomainError otherwise). */
+  async updateMemoryBlock(
+    tenantId: string,
+    agentId: string,
+    label: string,
+    newValue: string,
+  ): Promise<MemoryBlock> {
+    return this.editMemoryBlock(tenantId, agentId, label, () => newValue);
+  }
+
+  /** Read-modify-write of one block in a transaction, so concurrent edits do not lose each other. */
+  async editMemoryBlock(
+    tenantId: string,
+    agentId: string,
+    label: string,
+    edit: (current: string) => string,
+  ): Promise<MemoryBlock> {
+    assertPrefixedId('agent', 'agent', agentId);
+    const now = this.clock.now();
+    const done = await this.agents.modify(tenantId, agentId, (agent) => {
+      const i = agent.blocks.findIndex((b) => b.label === label);
+      if (i < 0)
+        throw badRequest('BLOCK_NOT_FOUND', `no memory block labelled "${label}"`, {
+          label,
+          labels: agent.blocks.map((b) => b.label),
+        });
+      const block = agent.blocks[i];
+      if (block.read_only)
+        throw badRequest('BLOCK_READ_ONLY', `memory block "${label}" is read-only`, { label });
+      const value = edit(block.value);
+      if (value.length > block.limit)
+        throw badRequest(
+          'BLOCK_LIMIT_EXCEEDED',
+          `Edit failed: exceeds the ${block.limit} character limit of block "${label}" (requested ${value.length})`,
+          { label, limit: block.limit, length: value.length },
+        );
+      const next = { ...block, value };
+      agent.blocks = agent.blocks.map((b, j) => (j === i ? next : b));
+      agent.updated_at = now;
+      return next;
+    });
+    if (!done) throw notFound('agent', agentId);
+    return done.result;
+  }
+
+  async setLastStopReason(tenantId: string, agentId: string, reason: string | null): Promise<void> {
+    if (!(await this.agents.setLastStopReason(tenantId, agentId, reason, this.clock.now())))
+      throw notFound('agent', agentId);
+  }
+
+  // ------------------------------------------------------------ the REST API
+
+  async create(tenantId: string, body: unknown): Promise<AgentView> {
+    const draft = await this.validate(tenantId, body);
+    const agent = await this.agents.save(await this.newEntity(tenantId, draft, 'api', null));
+    return this.view(tenantId, agent);
+  }
+
+  async list(tenantId: string, rawQuery: Record<string, unknown>): Promise<AgentView[]> {
+    const { query, problems } = parseListAgentsQuery(rawQuery);
+    if (problems.length) throw validationFailed(problems, 'query is invalid');
+    const cursor = async (id: string | null) => {
+      if (id === null) return null;
+      const found = await this.agents.findForTenant(tenantId, id);
+      if (!found)
+        throw badRequest(
+          'UNKNOWN_CURSOR',
+          `cursor ${JSON.stringify(id.slice(0, 200))} is not an agent id`,
+        );
+      return found;
+    };
+    const rows = await this.agents.list(tenantId, query, {
+      after: await cursor(query.after),
+      before: await cursor(query.before),
+    });
+    return this.views(tenantId, rows);
+  }
+
+  async get(tenantId: string, agentId: string): Promise<AgentView> {
+    return this.view(tenantId, await this.load(tenantId, agentId));
+  }
+
+  async update(tenantId: string, agentId: string, body: unknown): Promise<AgentView> {
+    const agent = await this.load(tenantId, agentId);
+    const draft = await this.validate(tenantId, body, draftOf(agent));
+    Object.assign(agent, draft, { updated_at: this.clock.now() });
+    return this.view(tenantId, await this.agents.save(agent));
+  }
+
+  async delete(tenantId: string, agentId: string): Promise<void> {
+    assertPrefixedId('agent', 'agent', agentId);
+    if (!(await this.agents.remove(tenantId, agentId))) throw notFound('agent', agentId);
+  }
+
+  /** Letta's approval toggle: adds or removes the tool's requires_approval rule. */
+  async setToolApproval(
+    tenantId: string,
+    agentId: string,
+    toolName: string,
+    required: boolean,
+  ): Promise<AgentView> {
+    return this.changeRules(tenantId, agentId, (agent) => {
+      if (!agent.tools.includes(toolName))
+        throw badRequest('TOOL_NOT_ATTACHED', `the agent has no tool "${toolName}"`, {
+          tool_name: toolName,
+        });
+      const isApproval = (r: StoredToolRule) =>
+        canonicalRuleType(r.type) === 'requires_consent' &&
+        'tool_name' in r &&
+        r.tool_name === toolName;
+      if (!required) agent.tool_rules = agent.tool_rules.filter((r) => !isApproval(r));
+      else if (!agent.tool_rules.some(isApproval))
+        agent.tool_rules = [
+          ...agent.tool_rules,
+          { type: 'requires_approval', tool_name: toolName },
+        ];
+    });
+  }
+
+  async attachTool(tenantId: string, agentId: string, toolId: string): Promise<AgentView> {
+    const tool = await this.tools.get(tenantId, toolId);
+    return this.changeRules(tenantId, agentId, (agent) => {
+      if (!agent.tools.includes(tool.name)) agent.tools = [...agent.tools, tool.name];
+    });
+  }
+
+  /** Detaching a tool also drops the rules that name it: they could no longer be satisfied. */
+  async detachTool(tenantId: string, agentId: string, toolId: string): Promise<AgentView> {
+    const tool = await this.tools.get(tenantId, toolId);
+    return this.changeRules(tenantId, agentId, (agent) => {
+      agent.tools = agent.tools.filter((n) => n !== tool.name);
+      agent.tool_rules = agent.tool_rules.filter((r) => !ruleMentions(r, tool.name));
+    });
+  }
+
+  async agentTools(tenantId: string, agentId: string): Promise<ToolView[]> {
+    const agent = await this.load(tenantId, agentId);
+    return this.tools.resolveViews(tenantId, agent.tools);
+  }
+
+  // ------------------------------------------------------------ agent files
+
+  /**
+   * Upserts an agent from a file into the default tenant by name. Nothing changes when the file's
+   * validated content is what was loaded last time; otherwise the file's content replaces the agent's.
+   * Throws DomainError(VALIDATION_FAILED) with the problems' paths.
+   */
+  async upsertFromFile(doc: unknown): Promise<{ agent: AgentEntity; changed: boolean }> {
+    const tenantId = DEFAULT_TENANT;
+    const draft = await this.validate(tenantId, doc);
+    const existing = await this.agents.findOldestByName(tenantId, draft.name);
+    // Block ids are generated, so they are left out of the hash.
+    const hash = createHash('sha256')
+      .update(
+        stableStringify({ ...draft, blocks: draft.blocks.map(({ id: _id, ...b }) => b) }) ?? '',
+      )
+      .digest('hex');
+    if (existing?.source_hash === hash) return { agent: existing, changed: false };
+    if (!existing)
+      return {
+        agent: await this.agents.save(await this.newEntity(tenantId, draft, 'file', hash)),
+        changed: true,
+      };
+    const blocks = draft.blocks.map((b) => ({
+      ...b,
+      id: existing.blocks.find((e) => e.label === b.label)?.id ?? b.id,
+    }));
+    Object.assign(existing, draft, {
+      blocks,
+      source: 'file',
+      source_hash: hash,
+      updated_at: this.clock.now(),
+    });
+    return { agent: await this.agents.save(existing), changed: true };
+  }
+
+  // ------------------------------------------------------------ internals
+
+  private async changeRules(
+    tenantId: string,
+    agentId: string,
+    change: (a: AgentEntity) => void,
+  ): Promise<AgentView> {
+    assertPrefixedId('agent', 'agent', agentId);
+    const now = this.clock.now();
+    const done = await this.agents.modify(tenantId, agentId, (agent) => {
+      change(agent);
+      agent.updated_at = now;
+    });
+    if (!done) throw notFound('agent', agentId);
+    return this.view(tenantId, done.agent);
+  }
+
+  private async load(tenantId: string, agentId: string): Promise<AgentEntity> {
+    assertPrefixedId('agent', 'agent', agentId);
+    const agent = await this.agents.findForTenant(tenantId, agentId);
+    if (!agent) throw notFound('agent', agentId);
+    return agent;
+  }
+
+  private async validate(
+    tenantId: string,
+    body: unknown,
+    current?: AgentDraft,
+  ): Promise<AgentDraft> {
+    const ctx: AgentValidationContext = {
+      availableTools: await this.tools.availableNames(tenantId),
+      openaiBaseUrl: this.config.models.openai.base_url,
+      newBlockId: () => this.ids.prefixed('block'),
+      newName: () => `agent-${this.ids.prefixed('x').slice(2, 10)}`,
+    };
+    const { draft, problems } = validateAgentInput(body, ctx, current);
+    if (!draft) throw validationFailed(problems, 'agent is invalid');
+    return draft;
+  }
+
+  private async newEntity(
+    tenantId: string,
+    draft: AgentDraft,
+    source: 'api' | 'file',
+    hash: string | null,
+  ): Promise<AgentEntity> {
+    // Strictly increasing creation times keep "newest first" exact for agents made in the same millisecond.
+    const latest = (await this.agents.latestCreatedAt(tenantId)) ?? 0;
+    const now = Math.max(this.clock.now(), latest + 1);
+    return Object.assign(new AgentEntity(), draft, {
+      id: this.ids.prefixed('agent'),
+      tenant_id: tenantId,
+      last_stop_reason: null,
+      source,
+      source_hash: hash,
+      created_at: now,
+      updated_at: now,
+    });
+  }
+
+  private toRecord(a: AgentEntity): AgentRecord {
+    const d = this.config.tool_executor;
+    return {
+      ...draftOf(a),
+      id: a.id,
+      tenant_id: a.tenant_id,
+      model: modelHandle(a.llm_config),
+      tool_executor: resolveExecutorSettings(a.tool_executor, d),
+      last_stop_reason: a.last_stop_reason,
+      source: a.source,
+      created_at: a.created_at,
+      updated_at: a.updated_at,
+    };
+  }
+
+  private async view(tenantId: string, agent: AgentEntity): Promise<AgentView> {
+    return (await this.views(tenantId, [agent]))[0];
+  }
+
+  private async views(tenantId: string, agents: AgentEntity[]): Promise<AgentView[]> {
+    const names = [...new Set(agents.flatMap((a) => a.tools))];
+    const byName = new Map(
+      (await this.tools.resolveViews(tenantId, names)).map((t) => [t.name, t]),
+    );
+    return Promise.all(
+      agents.map(async (a) => ({
+        record: this.toRecord(a),
+        tools: a.tools.map((n) => byName.get(n)).filter((t): t is ToolView => t !== undefined),
+        pendingApproval: this.pendingApprovalSource
+          ? await this.pendingApprovalSource(tenantId, a.id)
+          : null,
+      })),
+    );
+  }
+}

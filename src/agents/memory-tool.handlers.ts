@@ -1,0 +1,32 @@
+import type { BuiltinToolHandlers } from '../tools/builtin-tool-handlers';
+import type { AgentsService } from './agents.service';
+
+const text = (args: Record<string, unknown>, key: string): string => {
+  const v = args[key];
+  if (typeof v !== 'string') throw new Error(`argument "${key}" must be a string`);
+  return v;
+};
+
+/** core_memory_append / core_memory_replace, with Letta's semantics, through AgentsService. */
+export function registerMemoryTools(handlers: BuiltinToolHandlers, agents: AgentsService): void {
+  handlers.register('core_memory_append', async (args, ctx) => {
+    const label = text(args, 'label');
+    const content = text(args, 'content');
+    await agents.editMemoryBlock(ctx.tenantId, ctx.agentId, label, (v) =>
+      v ? `${v}\n${content}` : content,
+    );
+    return null;
+  });
+  handlers.register('core_memory_replace', async (args, ctx) => {
+    const label = text(args, 'label');
+    const oldContent = text(args, 'old_content');
+    const newContent = text(args, 'new_content');
+    if (oldContent === '') throw new Error('old_content must not be empty');
+    await agents.editMemoryBlock(ctx.tenantId, ctx.agentId, label, (v) => {
+      if (!v.includes(oldContent))
+        throw new Error(`Old content '${oldContent}' not found in memory block '${label}'`);
+      return v.split(oldContent).join(newContent);
+    });
+    return null;
+  });
+}

@@ -1,0 +1,58 @@
+import type { LlmConfig, ScriptedTurn } from '../../models/model-provider';
+import type { StoredToolRule } from '../rules/validate-tool-rules';
+
+/** Built-in tools every agent gets unless created with `include_base_tools: false`. */
+export const BASE_TOOL_NAMES = [
+  'send_message',
+  'core_memory_append',
+  'core_memory_replace',
+  'conversation_search',
+] as const;
+
+/** Letta's default block size limit (characters). */
+export const DEFAULT_BLOCK_LIMIT = 5000;
+
+export interface MemoryBlock {
+  id: string;
+  label: string;
+  value: string;
+  limit: number;
+  description: string | null;
+  read_only: boolean;
+}
+
+/** Per-agent executor settings (agent field `tool_executor`); unset ones fall back to the config defaults. */
+export interface AgentToolExecutorSettings {
+  tool_timeout_seconds: number;
+  consent_timeout_seconds: number;
+  /** 0 turns the default dedupe window off for this agent. */
+  dedupe_window_seconds: number;
+}
+
+export type AgentSource = 'api' | 'file';
+
+/** Everything an agent is, as a plain value: what AgentsService hands other modules. */
+export interface AgentRecord {
+  id: string;
+  tenant_id: string;
+  name: string;
+  system: string;
+  description: string | null;
+  /** Tool names, built-ins included. */
+  tools: string[];
+  tool_rules: StoredToolRule[];
+  blocks: MemoryBlock[];
+  llm_config: LlmConfig;
+  /** The model handle, `<model_endpoint_type>/<model>`. */
+  model: string;
+  tags: string[];
+  metadata: Record<string, unknown> | null;
+  /** Resolved: the agent's overrides over the config defaults. */
+  tool_executor: AgentToolExecutorSettings;
+  model_script: ScriptedTurn[] | null;
+  max_steps: number | null;
+  last_stop_reason: string | null;
+  source: AgentSource;
+  created_at: number;
+  updated_at: number;
+}

@@ -1,0 +1,72 @@
+import type { ValidationProblem } from '../rules/validate-tool-rules';
+
+export interface ListAgentsQuery {
+  limit: number;
+  after: string | null;
+  before: string | null;
+  name: string | null;
+  tags: string[];
+  matchAllTags: boolean;
+  order: 'asc' | 'desc';
+}
+
+export const DEFAULT_LIST_LIMIT = 50;
+const MAX_LIST_LIMIT = 1000;
+
+type Query = Record<string, unknown>;
+
+const one = (v: unknown): unknown => (Array.isArray(v) ? v[v.length - 1] : v);
+
+/** Parses `GET /v1/agents/` query parameters (Letta's names). Tags come as `tags=a&tags=b` or `tags[]=a`. */
+export function parseListAgentsQuery(q: Query): {
+  query: ListAgentsQuery;
+  problems: ValidationProblem[];
+} {
+  const problems: ValidationProblem[] = [];
+  const query: ListAgentsQuery = {
+    limit: DEFAULT_LIST_LIMIT,
+    after: null,
+    before: null,
+    name: null,
+    tags: [],
+    matchAllTags: false,
+    order: 'desc',
+  };
+  const limit = one(q.limit);
+  if (limit !== undefined && limit !== '') {
+    const n = Number(limit);
+    if (!Number.isInteger(n) || n < 1 || n > MAX_LIST_LIMIT)
+      problems.push({
+        path: 'limit',
+        message: `must be a whole number from 1 to ${MAX_LIST_LIMIT}`,
+      });
+    else query.limit = n;
+  }
+  for (const k of ['after', 'before', 'name'] as const) {
+    const v = one(q[k]);
+    if (v === undefined || v === '') continue;
+    if (typeof v !== 'string') problems.push({ path: k, message: 'must be a string' });
+    else query[k] = v;
+  }
+  const rawTags = [q.tags, q['tags[]']].flatMap((v): unknown[] =>
+    v === undefined ? [] : Array.isArray(v) ? (v as unknown[]) : [v],
+  );
+  for (const t of rawTags) {
+    if (typeof t !== 'string') problems.push({ path: 'tags', message: 'must be strings' });
+    else if (t !== '') query.tags.push(t);
+  }
+  const all = one(q.match_all_tags);
+  if (all !== undefined) {
+    if (all === 'true' || all === '1') query.matchAllTags = true;
+    else if (all !== 'false' && all !== '0' && all !== '')
+      problems.push({ path: 'match_all_tags', message: 'must be true or false' });
+  }
+  const order = one(q.order);
+  if (order !== undefined && order !== '') {
+    if (order === 'asc' || order === 'desc') query.order = order;
+    else problems.push({ path: 'order', message: 'must be asc or desc' });
+  }
+  const ascending = one(q.ascending);
+  if (ascending === 'true') query.order = 'asc';
+  return { query, problems };
+}

@@ -1,0 +1,83 @@
+import { createHash } from 'node:crypto';
+import type { ToolDefinition } from '../core/tools/tool-definition';
+
+/** The built-in tools, declared in code (their handlers live in BuiltinToolHandlers). */
+export const BUILTIN_TOOLS: readonly ToolDefinition[] = [
+  {
+    name: 'send_message',
+    description: 'Sends a message to the human user.',
+    parameters: {
+      type: 'object',
+      properties: {
+        message: {
+          type: 'string',
+          description: 'Message contents. All unicode (including emojis) are supported.',
+        },
+      },
+      required: ['message'],
+    },
+    safety: 'read_only',
+    kind: 'builtin',
+  },
+  {
+    name: 'core_memory_append',
+    description: 'Append to the contents of core memory.',
+    parameters: {
+      type: 'object',
+      properties: {
+        label: { type: 'string', description: 'Section of the memory to be edited.' },
+        content: { type: 'string', description: 'Content to write to the memory.' },
+      },
+      required: ['label', 'content'],
+    },
+    safety: 'side_effecting',
+    kind: 'builtin',
+  },
+  {
+    name: 'core_memory_replace',
+    description:
+      'Replace the contents of core memory. To delete memories, use an empty string for new_content.',
+    parameters: {
+      type: 'object',
+      properties: {
+        label: { type: 'string', description: 'Section of the memory to be edited.' },
+        old_content: { type: 'string', description: 'String to replace. Must be an exact match.' },
+        new_content: { type: 'string', description: 'Content to write to the memory.' },
+      },
+      required: ['label', 'old_content', 'new_content'],
+    },
+    safety: 'side_effecting',
+    kind: 'builtin',
+  },
+  {
+    name: 'conversation_search',
+    description: 'Search prior conversation history using case-insensitive string matching.',
+    parameters: {
+      type: 'object',
+      properties: {
+        query: { type: 'string', description: 'String to search for.' },
+        limit: { type: 'integer', description: 'Maximum number of results to return.', minimum: 1 },
+      },
+      required: ['query'],
+    },
+    safety: 'read_only',
+    kind: 'builtin',
+  },
+];
+
+export const BUILTIN_TOOL_NAMES: ReadonlySet<string> = new Set(BUILTIN_TOOLS.map((t) => t.name));
+
+/** Letta's tool_type for each built-in. */
+export const BUILTIN_TOOL_TYPES: Record<string, string> = {
+  send_message: 'letta_core',
+  conversation_search: 'letta_core',
+  core_memory_append: 'letta_memory_core',
+  core_memory_replace: 'letta_memory_core',
+};
+
+/** A stable `tool-<uuid>` per built-in name, the same on every server and restart. */
+export function builtinToolId(name: string): string {
+  const h = createHash('sha1').update(`builtin-tool:${name}`).digest('hex');
+  const variant = ((parseInt(h[16], 16) & 0x3) | 0x8).toString(16);
+  return `tool-${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-${variant}${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}

@@ -1,0 +1,152 @@
+import Ajv from 'ajv';
+import type { HttpToolSpec, ToolDefinition, ToolSafety } from '../core/tools/tool-definition';
+import type { ValidationProblem } from '../common/domain-error';
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+const SAFETIES: readonly ToolSafety[] = ['read_only', 'side_effecting', 'privileged'];
+const METHODS: readonly HttpToolSpec['method'][] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
+/** What OpenAI accepts as a function name. */
+export const TOOL_NAME = /^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$/;
+/** A header value is literal text, or exactly one `${ENV_NAME}` placeholder somewhere inside it. */
+const ENV_REF = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+const ajv = new Ajv({ strict: false, allErrors: true });
+
+/**
+ * Validates a tool declaration (from a YAML file or POST /v1/tools/). Only `http` tools can be declared;
+ * built-ins live in code. The `parameters` schema must compile. Header values keep their `${ENV}`
+ * placeholders: they are resolved only when a call is sent.
+ */
+export function validateToolDeclaration(
+  input: unknown,
+  basePath = '',
+): { tool: ToolDefinition | null; problems: ValidationProblem[] } {
+  const problems: ValidationProblem[] = [];
+  const p = (field: string) => (basePath ? `${basePath}.${field}` : field);
+  const bad = (field: string, message: string) => problems.push({ path: p(field), message });
+  if (!isObj(input))
+    return { tool: null, problems: [{ path: basePath || '(body)', message: 'must be an object' }] };
+
+  const { name, description = '', parameters, safety, kind, http } = input;
+  if (typeof name !== 'string' || !TOOL_NAME.test(name))
+    bad('name', 'is required: letters, digits, _ or -, starting with a letter or _, at most 64');
+  if (typeof description !== 'string') bad('description', 'must be a string');
+  let params: Obj = { type: 'object', properties: {} };
+  if (parameters !== undefined) {
+    if (!isObj(parameters)) bad('parameters', 'must be a JSON Schema object');
+    else if (parameters.type !== 'object')
+      bad('parameters.type', 'must be "object": tools take named arguments');
+    else {
+      try {
+        ajv.compile(parameters);
+        params = parameters;
+      } catch (e) {
+        bad('parameters', `is not a valid JSON Schema: ${(e as Error).message}`);
+      }
+    }
+  }
+  if (!SAFETIES.includes(safety as ToolSafety))
+    bad('safety', `must be one of ${SAFETIES.join(', ')}`);
+  if (kind !== 'http')
+    bad(
+      'kind',
+      kind === 'builtin' ? 'builtin tools are declared in code, not here' : 'must be "http"',
+    );
+  const spec = kind === 'http' ? validateHttpSpec(http, (f, m) => bad(`http${f}`, m)) : null;
+
+  if (problems.length) return { tool: null, problems };
+  return {
+    tool: {
+      name: name as string,
+      description: description as string,
+      parameters: params,
+      safety: safety as ToolSafety,
+      kind: 'http',
+      http: spec!,
+    },
+    problems,
+  };
+}
+
+function validateHttpSpec(
+  input: unknown,
+  bad: (field: string, message: string) => void,
+): HttpToolSpec | null {
+  if (!isObj(input)) {
+    bad('', 'is required for kind http: {url, method, headers?, timeout_ms?}');
+    return null;
+  }
+  const { url, method = 'POST', headers, timeout_ms } = input;
+  let ok = true;
+  const fail = (f: string, m: string) => {
+    ok = false;
+    bad(f, m);
+  };
+  let parsed: URL | null = null;
+  try {
+    parsed = typeof url === 'string' ? new URL(url) : null;
+  } catch {
+    parsed = null;
+  }
+  if (!parsed || !['http:', 'https:'].includes(parsed.protocol))
+    fail('.url', 'must be an http:// or https:// URL');
+  const m = typeof method === 'string' ? method.toUpperCase() : method;
+  if (!METHODS.includes(m as HttpToolSpec['method']))
+    fail('.method', `must be one of ${METHODS.join(', ')}`);
+  if (headers !== undefined && headers !== null) {
+    if (!isObj(headers)) fail('.headers', 'must be an object of header name → value');
+    else
+      for (const [k, v] of Object.entries(headers)) {
+        if (!HEADER_NAME.test(k)) fail(`.headers.${k}`, 'is not a valid header name');
+        else if (typeof v !== 'string')
+          fail(`.headers.${k}`, 'must be a string (use ${ENV_NAME} for secrets)');
+      }
+  }
+  if (timeout_ms !== undefined && timeout_ms !== null) {
+    if (
+      typeof timeout_ms !== 'number' ||
+      !Number.isInteger(timeout_ms) ||
+      timeout_ms < 1 ||
+      timeout_ms > 3_600_000
+    )
+      fail('.timeout_ms', 'must be a whole number of milliseconds from 1 to 3600000');
+  }
+  if (!ok) return null;
+  return {
+    url: url as string,
+    method: m as HttpToolSpec['method'],
+    ...(headers ? { headers: headers as Record<string, string> } : {}),
+    ...(typeof timeout_ms === 'number' ? { timeout_ms } : {}),
+  };
+}
+
+/** Resolves `${NAME}` placeholders from the configured secrets; names the first one missing (never a value). */
+export function resolveHeaders(
+  headers: Record<string, string> | undefined,
+  secrets: Record<string, string>,
+): { headers: Record<string, string> } | { missing: string; header: string } {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(headers ?? {})) {
+    let missing: string | null = null;
+    out[k] = v.replace(ENV_REF, (_m, envName: string) => {
+      const s = secrets[envName];
+      if (s === undefined) missing ??= envName;
+      return s ?? '';
+    });
+    if (missing) return { missing, header: k };
+  }
+  return { headers: out };
+}
+
+/** Header values as they may be shown: values built from `${ENV}` placeholders kept, literal values hidden. */
+export function redactHeaders(
+  headers: Record<string, string> | undefined,
+): Record<string, string> | undefined {
+  if (!headers) return undefined;
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(headers)) out[k] = /\$\{[A-Za-z_]/.test(v) ? v : '[redacted]';
+  return out;
+}

@@ -1,0 +1,32 @@
+import { BUILTIN_TOOL_TYPES } from './builtin-tools';
+import { redactHeaders } from './tool-declaration';
+import type { ToolView } from './tools.service';
+
+/** A tool in Letta's response shape, plus our `safety`, `kind`, `source` and `http` (header values redacted). */
+export function toToolResponse(t: ToolView): Record<string, unknown> {
+  return {
+    id: t.id,
+    name: t.name,
+    description: t.description,
+    tool_type: t.kind === 'builtin' ? (BUILTIN_TOOL_TYPES[t.name] ?? 'letta_core') : 'custom',
+    source_type: 'json',
+    json_schema: { name: t.name, description: t.description, parameters: t.parameters },
+    args_json_schema: t.parameters,
+    tags: [],
+    safety: t.safety,
+    kind: t.kind,
+    source: t.source,
+    ...(t.http
+      ? {
+          http: {
+            url: t.http.url,
+            method: t.http.method,
+            ...(t.http.headers ? { headers: redactHeaders(t.http.headers) } : {}),
+            ...(t.http.timeout_ms ? { timeout_ms: t.http.timeout_ms } : {}),
+          },
+        }
+      : {}),
+    created_at: t.created_at === null ? null : new Date(t.created_at).toISOString(),
+    updated_at: t.updated_at === null ? null : new Date(t.updated_at).toISOString(),
+  };
+}

@@ -1,0 +1,44 @@
+import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
+import { EpochMsColumn, JsonColumn } from '../database/columns';
+import type { HttpToolSpec, ToolKind, ToolSafety } from '../core/tools/tool-definition';
+
+/** Tenant of tools declared in config/tools/*.yaml: visible to every tenant. */
+export const GLOBAL_TOOL_TENANT = '*';
+
+/** A declared tool. Header values are stored with their `${ENV}` placeholders, never resolved. */
+@Entity('tools')
+@Index('idx_tools_tenant_name', ['tenant_id', 'name'], { unique: true })
+export class ToolEntity {
+  @PrimaryColumn({ type: 'varchar', length: 64 })
+  id!: string;
+
+  @Column({ type: 'varchar', length: 200 })
+  tenant_id!: string;
+
+  @Column({ type: 'varchar', length: 64 })
+  name!: string;
+
+  @Column({ type: 'text' })
+  description!: string;
+
+  @JsonColumn()
+  parameters!: Record<string, unknown>;
+
+  @Column({ type: 'varchar', length: 32 })
+  safety!: ToolSafety;
+
+  @Column({ type: 'varchar', length: 32 })
+  kind!: ToolKind;
+
+  @JsonColumn({ nullable: true })
+  http!: HttpToolSpec | null;
+
+  @Column({ type: 'varchar', length: 16 })
+  source!: 'api' | 'file';
+
+  @EpochMsColumn()
+  created_at!: number;
+
+  @EpochMsColumn()
+  updated_at!: number;
+}
