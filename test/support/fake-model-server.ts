@@ -249,16 +249,12 @@ export async function startFakeModelServer(): Promise<FakeModelServer> {
       connection: 'keep-alive',
       ...turn.headers,
     });
-    const chunk = (delta: Record<string, unknown>, finish: string | null = null) =>
+    const frame = (extra: Record<string, unknown>) =>
       res.write(
-        `data: ${JSON.stringify({
-          id: c.id,
-          object: 'chat.completion.chunk',
-          created,
-          model: rec.model ?? 'fake',
-          choices: [{ index: 0, delta, finish_reason: finish, logprobs: null }],
-        })}\n\n`,
+        `data: ${JSON.stringify({ id: c.id, object: 'chat.completion.chunk', created, model: rec.model ?? 'fake', ...extra })}\n\n`,
       );
+    const chunk = (delta: Record<string, unknown>, finish: string | null = null) =>
+      frame({ choices: [{ index: 0, delta, finish_reason: finish, logprobs: null }] });
     chunk({ role: 'assistant', content: '' });
     if (turn.reasoning) for (const r of split(turn.reasoning)) chunk({ reasoning_content: r });
     if (turn.content) for (const t of split(turn.content)) chunk({ content: t });
@@ -278,18 +274,7 @@ export async function startFakeModelServer(): Promise<FakeModelServer> {
       }
     });
     chunk({}, c.finish);
-    if (rec.body?.stream_options?.include_usage) {
-      res.write(
-        `data: ${JSON.stringify({
-          id: c.id,
-          object: 'chat.completion.chunk',
-          created,
-          model: rec.model ?? 'fake',
-          choices: [],
-          usage: c.usage,
-        })}\n\n`,
-      );
-    }
+    if (rec.body?.stream_options?.include_usage) frame({ choices: [], usage: c.usage });
     res.end('data: [DONE]\n\n');
   }
 
