@@ -1,0 +1,205 @@
+import { parseListAgentsQuery } from '../../../src/core/agents/list-agents-query';
+import {
+  AgentValidationContext,
+  validateAgentInput,
+} from '../../../src/core/agents/validate-agent';
+
+let n = 0;
+const ctx: AgentValidationContext = {
+  availableTools: new Set([
+    'send_message',
+    'core_memory_append',
+    'core_memory_replace',
+    'conversation_search',
+    'issue_refund',
+  ]),
+  openaiBaseUrl: 'http://openai.test/v1',
+  newBlockId: () => `block-${++n}`,
+  newName: () => 'generated',
+};
+
+describe('validateAgentInput: create', () => {
+  it('defaults: base tools, scripted/default model, generated name', () => {
+    const { draft, problems } = validateAgentInput({}, ctx);
+    expect(problems).toEqual([]);
+    expect(draft).toMatchObject({
+      name: 'generated',
+      tools: ['send_message', 'core_memory_append', 'core_memory_replace', 'conversation_search'],
+      llm_config: { model: 'default', model_endpoint_type: 'scripted' },
+      tool_rules: [],
+      blocks: [],
+      max_steps: null,
+    });
+  });
+
+  it('resolves an openai handle and lets explicit llm_config fields win', () => {
+    const { draft } = validateAgentInput(
+      { model: 'openai/gpt-4o-mini', llm_config: { context_window: 8000, temperature: 0.2 } },
+      ctx,
+    );
+    expect(draft?.llm_config).toEqual({
+      model: 'gpt-4o-mini',
+      model_endpoint_type: 'openai',
+      model_endpoint: 'http://openai.test/v1',
+      context_window: 8000,
+      temperature: 0.2,
+    });
+  });
+
+  it('include_base_tools: false keeps only the given tools', () => {
+    const { draft } = validateAgentInput(
+      { tools: ['issue_refund'], include_base_tools: false },
+      ctx,
+    );
+    expect(draft?.tools).toEqual(['issue_refund']);
+  });
+
+  it('gives blocks ids and the default limit', () => {
+    const { draft } = validateAgentInput(
+      { memory_blocks: [{ label: 'human', value: 'Ann' }] },
+      ctx,
+    );
+    expect(draft?.blocks[0]).toMatchObject({
+      label: 'human',
+      value: 'Ann',
+      limit: 5000,
+      read_only: false,
+    });
+    expect(draft?.blocks[0].id).toMatch(/^block-/);
+  });
+
+  const bad: [string, Record<string, unknown>, string][] = [
+    ['body not an object', [] as unknown as Record<string, unknown>, '(body)'],
+    ['empty name', { name: ' ' }, 'name'],
+    ['unknown tool', { tools: ['ghost'] }, 'tools[0]'],
+    [
+      'rule on a tool the agent lacks',
+      { tool_rules: [{ type: 'exit_loop', tool_name: 'issue_refund' }] },
+      'tool_rules[0].tool_name',
+    ],
+    ['api_key in llm_config', { llm_config: { api_key: 'sk-x' } }, 'llm_config.api_key'],
+    [
+      'openai_api_key in llm_config',
+      { llm_config: { openai_api_key: 'sk-x' } },
+      'llm_config.openai_api_key',
+    ],
+    ['llm_config wrong type', { llm_config: 'gpt' }, 'llm_config'],
+    [
+      'context_window wrong type',
+      { llm_config: { context_window: '8k' } },
+      'llm_config.context_window',
+    ],
+    ['unsupported provider', { model: 'anthropic/claude' }, 'model'],
+    ['handle without provider', { model: 'gpt-4o' }, 'model'],
+    [
+      'value over limit',
+      { memory_blocks: [{ label: 'h', value: 'abcdef', limit: 3 }] },
+      'memory_blocks[0].value',
+    ],
+    ['block without label', { memory_blocks: [{ value: 'x' }] }, 'memory_blocks[0].label'],
+    [
+      'duplicate labels',
+      { memory_blocks: [{ label: 'h' }, { label: 'h' }] },
+      'memory_blocks[1].label',
+    ],
+    ['negative limit', { memory_blocks: [{ label: 'h', limit: -1 }] }, 'memory_blocks[0].limit'],
+    ['tags not strings', { tags: [1] }, 'tags[0]'],
+    ['metadata a list', { metadata: [] }, 'metadata'],
+    [
+      'timeout zero',
+      { tool_executor: { tool_timeout_seconds: 0 } },
+      'tool_executor.tool_timeout_seconds',
+    ],
+    [
+      'dedupe negative',
+      { tool_executor: { dedupe_window_seconds: -1 } },
+      'tool_executor.dedupe_window_seconds',
+    ],
+    ['unknown executor setting', { tool_executor: { retries: 2 } }, 'tool_executor.retries'],
+    ['script not a list', { model_script: {} }, 'model_script'],
+    [
+      'script call without name',
+      { model_script: [{ tool_calls: [{ arguments: {} }] }] },
+      'model_script[0].tool_calls[0].name',
+    ],
+    [
+      'script args not an object',
+      { model_script: [{ tool_calls: [{ name: 'x', arguments: '{}' }] }] },
+      'model_script[0].tool_calls[0].arguments',
+    ],
+    ['script content not a string', { model_script: [{ content: 3 }] }, 'model_script[0].content'],
+    ['max_steps zero', { max_steps: 0 }, 'max_steps'],
+    ['max_steps fractional', { max_steps: 1.5 }, 'max_steps'],
+  ];
+  it.each(bad)('%s → 400 at %s', (_n, input, path) => {
+    const { draft, problems } = validateAgentInput(input, ctx);
+    expect(draft).toBeNull();
+    expect(problems.map((p) => p.path)).toContain(path);
+  });
+});
+
+describe('validateAgentInput: update', () => {
+  const current = validateAgentInput(
+    {
+      name: 'a',
+      tools: ['issue_refund'],
+      tool_rules: [{ type: 'max_count_per_step', tool_name: 'issue_refund', max_count_limit: 3 }],
+      memory_blocks: [{ label: 'human', value: 'x' }],
+      model: 'openai/gpt-4o-mini',
+    },
+    ctx,
+  ).draft!;
+
+  it('is partial: untouched fields stay', () => {
+    const { draft } = validateAgentInput({ description: 'new' }, ctx, current);
+    expect(draft).toEqual({ ...current, description: 'new' });
+  });
+
+  it('replacing tools re-checks the existing rules', () => {
+    const { problems } = validateAgentInput({ tools: ['send_message'] }, ctx, current);
+    expect(problems.map((p) => p.path)).toContain('tool_rules[0].tool_name');
+  });
+
+  it('keeps block ids by label', () => {
+    const { draft } = validateAgentInput(
+      { memory_blocks: [{ label: 'human', value: 'y' }] },
+      ctx,
+      current,
+    );
+    expect(draft?.blocks[0].id).toBe(current.blocks[0].id);
+  });
+
+  it('llm_config alone merges over the current config', () => {
+    const { draft } = validateAgentInput({ llm_config: { temperature: 0.5 } }, ctx, current);
+    expect(draft?.llm_config).toMatchObject({ model: 'gpt-4o-mini', temperature: 0.5 });
+  });
+});
+
+describe('parseListAgentsQuery', () => {
+  it.each([
+    [{}, { limit: 50, order: 'desc', tags: [], matchAllTags: false }],
+    [
+      { limit: '2', after: 'agent-x', order: 'asc' },
+      { limit: 2, after: 'agent-x', order: 'asc' },
+    ],
+    [
+      { tags: ['a', 'b'], match_all_tags: 'true' },
+      { tags: ['a', 'b'], matchAllTags: true },
+    ],
+    [{ 'tags[]': 'a' }, { tags: ['a'] }],
+    [{ name: 'n' }, { name: 'n' }],
+  ])('%j', (q, expected) => {
+    const { query, problems } = parseListAgentsQuery(q);
+    expect(problems).toEqual([]);
+    expect(query).toMatchObject(expected);
+  });
+
+  it.each([
+    [{ limit: '0' }, 'limit'],
+    [{ limit: 'x' }, 'limit'],
+    [{ order: 'up' }, 'order'],
+    [{ match_all_tags: 'maybe' }, 'match_all_tags'],
+  ])('%j → problem at %s', (q, path) => {
+    expect(parseListAgentsQuery(q).problems.map((p) => p.path)).toContain(path);
+  });
+});

@@ -1,0 +1,85 @@
+import {
+  redactHeaders,
+  resolveHeaders,
+  validateToolDeclaration,
+} from '../../../src/tools/tool-declaration';
+
+const good = {
+  name: 'issue_refund',
+  description: 'Refunds an order',
+  parameters: {
+    type: 'object',
+    properties: { order_id: { type: 'string' } },
+    required: ['order_id'],
+  },
+  safety: 'side_effecting',
+  kind: 'http',
+  http: {
+    url: 'http://127.0.0.1:9/refund',
+    method: 'post',
+    headers: { Authorization: 'Bearer ${REFUND_TOKEN}' },
+    timeout_ms: 5000,
+  },
+};
+
+describe('validateToolDeclaration', () => {
+  it('accepts a full http declaration (method upper-cased, placeholders kept)', () => {
+    const { tool, problems } = validateToolDeclaration(good);
+    expect(problems).toEqual([]);
+    expect(tool?.http).toEqual({ ...good.http, method: 'POST' });
+  });
+
+  it('defaults parameters to an empty object schema', () => {
+    const { parameters: _p, ...rest } = good;
+    expect(validateToolDeclaration(rest).tool?.parameters).toEqual({
+      type: 'object',
+      properties: {},
+    });
+  });
+
+  const bad: [string, Record<string, unknown>, string][] = [
+    ['bad name', { name: 'has space' }, 'name'],
+    ['missing name', { name: undefined }, 'name'],
+    ['unknown safety', { safety: 'risky' }, 'safety'],
+    ['builtin kind', { kind: 'builtin' }, 'kind'],
+    ['unknown kind', { kind: 'python' }, 'kind'],
+    ['parameters not object type', { parameters: { type: 'string' } }, 'parameters.type'],
+    [
+      'parameters do not compile',
+      { parameters: { type: 'object', properties: { a: { type: 'nope' } } } },
+      'parameters',
+    ],
+    ['missing http', { http: undefined }, 'http'],
+    ['bad url', { http: { url: 'ftp://x', method: 'POST' } }, 'http.url'],
+    ['bad method', { http: { url: 'http://x', method: 'TRACE' } }, 'http.method'],
+    ['header not a string', { http: { url: 'http://x', headers: { A: 1 } } }, 'http.headers.A'],
+    ['bad timeout', { http: { url: 'http://x', timeout_ms: 0 } }, 'http.timeout_ms'],
+  ];
+  it.each(bad)('%s → problem at %s', (_n, change, path) => {
+    const { tool, problems } = validateToolDeclaration({ ...good, ...change });
+    expect(tool).toBeNull();
+    expect(problems.map((p) => p.path)).toContain(path);
+  });
+
+  it('prefixes paths with the base path', () => {
+    expect(validateToolDeclaration({ ...good, safety: 1 }, 'tools[2]').problems[0].path).toBe(
+      'tools[2].safety',
+    );
+  });
+});
+
+describe('headers', () => {
+  it('resolves placeholders only from the given secrets', () => {
+    expect(resolveHeaders({ A: 'Bearer ${T}', B: 'plain' }, { T: 'x1' })).toEqual({
+      headers: { A: 'Bearer x1', B: 'plain' },
+    });
+    expect(resolveHeaders({ A: '${NOPE}' }, {})).toEqual({ missing: 'NOPE', header: 'A' });
+  });
+
+  it('shows placeholders but hides literal values', () => {
+    expect(redactHeaders({ A: 'Bearer ${T}', B: 'sk-literal' })).toEqual({
+      A: 'Bearer ${T}',
+      B: '[redacted]',
+    });
+  });
+});
