@@ -11,6 +11,7 @@ import { HealthController } from './health/health.controller';
 import { ToolsModule } from './tools/tools.module';
 import { RunEventsModule } from './common/run-events';
 import { ModelsModule } from './models/models.module';
+import { PermissionsModule } from './permissions/permissions.module';
 
 @Module({})
 export class AppModule {
@@ -26,6 +27,7 @@ export class AppModule {
         AgentsModule,
         RunEventsModule,
         ModelsModule,
+        PermissionsModule,
       ],
       controllers: [HealthController],
       providers: [{ provide: APP_FILTER, useClass: DomainErrorFilter }],

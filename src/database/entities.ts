@@ -1,7 +1,13 @@
 import { AgentEntity, AgentTagEntity } from '../agents/agent.entity';
 import { ToolEntity } from '../tools/tool.entity';
+import { PERMISSION_ENTITIES } from '../permissions/consent.entities';
 /**
  * Every entity of the app, listed once: the app's DataSource and the TypeORM CLI (ormconfig.ts) both use it.
  * Add a feature's entities here and its migration to ./migrations/index.ts.
  */
-export const ENTITIES: Function[] = [ToolEntity, AgentEntity, AgentTagEntity];
+export const ENTITIES: Function[] = [
+  ToolEntity,
+  AgentEntity,
+  AgentTagEntity,
+  ...PERMISSION_ENTITIES,
+];

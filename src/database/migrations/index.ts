@@ -1,4 +1,9 @@
 import { CreateTools1763800000000 } from './1763800000000-CreateTools';
 import { CreateAgents1763800001000 } from './1763800001000-CreateAgents';
+import { Permissions1763830000000 } from './1763830000000-Permissions';
 /** Every migration, in order. Named `<epoch>-<What>.ts`; the app runs them at boot. */
-export const MIGRATIONS: Function[] = [CreateTools1763800000000, CreateAgents1763800001000];
+export const MIGRATIONS: Function[] = [
+  CreateTools1763800000000,
+  CreateAgents1763800001000,
+  Permissions1763830000000,
+];

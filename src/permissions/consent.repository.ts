@@ -1,0 +1,197 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource, EntityManager, In, IsNull } from 'typeorm';
+import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
+import type { ConsentChannel, ConsentDecision } from '../core/permissions/consent-decision';
+import {
+  AuditEvent,
+  ConsentAuditEntity,
+  ConsentGrantEntity,
+  ConsentRequestEntity,
+  ConsentStatus,
+} from './consent.entities';
+
+export type AuditEntry = Omit<
+  ConsentAuditEntity,
+  | 'id'
+  | 'requestId'
+  | 'grantId'
+  | 'runId'
+  | 'toolCallId'
+  | 'toolName'
+  | 'scope'
+  | 'decision'
+  | 'reason'
+> &
+  Partial<
+    Pick<
+      ConsentAuditEntity,
+      | 'requestId'
+      | 'grantId'
+      | 'runId'
+      | 'toolCallId'
+      | 'toolName'
+      | 'scope'
+      | 'decision'
+      | 'reason'
+    >
+  > & {
+    event: AuditEvent;
+  };
+
+export interface Resolution {
+  status: Exclude<ConsentStatus, 'pending'>;
+  decision: ConsentDecision;
+  decisionReason: string | null;
+  decidedBy: string;
+  channel: ConsentChannel;
+  decidedAt: number;
+  grantId: string | null;
+}
+
+/** Every read and write of the consent tables, named for what the broker means by it. */
+@Injectable()
+export class ConsentRepository {
+  constructor(@InjectDataSource() private readonly ds: DataSource) {}
+
+  private m(em?: EntityManager): EntityManager {
+    return em ?? this.ds.manager;
+  }
+
+  findRequestForCall(tenantId: string, agentId: string, toolCallId: string, em?: EntityManager) {
+    return this.m(em).findOneBy(ConsentRequestEntity, { tenantId, agentId, toolCallId });
+  }
+
+  findRequest(tenantId: string, id: string, em?: EntityManager) {
+    return this.m(em).findOneBy(ConsentRequestEntity, { tenantId, id });
+  }
+
+  async insertRequest(row: ConsentRequestEntity, em: EntityManager): Promise<void> {
+    await em.insert(ConsentRequestEntity, row as QueryDeepPartialEntity<ConsentRequestEntity>);
+  }
+
+  /** First decision wins: only a row still pending changes; false when another decision got there first. */
+  async resolveIfPending(id: string, r: Resolution, em: EntityManager): Promise<boolean> {
+    const res = await em
+      .createQueryBuilder()
+      .update(ConsentRequestEntity)
+      .set({ ...r })
+      .where('id = :id AND status = :pending', { id, pending: 'pending' })
+      .execute();
+    return (res.affected ?? 0) === 1;
+  }
+
+  /** An approval runs its call once: only the first consumer wins. */
+  async consumeApproval(id: string, at: number, em: EntityManager): Promise<boolean> {
+    const res = await em
+      .createQueryBuilder()
+      .update(ConsentRequestEntity)
+      .set({ consumedAt: at })
+      .where('id = :id AND status = :approved AND consumed_at IS NULL', {
+        id,
+        approved: 'approved',
+      })
+      .execute();
+    return (res.affected ?? 0) === 1;
+  }
+
+  listRequests(tenantId: string, status: 'pending' | 'resolved' | 'all', limit: number) {
+    const where =
+      status === 'pending'
+        ? { tenantId, status: 'pending' as const }
+        : status === 'resolved'
+          ? { tenantId, status: In(['approved', 'denied']) }
+          : { tenantId };
+    return this.ds.manager.find(ConsentRequestEntity, {
+      where,
+      order: { createdAt: 'ASC', id: 'ASC' },
+      take: limit,
+    });
+  }
+
+  /** Pending requests of a tenant (optionally some agents), oldest first: redelivered on subscribe. */
+  pendingFor(tenantId: string, agentIds: string[] | null) {
+    return this.ds.manager.find(ConsentRequestEntity, {
+      where: agentIds
+        ? { tenantId, status: 'pending', agentId: In(agentIds) }
+        : { tenantId, status: 'pending' },
+      order: { createdAt: 'ASC', id: 'ASC' },
+    });
+  }
+
+  pendingForRun(tenantId: string, runId: string) {
+    return this.ds.manager.find(ConsentRequestEntity, {
+      where: { tenantId, status: 'pending', runId },
+      order: { createdAt: 'ASC' },
+    });
+  }
+
+  /** Pending requests whose time is up, across tenants (the expiry sweep). */
+  pendingExpiredBy(now: number, limit = 500) {
+    return this.ds.manager
+      .createQueryBuilder(ConsentRequestEntity, 'r')
+      .where('r.status = :pending AND r.expires_at <= :now', { pending: 'pending', now })
+      .orderBy('r.expires_at', 'ASC')
+      .take(limit)
+      .getMany();
+  }
+
+  /** Unrevoked grants that may still cover (tenant, agent, scope): expiry and constraint are checked by the core. */
+  candidateGrants(tenantId: string, agentId: string, scope: string) {
+    return this.ds.manager.find(ConsentGrantEntity, {
+      where: { tenantId, agentId, scope, revokedAt: IsNull() },
+    });
+  }
+
+  async insertGrant(row: ConsentGrantEntity, em: EntityManager): Promise<void> {
+    await em.insert(ConsentGrantEntity, row as QueryDeepPartialEntity<ConsentGrantEntity>);
+  }
+
+  findGrant(tenantId: string, id: string, em?: EntityManager) {
+    return this.m(em).findOneBy(ConsentGrantEntity, { tenantId, id });
+  }
+
+  grantsOfAgent(tenantId: string, agentId: string) {
+    return this.ds.manager.find(ConsentGrantEntity, {
+      where: { tenantId, agentId },
+      order: { createdAt: 'DESC', id: 'ASC' },
+    });
+  }
+
+  async revokeGrant(id: string, at: number, em: EntityManager): Promise<boolean> {
+    const res = await em
+      .createQueryBuilder()
+      .update(ConsentGrantEntity)
+      .set({ revokedAt: at })
+      .where('id = :id AND revoked_at IS NULL', { id })
+      .execute();
+    return (res.affected ?? 0) === 1;
+  }
+
+  async audit(entry: AuditEntry, em?: EntityManager): Promise<void> {
+    await this.m(em).insert(ConsentAuditEntity, {
+      requestId: null,
+      grantId: null,
+      runId: null,
+      toolCallId: null,
+      toolName: null,
+      scope: null,
+      decision: null,
+      reason: null,
+      ...entry,
+    });
+  }
+
+  listAudit(
+    tenantId: string,
+    opts: { agentId?: string; requestId?: string; after?: number; limit: number },
+  ) {
+    const qb = this.ds.manager
+      .createQueryBuilder(ConsentAuditEntity, 'a')
+      .where('a.tenant_id = :tenantId', { tenantId });
+    if (opts.agentId) qb.andWhere('a.agent_id = :agentId', { agentId: opts.agentId });
+    if (opts.requestId) qb.andWhere('a.request_id = :requestId', { requestId: opts.requestId });
+    if (opts.after !== undefined) qb.andWhere('a.id > :after', { after: opts.after });
+    return qb.orderBy('a.id', 'ASC').take(opts.limit).getMany();
+  }
+}

@@ -1,0 +1,23 @@
+import { Controller, Delete, Get, Param } from '@nestjs/common';
+import { Tenant } from '../auth/tenant.guard';
+import { assertPrefixedId } from '../common/ids';
+import { toGrantResponse } from './consent.mappers';
+import { PermissionBrokerService } from './permission-broker.service';
+
+/** Standing grants: listed per agent, revoked by id (the next call asks again). */
+@Controller('v1')
+export class GrantsController {
+  constructor(private readonly broker: PermissionBrokerService) {}
+
+  @Get('agents/:id/grants')
+  async list(@Tenant() tenantId: string, @Param('id') agentId: string) {
+    assertPrefixedId('agent', 'agent', agentId);
+    return (await this.broker.listGrants(tenantId, agentId)).map(toGrantResponse);
+  }
+
+  @Delete('grants/:id')
+  async revoke(@Tenant() tenantId: string, @Param('id') id: string) {
+    assertPrefixedId('grant', 'grant', id);
+    return toGrantResponse(await this.broker.revokeGrant(tenantId, id, 'rest'));
+  }
+}

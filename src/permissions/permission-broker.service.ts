@@ -1,0 +1,619 @@
+import {
+  Inject,
+  Injectable,
+  Logger,
+  OnApplicationBootstrap,
+  OnApplicationShutdown,
+} from '@nestjs/common';
+import stableStringify from 'json-stable-stringify';
+import { CLOCK } from '../common/clock';
+import { badRequest, conflict, notFound, validationFailed } from '../common/domain-error';
+import { ID_GENERATOR } from '../common/ids';
+import type { ConsentCheck, ConsentCheckRequest, ConsentPort } from '../core/executor/contracts';
+import {
+  ConsentChannel,
+  ConsentDecision,
+  createsGrant,
+  DecisionInput,
+  grantExpiry,
+  isApproval,
+  validateDecisionInput,
+} from '../core/permissions/consent-decision';
+import { ConstraintCompiler } from '../core/permissions/constraint';
+import { findCoveringGrant, GrantView } from '../core/permissions/grant-matching';
+import {
+  CONSUMED_REASON,
+  dueForExpiry,
+  isExpired,
+  recheckAction,
+  TIMEOUT_REASON,
+} from '../core/permissions/request-state';
+import type { Clock, IdGenerator } from '../core/ports';
+import { Transactor } from '../database/transactor';
+import {
+  AuditEvent,
+  ConsentAuditEntity,
+  ConsentGrantEntity,
+  ConsentRequestEntity,
+} from './consent.entities';
+import { ConsentRepository, Resolution } from './consent.repository';
+
+/** A resolved request, as decision listeners (processing, the gateway) get it. */
+export interface ConsentResolved {
+  tenantId: string;
+  agentId: string;
+  runId: string;
+  batchId: string;
+  requestId: string;
+  toolCallId: string;
+  toolName: string;
+  decision: ConsentDecision;
+  approve: boolean;
+  reason: string | null;
+  /** The deciding tenant, or 'system' (timeout, cancellation). */
+  decidedBy: string;
+  channel: ConsentChannel;
+  cause: 'decision' | 'timeout' | 'cancelled';
+  grantId: string | null;
+  decidedAt: number;
+}
+
+/** A decision as Letta's in-band approval carries it, with our optional grant. */
+export interface ToolCallDecision {
+  approve: boolean;
+  reason?: string | null;
+  grant?: { decision: string; seconds?: number; constraint?: unknown } | null;
+}
+
+type Listener<T> = (event: T) => void | Promise<void>;
+
+/** How often pending requests are checked for expiry. */
+const SWEEP_INTERVAL_MS = 1000;
+const SYSTEM = 'system';
+
+/**
+ * The PermissionBroker: answers the executor's consent checks (standing grant, earlier decision, or a new
+ * pending request), records decisions from any channel (first one wins), expires requests, and tells
+ * listeners. Everything is stored before anyone is told.
+ */
+@Injectable()
+export class PermissionBrokerService
+  implements ConsentPort, OnApplicationBootstrap, OnApplicationShutdown
+{
+  private readonly logger = new Logger('Permissions');
+  readonly constraints = new ConstraintCompiler();
+  private readonly decisionListeners: Listener<ConsentResolved>[] = [];
+  private readonly requestListeners: Listener<ConsentRequestEntity>[] = [];
+  private timer: NodeJS.Timeout | null = null;
+  private sweeping: Promise<number> | null = null;
+
+  constructor(
+    private readonly repo: ConsentRepository,
+    private readonly tx: Transactor,
+    @Inject(CLOCK) private readonly clock: Clock,
+    @Inject(ID_GENERATOR) private readonly ids: IdGenerator,
+  ) {}
+
+  // ------------------------------------------------------------ listeners
+
+  /**
+   * Called once per resolution by a person or by the expiry (after it is stored). Register in a constructor
+   * or onModuleInit: requests that expired while the server was down are denied in onApplicationBootstrap.
+   * Denials made through denyPendingFor* are not reported here: their caller continues the batch itself.
+   * Returns an unsubscribe function.
+   */
+  onDecision(listener: Listener<ConsentResolved>): () => void {
+    return add(this.decisionListeners, listener);
+  }
+
+  /** Called for every new pending request (after it is stored). */
+  onRequest(listener: Listener<ConsentRequestEntity>): () => void {
+    return add(this.requestListeners, listener);
+  }
+
+  /** Cancellation denials go to these (the gateway closes dialogs); decision listeners are not told. */
+  private readonly cancelListeners: Listener<ConsentResolved>[] = [];
+  onCancelled(listener: Listener<ConsentResolved>): () => void {
+    return add(this.cancelListeners, listener);
+  }
+
+  // ------------------------------------------------------------ the executor's port
+
+  async check(req: ConsentCheckRequest): Promise<ConsentCheck> {
+    const now = this.clock.now();
+    const existing = await this.repo.findRequestForCall(req.tenantId, req.agentId, req.toolCallId);
+    if (existing) return this.recheck(existing, req);
+
+    const grants = await this.repo.candidateGrants(req.tenantId, req.agentId, req.scope);
+    const grant = findCoveringGrant(
+      grants.map(toGrantView),
+      { agentId: req.agentId, scope: req.scope, arguments: req.arguments },
+      now,
+      this.constraints,
+    );
+    if (grant) {
+      await this.repo.audit({
+        ...this.callAudit('grant.used', req, now),
+        grantId: grant.id,
+        decision: grant.decision,
+      });
+      return { kind: 'granted', grantId: grant.id };
+    }
+
+    const row: ConsentRequestEntity = {
+      id: this.ids.prefixed('consent'),
+      tenantId: req.tenantId,
+      agentId: req.agentId,
+      runId: req.runId,
+      batchId: req.batchId,
+      toolCallId: req.toolCallId,
+      toolName: req.toolName,
+      arguments: req.arguments,
+      scope: req.scope,
+      reason: `${req.toolName} requires consent (scope "${req.scope}")`,
+      status: 'pending',
+      decision: null,
+      decisionReason: null,
+      decidedBy: null,
+      channel: null,
+      decidedAt: null,
+      grantId: null,
+      consumedAt: null,
+      createdAt: now,
+      expiresAt: now + Math.max(0, req.timeoutMs),
+    };
+    try {
+      await this.tx.run(async (em) => {
+        await this.repo.insertRequest(row, em);
+        await this.repo.audit(
+          { ...this.requestAudit('request.created', row, SYSTEM, 'system', now) },
+          em,
+        );
+      });
+    } catch (e) {
+      // a concurrent check of the same call stored its request first (unique index): use that one
+      const again = await this.repo.findRequestForCall(req.tenantId, req.agentId, req.toolCallId);
+      if (again) return this.recheck(again, req);
+      throw e;
+    }
+    this.emit(this.requestListeners, row);
+    return { kind: 'pending', requestId: row.id };
+  }
+
+  /** A call that already has a request: still waiting, approved (used once), or denied. */
+  private async recheck(
+    row: ConsentRequestEntity,
+    req: ConsentCheckRequest,
+    depth = 0,
+  ): Promise<ConsentCheck> {
+    const now = this.clock.now();
+    const action = recheckAction(row, now);
+    switch (action.action) {
+      case 'pending':
+        return { kind: 'pending', requestId: row.id };
+      case 'expire': {
+        await this.expire(row, now);
+        const fresh = await this.repo.findRequest(row.tenantId, row.id);
+        if (!fresh || fresh.status === 'pending' || depth > 0)
+          return { kind: 'denied', reason: TIMEOUT_REASON, requestId: row.id };
+        return this.recheck(fresh, req, depth + 1);
+      }
+      case 'consume': {
+        // the approval was for this call as shown; a different call under the same id is not covered
+        if (
+          row.toolName !== req.toolName ||
+          stableStringify(row.arguments) !== stableStringify(req.arguments)
+        )
+          return {
+            kind: 'denied',
+            reason: 'the call differs from the one that was approved',
+            requestId: row.id,
+          };
+        const used = await this.tx.run(async (em) => {
+          if (!(await this.repo.consumeApproval(row.id, now, em))) return false;
+          await this.repo.audit(
+            {
+              ...this.requestAudit('approval.used', row, SYSTEM, 'system', now),
+              decision: row.decision,
+            },
+            em,
+          );
+          return true;
+        });
+        return used
+          ? { kind: 'approved', requestId: row.id }
+          : { kind: 'denied', reason: CONSUMED_REASON, requestId: row.id };
+      }
+      case 'denied':
+        return { kind: 'denied', reason: action.reason, requestId: row.id };
+    }
+  }
+
+  // ------------------------------------------------------------ decisions
+
+  /** A person's decision on a request (WebSocket frame or REST). 404 for another tenant's; 409 ALREADY_RESOLVED. */
+  async decide(
+    tenantId: string,
+    requestId: string,
+    raw: Record<string, unknown>,
+    channel: Exclude<ConsentChannel, 'system'>,
+  ): Promise<{ request: ConsentRequestEntity; grant: ConsentGrantEntity | null }> {
+    const v = validateDecisionInput(raw, this.constraints);
+    if (!v.ok) throw validationFailed(v.problems, 'decision is invalid');
+    const row = await this.repo.findRequest(tenantId, requestId);
+    if (!row) throw notFound('consent request', requestId);
+    if (row.status !== 'pending') throw alreadyResolved(row);
+    const now = this.clock.now();
+    if (isExpired(row.expiresAt, now)) {
+      // fails closed: an answer after the deadline does not run the call
+      await this.expire(row, now);
+      throw alreadyResolved((await this.repo.findRequest(tenantId, requestId)) ?? row);
+    }
+    return this.resolve(row, v.value, tenantId, channel, now);
+  }
+
+  /** Letta's in-band approval: the pending request of this tool call, by the agent's tool_call_id. */
+  async decideByToolCall(
+    tenantId: string,
+    agentId: string,
+    toolCallId: string,
+    d: ToolCallDecision,
+    channel: Exclude<ConsentChannel, 'system'> = 'rest',
+  ): Promise<{ request: ConsentRequestEntity; grant: ConsentGrantEntity | null }> {
+    const row = await this.repo.findRequestForCall(tenantId, agentId, toolCallId);
+    if (!row)
+      throw badRequest('NO_PENDING_APPROVAL', `no consent request for tool_call_id ${toolCallId}`, {
+        tool_call_id: toolCallId,
+      });
+    const raw: Record<string, unknown> = d.approve
+      ? {
+          decision: d.grant?.decision ?? 'approve_once',
+          seconds: d.grant?.seconds,
+          constraint: d.grant?.constraint,
+          reason: d.reason ?? undefined,
+        }
+      : { decision: 'deny', reason: d.reason ?? undefined };
+    if (d.approve && raw.decision === 'deny')
+      throw validationFailed([
+        { path: 'grant.decision', message: 'cannot be deny on an approval' },
+      ]);
+    return this.decide(tenantId, row.id, raw, channel);
+  }
+
+  private async resolve(
+    row: ConsentRequestEntity,
+    input: DecisionInput,
+    actor: string,
+    channel: Exclude<ConsentChannel, 'system'>,
+    now: number,
+  ): Promise<{ request: ConsentRequestEntity; grant: ConsentGrantEntity | null }> {
+    const expiry = grantExpiry(input, now);
+    const grant: ConsentGrantEntity | null =
+      expiry !== undefined && createsGrant(input.decision)
+        ? {
+            id: this.ids.prefixed('grant'),
+            tenantId: row.tenantId,
+            agentId: row.agentId,
+            scope: row.scope,
+            decision: input.decision,
+            expiresAt: expiry,
+            constraint: input.constraint ?? null,
+            requestId: row.id,
+            createdAt: now,
+            revokedAt: null,
+          }
+        : null;
+    const resolution: Resolution = {
+      status: isApproval(input.decision) ? 'approved' : 'denied',
+      decision: input.decision,
+      decisionReason: input.reason ?? null,
+      decidedBy: actor,
+      channel,
+      decidedAt: now,
+      grantId: grant?.id ?? null,
+    };
+    const won = await this.tx.run(async (em) => {
+      if (!(await this.repo.resolveIfPending(row.id, resolution, em))) return false;
+      await this.repo.audit(
+        {
+          ...this.requestAudit('request.decided', row, actor, channel, now),
+          decision: input.decision,
+          reason: resolution.decisionReason,
+          grantId: resolution.grantId,
+        },
+        em,
+      );
+      if (grant) {
+        await this.repo.insertGrant(grant, em);
+        await this.repo.audit(
+          {
+            ...this.requestAudit('grant.created', row, actor, channel, now),
+            grantId: grant.id,
+            decision: grant.decision,
+          },
+          em,
+        );
+      }
+      return true;
+    });
+    if (!won) throw alreadyResolved((await this.repo.findRequest(row.tenantId, row.id)) ?? row);
+    const request = { ...row, ...resolution };
+    this.emit(this.decisionListeners, toResolved(request, 'decision'));
+    return { request, grant };
+  }
+
+  /** A denial by the system (timeout, cancellation); false when the request was already resolved. */
+  private async resolveBySystem(
+    row: ConsentRequestEntity,
+    reason: string,
+    cause: 'timeout' | 'cancelled',
+    now: number,
+  ): Promise<ConsentResolved | null> {
+    const resolution: Resolution = {
+      status: 'denied',
+      decision: 'deny',
+      decisionReason: reason,
+      decidedBy: SYSTEM,
+      channel: 'system',
+      decidedAt: now,
+      grantId: null,
+    };
+    const event: AuditEvent = cause === 'timeout' ? 'request.expired' : 'request.cancelled';
+    const won = await this.tx.run(async (em) => {
+      if (!(await this.repo.resolveIfPending(row.id, resolution, em))) return false;
+      await this.repo.audit(
+        { ...this.requestAudit(event, row, SYSTEM, 'system', now), decision: 'deny', reason },
+        em,
+      );
+      return true;
+    });
+    return won ? toResolved({ ...row, ...resolution }, cause) : null;
+  }
+
+  private async expire(row: ConsentRequestEntity, now: number): Promise<void> {
+    const resolved = await this.resolveBySystem(row, TIMEOUT_REASON, 'timeout', now);
+    if (resolved) this.emit(this.decisionListeners, resolved);
+  }
+
+  /** Denies every pending request whose expiry has passed (the timer calls this; tests call it with a fake now). */
+  expireDue(now = this.clock.now()): Promise<number> {
+    // one sweep at a time: the timer and a test (or the boot) must not race each other
+    const run = (this.sweeping ?? Promise.resolve(0)).then(async () => {
+      let n = 0;
+      for (;;) {
+        const batch = dueForExpiry(await this.repo.pendingExpiredBy(now), now);
+        for (const row of batch) {
+          await this.expire(row, now);
+          n++;
+        }
+        if (batch.length < 500) return n;
+      }
+    });
+    this.sweeping = run.catch(() => 0);
+    return run;
+  }
+
+  // ------------------------------------------------------------ cancellation
+
+  /** Denies the pending requests of these calls (cancellation). Decision listeners are not told. */
+  async denyPendingForCalls(
+    tenantId: string,
+    agentId: string,
+    toolCallIds: string[],
+    reason: string,
+  ): Promise<number> {
+    const rows = (await this.repo.pendingFor(tenantId, [agentId])).filter((r) =>
+      toolCallIds.includes(r.toolCallId),
+    );
+    return this.cancelAll(rows, reason);
+  }
+
+  async denyPendingForRun(tenantId: string, runId: string, reason: string): Promise<number> {
+    return this.cancelAll(await this.repo.pendingForRun(tenantId, runId), reason);
+  }
+
+  async denyPendingForAgent(tenantId: string, agentId: string, reason: string): Promise<number> {
+    return this.cancelAll(await this.repo.pendingFor(tenantId, [agentId]), reason);
+  }
+
+  private async cancelAll(rows: ConsentRequestEntity[], reason: string): Promise<number> {
+    const now = this.clock.now();
+    let n = 0;
+    for (const row of rows) {
+      const resolved = await this.resolveBySystem(row, reason, 'cancelled', now);
+      if (resolved) {
+        n++;
+        this.emit(this.cancelListeners, resolved);
+      }
+    }
+    return n;
+  }
+
+  // ------------------------------------------------------------ queries (REST, gateway, processing)
+
+  pendingForAgent(tenantId: string, agentId: string): Promise<ConsentRequestEntity[]> {
+    return this.repo.pendingFor(tenantId, [agentId]);
+  }
+
+  /** Pending requests of a tenant, for all agents (null) or some: redelivered on subscribe. */
+  pendingFor(tenantId: string, agentIds: string[] | null): Promise<ConsentRequestEntity[]> {
+    return this.repo.pendingFor(tenantId, agentIds);
+  }
+
+  listRequests(tenantId: string, status: 'pending' | 'resolved' | 'all', limit: number) {
+    return this.repo.listRequests(tenantId, status, limit);
+  }
+
+  async getRequest(tenantId: string, id: string): Promise<ConsentRequestEntity> {
+    const row = await this.repo.findRequest(tenantId, id);
+    if (!row) throw notFound('consent request', id);
+    return row;
+  }
+
+  listGrants(tenantId: string, agentId: string): Promise<ConsentGrantEntity[]> {
+    return this.repo.grantsOfAgent(tenantId, agentId);
+  }
+
+  /** Revokes a grant; the next call it would have covered asks again. Revoking twice is harmless. */
+  async revokeGrant(tenantId: string, grantId: string, channel: Exclude<ConsentChannel, 'system'>) {
+    const grant = await this.repo.findGrant(tenantId, grantId);
+    if (!grant) throw notFound('grant', grantId);
+    if (grant.revokedAt !== null) return grant;
+    const now = this.clock.now();
+    await this.tx.run(async (em) => {
+      if (!(await this.repo.revokeGrant(grantId, now, em))) return;
+      await this.repo.audit(
+        {
+          tenantId,
+          event: 'grant.revoked',
+          agentId: grant.agentId,
+          grantId,
+          requestId: grant.requestId,
+          scope: grant.scope,
+          decision: grant.decision,
+          actor: tenantId,
+          channel,
+          at: now,
+        },
+        em,
+      );
+    });
+    return (await this.repo.findGrant(tenantId, grantId)) ?? grant;
+  }
+
+  listAudit(
+    tenantId: string,
+    opts: { agentId?: string; requestId?: string; after?: number; limit: number },
+  ): Promise<ConsentAuditEntity[]> {
+    return this.repo.listAudit(tenantId, opts);
+  }
+
+  // ------------------------------------------------------------ lifecycle
+
+  /** Requests that expired while the server was down are denied now, after every listener registered. */
+  async onApplicationBootstrap(): Promise<void> {
+    const n = await this.expireDue();
+    if (n > 0)
+      this.logger.log(
+        `${n} consent request(s) expired while the server was down: denied (timeout)`,
+      );
+    this.timer = setInterval(() => {
+      this.expireDue().catch((e: unknown) =>
+        this.logger.error(`consent expiry sweep: ${String(e)}`),
+      );
+    }, SWEEP_INTERVAL_MS);
+    this.timer.unref();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.sweeping;
+  }
+
+  // ------------------------------------------------------------ helpers
+
+  private emit<T>(listeners: Listener<T>[], event: T): void {
+    for (const l of listeners) {
+      try {
+        const r = l(event);
+        if (r instanceof Promise)
+          r.catch((e: unknown) => this.logger.error(`consent listener: ${String(e)}`));
+      } catch (e) {
+        this.logger.error(`consent listener: ${String(e)}`);
+      }
+    }
+  }
+
+  private callAudit(event: AuditEvent, req: ConsentCheckRequest, at: number) {
+    return {
+      tenantId: req.tenantId,
+      event,
+      agentId: req.agentId,
+      runId: req.runId,
+      toolCallId: req.toolCallId,
+      toolName: req.toolName,
+      scope: req.scope,
+      actor: SYSTEM,
+      channel: 'system' as const,
+      at,
+    };
+  }
+
+  private requestAudit(
+    event: AuditEvent,
+    row: ConsentRequestEntity,
+    actor: string,
+    channel: ConsentChannel,
+    at: number,
+  ) {
+    return {
+      tenantId: row.tenantId,
+      event,
+      agentId: row.agentId,
+      requestId: row.id,
+      runId: row.runId,
+      toolCallId: row.toolCallId,
+      toolName: row.toolName,
+      scope: row.scope,
+      actor,
+      channel,
+      at,
+    };
+  }
+}
+
+function add<T>(list: T[] | undefined, item: T): () => void {
+  if (!Array.isArray(list))
+    // Nest hands out an unconstructed placeholder when a provider is fetched (ModuleRef.get) in a factory
+    throw new Error(
+      'PermissionBrokerService used before it was constructed: inject it (PermissionsModule is global) or resolve it in onModuleInit',
+    );
+  list.push(item);
+  return () => {
+    const i = list.indexOf(item);
+    if (i >= 0) list.splice(i, 1);
+  };
+}
+
+function toGrantView(g: ConsentGrantEntity): GrantView {
+  return {
+    id: g.id,
+    agentId: g.agentId,
+    scope: g.scope,
+    decision: g.decision,
+    expiresAt: g.expiresAt,
+    constraint: g.constraint,
+    revokedAt: g.revokedAt,
+    createdAt: g.createdAt,
+  };
+}
+
+function toResolved(r: ConsentRequestEntity, cause: ConsentResolved['cause']): ConsentResolved {
+  return {
+    tenantId: r.tenantId,
+    agentId: r.agentId,
+    runId: r.runId,
+    batchId: r.batchId,
+    requestId: r.id,
+    toolCallId: r.toolCallId,
+    toolName: r.toolName,
+    decision: r.decision ?? 'deny',
+    approve: r.status === 'approved',
+    reason: r.decisionReason,
+    decidedBy: r.decidedBy ?? SYSTEM,
+    channel: r.channel ?? 'system',
+    cause,
+    grantId: r.grantId,
+    decidedAt: r.decidedAt ?? 0,
+  };
+}
+
+export function alreadyResolved(row: ConsentRequestEntity) {
+  return conflict('ALREADY_RESOLVED', `consent request ${row.id} is already resolved`, {
+    request_id: row.id,
+    decision: row.decision,
+    reason: row.decisionReason,
+    decided_by: row.decidedBy,
+  });
+}
