@@ -23,6 +23,7 @@ export class AgentsController {
   constructor(private readonly agents: AgentsService) {}
 
   @Post()
+  @HttpCode(200) // as Letta answers
   async create(@Tenant() tenant: string, @Body() body: unknown): Promise<Json> {
     return toAgentResponse(await this.agents.create(tenant, body));
   }

@@ -13,6 +13,7 @@ export class ToolsController {
   }
 
   @Post()
+  @HttpCode(200) // as Letta answers
   async create(@Tenant() tenant: string, @Body() body: unknown): Promise<Record<string, unknown>> {
     return toToolResponse(await this.tools.create(tenant, body));
   }

@@ -67,7 +67,7 @@ describe('tenants', () => {
         http: { url: 'http://127.0.0.1:9/y' },
       }),
     });
-    expect(sameName.status).toBe(201);
+    expect(sameName.status).toBe(200);
   });
 
   it.each([

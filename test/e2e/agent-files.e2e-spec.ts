@@ -1,0 +1,141 @@
+import Letta from '@letta-ai/letta-client';
+import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { projectRoot } from '../../src/config/app-config';
+import { startApp } from '../support/app-harness';
+
+type Json = Record<string, unknown>;
+
+const AGENT = `
+name: helper
+description: first version
+tools: [send_message]
+include_base_tools: false
+tool_rules:
+  - { type: exit_loop, tool_name: send_message }
+memory_blocks:
+  - { label: persona, value: I help. }
+model: scripted/helper
+tags: [files]
+model_script:
+  - tool_calls: [{ name: send_message, arguments: { message: hi } }]
+`;
+
+/** Agents in config/agents/*.yaml are upserted by name at boot; a broken file stops the boot. */
+describe('agent files', () => {
+  const dirs: string[] = [];
+  const newDir = () => {
+    const d = mkdtempSync(path.join(tmpdir(), 'agent-files-'));
+    mkdirSync(path.join(d, 'agents'));
+    mkdirSync(path.join(d, 'tools'));
+    dirs.push(d);
+    return d;
+  };
+  afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+
+  const listAll = async (baseURL: string) => {
+    const client = new Letta({ baseURL, apiKey: 'x', maxRetries: 0 });
+    return (await client.agents.list()).getPaginatedItems() as unknown as Json[];
+  };
+
+  it('loads a file, keeps it untouched on restart, and applies an edit', async () => {
+    const dir = newDir();
+    const file = path.join(dir, 'agents', 'helper.yaml');
+    writeFileSync(file, AGENT);
+
+    let t = await startApp({ dir });
+    const [first] = await listAll(t.baseUrl);
+    expect(first).toMatchObject({
+      name: 'helper',
+      description: 'first version',
+      model: 'scripted/helper',
+      source: 'file',
+      tags: ['files'],
+      tool_rules: [{ type: 'exit_loop', tool_name: 'send_message' }],
+    });
+    await t.close();
+
+    t = await startApp({ dir });
+    const again = await listAll(t.baseUrl);
+    expect(again).toHaveLength(1);
+    expect(again[0]).toEqual(first); // same id, same updated_at, same block ids
+    await t.close();
+
+    writeFileSync(file, AGENT.replace('first version', 'second version'));
+    t = await startApp({ dir });
+    const edited = await listAll(t.baseUrl);
+    expect(edited).toHaveLength(1);
+    expect(edited[0]).toMatchObject({ id: first.id, description: 'second version' });
+    expect(edited[0].updated_at).not.toBe(first.updated_at);
+    expect((edited[0].memory as Json).blocks).toEqual((first.memory as Json).blocks);
+    await t.close();
+  });
+
+  it.each([
+    ['yaml syntax', 'name: [oops', /bad\.yaml.*yaml/],
+    ['missing name', 'description: nameless', /bad\.yaml: name: is required/],
+    [
+      'unknown rule type',
+      'name: x\ntool_rules: [{ type: teleport, tool_name: send_message }]',
+      /bad\.yaml: tool_rules\[0\]\.type: unknown rule type/,
+    ],
+    [
+      'rule names a missing tool',
+      'name: x\ntool_rules: [{ type: exit_loop, tool_name: deploy }]',
+      /bad\.yaml: tool_rules\[0\]\.tool_name: .*deploy/,
+    ],
+    [
+      'api key in llm_config',
+      'name: x\nllm_config: { api_key: sk-1 }',
+      /bad\.yaml: llm_config\.api_key/,
+    ],
+    ['not a mapping', '- a\n- b', /bad\.yaml: \(document\)/],
+  ])(
+    'a broken file (%s) stops the boot naming file, field and reason',
+    async (_n, content, message) => {
+      const dir = newDir();
+      writeFileSync(path.join(dir, 'agents', 'bad.yaml'), content);
+      await expect(startApp({ dir })).rejects.toThrow(message);
+    },
+  );
+
+  it('two files with one name stop the boot', async () => {
+    const dir = newDir();
+    writeFileSync(path.join(dir, 'agents', 'a.yaml'), 'name: same');
+    writeFileSync(path.join(dir, 'agents', 'b.yaml'), 'name: same');
+    await expect(startApp({ dir })).rejects.toThrow(/b\.yaml: name: "same" is also used by/);
+  });
+
+  it('the shipped examples load, with their tools and rules', async () => {
+    const dir = newDir();
+    cpSync(path.join(projectRoot(), 'config', 'agents'), path.join(dir, 'agents'), {
+      recursive: true,
+    });
+    cpSync(path.join(projectRoot(), 'config', 'tools'), path.join(dir, 'tools'), {
+      recursive: true,
+    });
+    const t = await startApp({ dir });
+    try {
+      const agents = await listAll(t.baseUrl);
+      const byName = new Map(agents.map((a) => [a.name, a]));
+      expect([...byName.keys()].sort()).toEqual(['refund-desk', 'release-bot']);
+      const refund = byName.get('refund-desk')!;
+      expect((refund.tools as Json[]).map((x) => x.name)).toEqual(
+        expect.arrayContaining(['lookup_order', 'issue_refund', 'send_message']),
+      );
+      expect(refund.tool_rules).toContainEqual({
+        type: 'max_count_per_step',
+        tool_name: 'issue_refund',
+        max_count_limit: 3,
+      });
+      expect(byName.get('release-bot')!.tool_rules).toContainEqual({
+        type: 'requires_preceding_tools',
+        tool_name: 'deploy',
+        tools: ['run_tests'],
+      });
+    } finally {
+      await t.close();
+    }
+  });
+});
