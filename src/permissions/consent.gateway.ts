@@ -4,6 +4,7 @@ import {
   OnGatewayDisconnect,
   OnGatewayInit,
   WebSocketGateway,
+  WebSocketServer as InjectWsServer,
 } from '@nestjs/websockets';
 import type { IncomingMessage } from 'node:http';
 import type { Subscription } from 'rxjs';
@@ -41,6 +42,8 @@ export class ConsentGateway
   private readonly tenantOfUpgrade = new WeakMap<IncomingMessage, string>();
   private readonly unsubscribe: (() => void)[] = [];
   private runEvents: Subscription | null = null;
+  /** The ws server (the benchmark and tests reach the server-side sockets through it). */
+  @InjectWsServer() server!: WebSocketServer;
 
   constructor(
     private readonly broker: PermissionBrokerService,

@@ -30,6 +30,7 @@ import {
 } from '../core/permissions/request-state';
 import type { Clock, IdGenerator } from '../core/ports';
 import { Transactor } from '../database/transactor';
+import { GroupCommit } from './group-commit';
 import {
   AuditEvent,
   ConsentAuditEntity,
@@ -70,6 +71,9 @@ type Listener<T> = (event: T) => void | Promise<void>;
 /** How often pending requests are checked for expiry. */
 const SWEEP_INTERVAL_MS = 1000;
 const SYSTEM = 'system';
+const MAX_CACHED_PENDING = 10_000;
+const NOT_CONSTRUCTED =
+  'PermissionBrokerService used before it was constructed: inject it (PermissionsModule is global) or resolve it lazily (onModuleInit), not in a provider factory';
 
 /**
  * The PermissionBroker: answers the executor's consent checks (standing grant, earlier decision, or a new
@@ -85,6 +89,13 @@ export class PermissionBrokerService
   private readonly decisionListeners: Listener<ConsentResolved>[] = [];
   private readonly requestListeners: Listener<ConsentRequestEntity>[] = [];
   private timer: NodeJS.Timeout | null = null;
+  /** Request, decision and consumption writes share transactions when they arrive together. */
+  private readonly writes: GroupCommit;
+  /**
+   * Pending requests created by this process, by id: a decision needs no read first. Only a hint: the
+   * conditional UPDATE decides who wins, so a stale entry (another server resolved it) cannot do harm.
+   */
+  private readonly pendingById = new Map<string, ConsentRequestEntity>();
   private sweeping: Promise<number> | null = null;
 
   constructor(
@@ -92,7 +103,9 @@ export class PermissionBrokerService
     private readonly tx: Transactor,
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(ID_GENERATOR) private readonly ids: IdGenerator,
-  ) {}
+  ) {
+    this.writes = new GroupCommit(tx);
+  }
 
   // ------------------------------------------------------------ listeners
 
@@ -120,6 +133,7 @@ export class PermissionBrokerService
   // ------------------------------------------------------------ the executor's port
 
   async check(req: ConsentCheckRequest): Promise<ConsentCheck> {
+    if (!this.repo) throw new Error(NOT_CONSTRUCTED);
     const now = this.clock.now();
     const existing = await this.repo.findRequestForCall(req.tenantId, req.agentId, req.toolCallId);
     if (existing) return this.recheck(existing, req);
@@ -163,7 +177,7 @@ export class PermissionBrokerService
       expiresAt: now + Math.max(0, req.timeoutMs),
     };
     try {
-      await this.tx.run(async (em) => {
+      await this.writes.run(async (em) => {
         await this.repo.insertRequest(row, em);
         await this.repo.audit(
           { ...this.requestAudit('request.created', row, SYSTEM, 'system', now) },
@@ -176,6 +190,7 @@ export class PermissionBrokerService
       if (again) return this.recheck(again, req);
       throw e;
     }
+    if (this.pendingById.size < MAX_CACHED_PENDING) this.pendingById.set(row.id, row);
     this.emit(this.requestListeners, row);
     return { kind: 'pending', requestId: row.id };
   }
@@ -209,7 +224,7 @@ export class PermissionBrokerService
             reason: 'the call differs from the one that was approved',
             requestId: row.id,
           };
-        const used = await this.tx.run(async (em) => {
+        const used = await this.writes.run(async (em) => {
           if (!(await this.repo.consumeApproval(row.id, now, em))) return false;
           await this.repo.audit(
             {
@@ -240,7 +255,9 @@ export class PermissionBrokerService
   ): Promise<{ request: ConsentRequestEntity; grant: ConsentGrantEntity | null }> {
     const v = validateDecisionInput(raw, this.constraints);
     if (!v.ok) throw validationFailed(v.problems, 'decision is invalid');
-    const row = await this.repo.findRequest(tenantId, requestId);
+    const cached = this.pendingById.get(requestId);
+    const row =
+      cached?.tenantId === tenantId ? cached : await this.repo.findRequest(tenantId, requestId);
     if (!row) throw notFound('consent request', requestId);
     if (row.status !== 'pending') throw alreadyResolved(row);
     const now = this.clock.now();
@@ -312,7 +329,7 @@ export class PermissionBrokerService
       decidedAt: now,
       grantId: grant?.id ?? null,
     };
-    const won = await this.tx.run(async (em) => {
+    const won = await this.writes.run(async (em) => {
       if (!(await this.repo.resolveIfPending(row.id, resolution, em))) return false;
       await this.repo.audit(
         {
@@ -336,6 +353,7 @@ export class PermissionBrokerService
       }
       return true;
     });
+    this.pendingById.delete(row.id);
     if (!won) throw alreadyResolved((await this.repo.findRequest(row.tenantId, row.id)) ?? row);
     const request = { ...row, ...resolution };
     this.emit(this.decisionListeners, toResolved(request, 'decision'));
@@ -359,7 +377,7 @@ export class PermissionBrokerService
       grantId: null,
     };
     const event: AuditEvent = cause === 'timeout' ? 'request.expired' : 'request.cancelled';
-    const won = await this.tx.run(async (em) => {
+    const won = await this.writes.run(async (em) => {
       if (!(await this.repo.resolveIfPending(row.id, resolution, em))) return false;
       await this.repo.audit(
         { ...this.requestAudit(event, row, SYSTEM, 'system', now), decision: 'deny', reason },
@@ -367,6 +385,7 @@ export class PermissionBrokerService
       );
       return true;
     });
+    this.pendingById.delete(row.id);
     return won ? toResolved({ ...row, ...resolution }, cause) : null;
   }
 
@@ -566,9 +585,7 @@ export class PermissionBrokerService
 function add<T>(list: T[] | undefined, item: T): () => void {
   if (!Array.isArray(list))
     // Nest hands out an unconstructed placeholder when a provider is fetched (ModuleRef.get) in a factory
-    throw new Error(
-      'PermissionBrokerService used before it was constructed: inject it (PermissionsModule is global) or resolve it in onModuleInit',
-    );
+    throw new Error(NOT_CONSTRUCTED);
   list.push(item);
   return () => {
     const i = list.indexOf(item);
