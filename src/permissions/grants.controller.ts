@@ -1,4 +1,5 @@
 import { Controller, Delete, Get, Param } from '@nestjs/common';
+import { AgentsService } from '../agents/agents.service';
 import { Tenant } from '../auth/tenant.guard';
 import { assertPrefixedId } from '../common/ids';
 import { toGrantResponse } from './consent.mappers';
@@ -7,11 +8,15 @@ import { PermissionBrokerService } from './permission-broker.service';
 /** Standing grants: listed per agent, revoked by id (the next call asks again). */
 @Controller('v1')
 export class GrantsController {
-  constructor(private readonly broker: PermissionBrokerService) {}
+  constructor(
+    private readonly broker: PermissionBrokerService,
+    private readonly agents: AgentsService,
+  ) {}
 
   @Get('agents/:id/grants')
   async list(@Tenant() tenantId: string, @Param('id') agentId: string) {
     assertPrefixedId('agent', 'agent', agentId);
+    await this.agents.getForTenant(tenantId, agentId); // 404 for another tenant's agent
     return (await this.broker.listGrants(tenantId, agentId)).map(toGrantResponse);
   }
 

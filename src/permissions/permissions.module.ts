@@ -1,4 +1,5 @@
 import { Global, Module } from '@nestjs/common';
+import { AgentsModule } from '../agents/agents.module';
 import { CONSENT_PORT } from '../rules/tokens';
 import { ConsentController } from './consent.controller';
 import { ConsentGateway } from './consent.gateway';
@@ -9,6 +10,7 @@ import { PermissionBrokerService } from './permission-broker.service';
 /** The PermissionBroker (also the executor's CONSENT_PORT), the consent WebSocket and its REST side. */
 @Global()
 @Module({
+  imports: [AgentsModule],
   controllers: [ConsentController, GrantsController],
   providers: [
     ConsentRepository,

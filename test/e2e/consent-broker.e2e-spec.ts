@@ -108,7 +108,8 @@ describe('PermissionBroker and the consent REST API', () => {
     });
 
     it('approve_for_scope: covers every tool sharing the scope, for this agent only, until revoked', async () => {
-      const agentId = newAgentId();
+      const agentId = (await api(t, 'POST', '/v1/agents/', { name: 'grants' }, A)).body
+        .id as string;
       const { requestId } = await pending({ agentId, toolName: 'send_email', scope: 'outbound' });
       const { body } = await decide(requestId, { decision: 'approve_for_scope' });
       const grantId = body.grant.id;
@@ -154,8 +155,11 @@ describe('PermissionBroker and the consent REST API', () => {
         'pending',
       );
       expect((await api(t, 'DELETE', `/v1/grants/${grantId}`, undefined, A)).status).toBe(200); // idempotent
-      expect((await api(t, 'GET', `/v1/agents/${agentId}/grants`, undefined, 'sk-b')).body).toEqual(
-        [],
+      expect((await api(t, 'GET', `/v1/agents/${agentId}/grants`, undefined, 'sk-b')).status).toBe(
+        404,
+      );
+      expect((await api(t, 'GET', `/v1/agents/${newAgentId()}/grants`, undefined, A)).status).toBe(
+        404,
       );
     });
 
