@@ -88,13 +88,18 @@ export class AgentsRepository {
     const qb = this.agents.createQueryBuilder('a').where('a.tenant_id = :tenantId', { tenantId });
     if (q.name !== null) qb.andWhere('a.name = :name', { name: q.name });
     if (q.tags.length) {
-      const sub = `SELECT t.agent_id FROM agent_tags t WHERE t.tenant_id = :tenantId AND t.tag IN (:...tags)`;
-      qb.andWhere(
-        q.matchAllTags
-          ? `a.id IN (${sub} GROUP BY t.agent_id HAVING COUNT(DISTINCT t.tag) = :tagCount)`
-          : `a.id IN (${sub})`,
-        { tags: [...new Set(q.tags)], tagCount: new Set(q.tags).size },
-      );
+      // Built with the query builder so the table name carries the schema on PostgreSQL.
+      const sub = qb
+        .subQuery()
+        .select('t.agent_id')
+        .from(AgentTagEntity, 't')
+        .where('t.tenant_id = :tenantId')
+        .andWhere('t.tag IN (:...tags)');
+      if (q.matchAllTags) sub.groupBy('t.agent_id').having('COUNT(DISTINCT t.tag) = :tagCount');
+      qb.andWhere(`a.id IN ${sub.getQuery()}`, {
+        tags: [...new Set(q.tags)],
+        tagCount: new Set(q.tags).size,
+      });
     }
     const desc = q.order === 'desc';
     // "after" = further along the list order; "before" = earlier in it.

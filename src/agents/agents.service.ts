@@ -3,11 +3,12 @@ import { createHash } from 'node:crypto';
 import stableStringify from 'json-stable-stringify';
 import { CLOCK } from '../common/clock';
 import { badRequest, notFound, validationFailed } from '../common/domain-error';
-import { assertPrefixedId, ID_GENERATOR } from '../common/ids';
+import { assertPrefixedId, ID_GENERATOR, isPrefixedId } from '../common/ids';
 import { AppConfig, DEFAULT_TENANT } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
 import type { AgentRecord, MemoryBlock } from '../core/agents/agent-record';
 import { parseListAgentsQuery } from '../core/agents/list-agents-query';
+import { nulBytePaths } from '../core/agents/nul-bytes';
 import {
   AgentDraft,
   AgentValidationContext,
@@ -145,10 +146,13 @@ export class AgentsService {
 
   async list(tenantId: string, rawQuery: Record<string, unknown>): Promise<AgentView[]> {
     const { query, problems } = parseListAgentsQuery(rawQuery);
+    problems.push(...nulBytePaths(rawQuery));
     if (problems.length) throw validationFailed(problems, 'query is invalid');
     const cursor = async (id: string | null) => {
       if (id === null) return null;
-      const found = await this.agents.findForTenant(tenantId, id);
+      const found = isPrefixedId('agent', id)
+        ? await this.agents.findForTenant(tenantId, id)
+        : null;
       if (!found)
         throw badRequest(
           'UNKNOWN_CURSOR',
@@ -296,6 +300,8 @@ export class AgentsService {
       newBlockId: () => this.ids.prefixed('block'),
       newName: () => `agent-${this.ids.prefixed('x').slice(2, 10)}`,
     };
+    const nul = nulBytePaths(body);
+    if (nul.length) throw validationFailed(nul, 'agent is invalid');
     const { draft, problems } = validateAgentInput(body, ctx, current);
     if (!draft) throw validationFailed(problems, 'agent is invalid');
     return draft;

@@ -7,6 +7,7 @@ import { conflict, DomainError, notFound, validationFailed } from '../common/dom
 import { assertPrefixedId, ID_GENERATOR } from '../common/ids';
 import { AppConfig } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
+import { nulBytePaths } from '../core/agents/nul-bytes';
 import type { Clock, IdGenerator } from '../core/ports';
 import type { ToolDefinition } from '../core/tools/tool-definition';
 import { BUILTIN_TOOL_NAMES, BUILTIN_TOOLS, builtinToolId } from './builtin-tools';
@@ -97,6 +98,8 @@ export class ToolsService implements OnModuleInit {
   }
 
   async create(tenantId: string, body: unknown): Promise<ToolView> {
+    const nul = nulBytePaths(body);
+    if (nul.length) throw validationFailed(nul, 'tool is invalid');
     const { tool, problems } = validateToolDeclaration(body);
     if (!tool) throw validationFailed(problems, 'tool is invalid');
     if (BUILTIN_TOOL_NAMES.has(tool.name))

@@ -206,9 +206,17 @@ describe('bad requests', () => {
     {
       name: 'garbage cursor',
       method: 'GET',
-      path: `/v1/agents/?before=${encodeURIComponent('x\u0000../')}`,
+      path: `/v1/agents/?before=${encodeURIComponent('../../x')}`,
       status: 400,
       code: 'UNKNOWN_CURSOR',
+    },
+    {
+      name: 'cursor with NUL',
+      method: 'GET',
+      path: `/v1/agents/?after=${encodeURIComponent('agent-\u0000')}`,
+      status: 400,
+      code: 'VALIDATION_FAILED',
+      problem: 'after',
     },
     {
       name: 'bad limit',
@@ -250,6 +258,44 @@ describe('bad requests', () => {
       code: 'VALIDATION_FAILED',
     },
   ];
+
+  cases.push(
+    {
+      name: 'NUL in a body string',
+      method: 'POST',
+      path: '/v1/agents/',
+      body: json({ name: 'a\u0000b' }),
+      status: 400,
+      code: 'VALIDATION_FAILED',
+      problem: 'name',
+    },
+    {
+      name: 'NUL in nested metadata',
+      method: 'POST',
+      path: '/v1/agents/',
+      body: json({ metadata: { k: ['x\u0000'] } }),
+      status: 400,
+      code: 'VALIDATION_FAILED',
+      problem: 'metadata.k[0]',
+    },
+    {
+      name: 'NUL in a name filter',
+      method: 'GET',
+      path: `/v1/agents/?name=${encodeURIComponent('a\u0000')}`,
+      status: 400,
+      code: 'VALIDATION_FAILED',
+      problem: 'name',
+    },
+    {
+      name: 'NUL in a tool declaration',
+      method: 'POST',
+      path: '/v1/tools/',
+      body: json({ name: 'x\u0000' }),
+      status: 400,
+      code: 'VALIDATION_FAILED',
+      problem: 'name',
+    },
+  );
 
   it.each(cases)('$name → $status $code', async (c) => {
     const res = await fetch(t.baseUrl + (typeof c.path === 'function' ? c.path() : c.path), {
