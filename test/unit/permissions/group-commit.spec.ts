@@ -1,0 +1,74 @@
+import type { EntityManager } from 'typeorm';
+import type { Transactor } from '../../../src/database/transactor';
+import { GroupCommit } from '../../../src/permissions/group-commit';
+
+/** A transactor that records each transaction's jobs and can fail a transaction containing a poisoned job. */
+function fakeTransactor() {
+  const transactions: string[][] = [];
+  let current: string[] | null = null;
+  let tail: Promise<unknown> = Promise.resolve();
+  const tx = {
+    run<T>(work: (em: EntityManager) => Promise<T>): Promise<T> {
+      const next = tail.then(async () => {
+        current = [];
+        try {
+          const r = await work({
+            log: (s: string) => current!.push(s),
+          } as unknown as EntityManager);
+          transactions.push(current);
+          return r;
+        } finally {
+          current = null;
+        }
+      });
+      tail = next.catch(() => undefined);
+      return next;
+    },
+  };
+  return { tx: tx as unknown as Transactor, transactions };
+}
+
+const job =
+  (name: string, fail = false) =>
+  async (em: EntityManager) => {
+    await Promise.resolve();
+    if (fail) throw new Error(`${name} failed`);
+    (em as unknown as { log(s: string): void }).log(name);
+    return name.toUpperCase();
+  };
+
+describe('GroupCommit', () => {
+  it('a lone job runs in its own transaction', async () => {
+    const { tx, transactions } = fakeTransactor();
+    const g = new GroupCommit(tx);
+    await expect(g.run(job('a'))).resolves.toBe('A');
+    expect(transactions).toEqual([['a']]);
+  });
+
+  it('jobs arriving during a transaction share the next one, each getting its own result', async () => {
+    const { tx, transactions } = fakeTransactor();
+    const g = new GroupCommit(tx);
+    const results = await Promise.all(['a', 'b', 'c', 'd'].map((n) => g.run(job(n))));
+    expect(results).toEqual(['A', 'B', 'C', 'D']);
+    expect(transactions).toEqual([['a'], ['b', 'c', 'd']]);
+  });
+
+  it('a failing job fails alone: its batch is retried job by job', async () => {
+    const { tx, transactions } = fakeTransactor();
+    const g = new GroupCommit(tx);
+    const outcomes = await Promise.allSettled([
+      g.run(job('a')),
+      g.run(job('b')),
+      g.run(job('bad', true)),
+      g.run(job('c')),
+    ]);
+    expect(outcomes.map((o) => o.status)).toEqual([
+      'fulfilled',
+      'fulfilled',
+      'rejected',
+      'fulfilled',
+    ]);
+    // the shared transaction was rolled back (not recorded) and the good jobs committed one by one
+    expect(transactions).toEqual([['a'], ['b'], ['c']]);
+  });
+});
