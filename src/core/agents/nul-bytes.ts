@@ -19,7 +19,7 @@ export function nulBytePaths(value: unknown, basePath = '', max = 10): Validatio
         const kp = p ? `${p}.${k}` : k;
         if (k.includes('\u0000'))
           out.push({
-            path: kp.replace(/\u0000/g, '\\0'),
+            path: kp.split('\u0000').join('\\0'),
             message: 'key must not contain NUL characters',
           });
         else stack.push([x, kp]);
