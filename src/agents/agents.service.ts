@@ -302,9 +302,35 @@ export class AgentsService {
     };
     const nul = nulBytePaths(body);
     if (nul.length) throw validationFailed(nul, 'agent is invalid');
+    body = await this.withToolIdsAsNames(tenantId, body);
     const { draft, problems } = validateAgentInput(body, ctx, current);
     if (!draft) throw validationFailed(problems, 'agent is invalid');
     return draft;
+  }
+
+  /** Letta clients may name tools by id (`tool_ids`): they join `tools` by name. */
+  private async withToolIdsAsNames(tenantId: string, body: unknown): Promise<unknown> {
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) return body;
+    const ids = (body as Record<string, unknown>).tool_ids;
+    if (ids === undefined || ids === null) return body;
+    if (!Array.isArray(ids))
+      throw validationFailed([{ path: 'tool_ids', message: 'must be a list of tool ids' }]);
+    const names: string[] = [];
+    for (const [i, id] of ids.entries()) {
+      const tool = isPrefixedId('tool', id)
+        ? await this.tools.get(tenantId, id).catch(() => null)
+        : null;
+      if (!tool)
+        throw validationFailed(
+          [{ path: `tool_ids[${i}]`, message: 'unknown tool id' }],
+          'agent is invalid',
+        );
+      names.push(tool.name);
+    }
+    const b = body as Record<string, unknown>;
+    // Like Letta, tool_ids on an update replaces the list (together with any `tools` given).
+    const base = Array.isArray(b.tools) ? (b.tools as unknown[]) : [];
+    return { ...b, tools: [...new Set([...base, ...names])] };
   }
 
   private async newEntity(

@@ -167,6 +167,25 @@ describe('agents API (Letta SDK)', () => {
     }
   });
 
+  it('accepts tool_ids and nulls the way Letta clients send them', async () => {
+    const tools = (await (await raw('/v1/tools/')).json()) as unknown as Json[];
+    const search = tools.find((x) => x.name === 'conversation_search')!;
+    const a = (await client.agents.create({
+      name: null,
+      include_base_tools: false,
+      tool_ids: [search.id],
+      tags: null,
+      memory_blocks: [
+        { label: 'human', value: 'x', limit: null, description: null, read_only: null },
+      ],
+    } as never)) as unknown as Json;
+    expect(a.tools.map((x: Json) => x.name)).toEqual(['conversation_search']);
+    expect(a.tags).toEqual([]);
+    expect(a.memory.blocks[0]).toMatchObject({ limit: 5000, read_only: false });
+    const bad = await raw('/v1/agents/', { method: 'POST', body: { tool_ids: ['tool-nope'] } });
+    expect(bad.status).toBe(400);
+  });
+
   it('toggles requires_approval (both body spellings) and attaches/detaches tools', async () => {
     const a = await client.agents.create({ name: 'approvals' });
     const on = await (

@@ -42,6 +42,8 @@ const MAX_NAME = 200;
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 const has = (o: Obj, k: string) => Object.prototype.hasOwnProperty.call(o, k) && o[k] !== undefined;
+/** Letta clients send null for "not given" on list fields and the name. */
+const given = (o: Obj, k: string) => has(o, k) && o[k] !== null;
 
 /** Field names in llm_config that would carry a secret: keys come from configuration only. */
 const SECRET_FIELD = /^(api[_-]?key|.*_api_key|secret|.*_secret|access_token|password)$/i;
@@ -115,7 +117,7 @@ export function validateAgentInput(
     return [...new Set(v.filter((s): s is string => typeof s === 'string'))];
   };
 
-  const name = has(input, 'name')
+  const name = given(input, 'name')
     ? str('name', { nonEmpty: true, max: MAX_NAME })
     : (current?.name ?? ctx.newName());
   const system = has(input, 'system')
@@ -127,7 +129,7 @@ export function validateAgentInput(
 
   // tools: on create the base tools are added unless include_base_tools is false; an update replaces the list.
   let tools = current?.tools ?? [];
-  if (has(input, 'tools')) {
+  if (given(input, 'tools')) {
     const list = strList('tools') ?? [];
     list.forEach((t, i) => {
       if (!ctx.availableTools.has(t)) bad(`tools[${i}]`, `unknown tool ${JSON.stringify(t)}`);
@@ -145,13 +147,13 @@ export function validateAgentInput(
   const { rules: tool_rules, problems: ruleProblems } = validateToolRules(rulesInput, tools);
   problems.push(...ruleProblems);
 
-  const blocks = has(input, 'memory_blocks')
+  const blocks = given(input, 'memory_blocks')
     ? validateBlocks(input.memory_blocks, current?.blocks ?? [], ctx, bad)
     : (current?.blocks ?? []);
 
   const llm_config = resolveLlmConfig(input, ctx, current?.llm_config, bad);
 
-  const tags = has(input, 'tags') ? (strList('tags') ?? []) : (current?.tags ?? []);
+  const tags = given(input, 'tags') ? (strList('tags') ?? []) : (current?.tags ?? []);
   let metadata = current?.metadata ?? null;
   if (has(input, 'metadata')) {
     if (input.metadata === null || isObj(input.metadata)) metadata = input.metadata;
@@ -217,13 +219,11 @@ function validateBlocks(
   input.forEach((b: unknown, i) => {
     const at = `memory_blocks[${i}]`;
     if (!isObj(b)) return bad(at, 'must be an object');
-    const {
-      label,
-      value = '',
-      limit = DEFAULT_BLOCK_LIMIT,
-      description = null,
-      read_only = false,
-    } = b;
+    const label = b.label;
+    const value = b.value ?? '';
+    const limit = b.limit ?? DEFAULT_BLOCK_LIMIT;
+    const description = b.description ?? null;
+    const read_only = b.read_only ?? false;
     let ok = true;
     const fail = (field: string, message: string) => {
       ok = false;
