@@ -145,7 +145,9 @@ export class ConsentGateway
     else if (
       Array.isArray(ids) &&
       ids.length <= MAX_AGENT_IDS &&
-      ids.every((i) => typeof i === 'string' && i.length > 0 && i.length <= 200)
+      ids.every(
+        (i) => typeof i === 'string' && i.length > 0 && i.length <= 200 && !i.includes('\u0000'),
+      )
     )
       agents = new Set(ids as string[]);
     else
@@ -168,7 +170,7 @@ export class ConsentGateway
 
   private async decide(ws: WebSocket, client: Client, f: Record<string, unknown>): Promise<void> {
     const id = f.request_id;
-    if (typeof id !== 'string' || id.length === 0 || id.length > 200)
+    if (typeof id !== 'string' || id.length === 0 || id.length > 200 || id.includes('\u0000'))
       return this.send(ws, error('VALIDATION_FAILED', 'request_id must be a consent request id'));
     try {
       const { request } = await this.broker.decide(client.tenantId, id, f, 'ws');

@@ -5,7 +5,7 @@ import { ConsentController } from './consent.controller';
 import { ConsentGateway } from './consent.gateway';
 import { ConsentRepository } from './consent.repository';
 import { GrantsController } from './grants.controller';
-import { PermissionBrokerService } from './permission-broker.service';
+import { BrokerConsentPort, PermissionBrokerService } from './permission-broker.service';
 
 /** The PermissionBroker (also the executor's CONSENT_PORT), the consent WebSocket and its REST side. */
 @Global()
@@ -16,7 +16,7 @@ import { PermissionBrokerService } from './permission-broker.service';
     ConsentRepository,
     PermissionBrokerService,
     ConsentGateway,
-    { provide: CONSENT_PORT, useExisting: PermissionBrokerService },
+    { provide: CONSENT_PORT, useClass: BrokerConsentPort },
   ],
   exports: [PermissionBrokerService, CONSENT_PORT],
 })

@@ -106,7 +106,11 @@ export function validateDecisionInput(
   }
 
   if (raw.reason !== undefined && raw.reason !== null) {
-    if (typeof raw.reason !== 'string' || raw.reason.length > MAX_REASON_LENGTH) {
+    if (
+      typeof raw.reason !== 'string' ||
+      raw.reason.length > MAX_REASON_LENGTH ||
+      raw.reason.includes('\u0000') // PostgreSQL text cannot hold NUL
+    ) {
       problems.push({
         path: 'reason',
         message: `must be a string of at most ${MAX_REASON_LENGTH} characters`,

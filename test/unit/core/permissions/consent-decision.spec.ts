@@ -73,6 +73,7 @@ describe('validateDecisionInput', () => {
     ],
     ['reason not a string', { decision: 'deny', reason: 42 }, 'reason'],
     ['reason too long', { decision: 'deny', reason: 'x'.repeat(2001) }, 'reason'],
+    ['reason with a NUL character', { decision: 'deny', reason: 'a\u0000b' }, 'reason'],
   ];
   it.each(invalid)('refuses %s', (_name, raw, path) => {
     const r = validateDecisionInput(raw, constraints);
