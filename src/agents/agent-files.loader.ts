@@ -1,10 +1,8 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import * as path from 'node:path';
-import { parse as parseYaml } from 'yaml';
 import { DomainError } from '../common/domain-error';
 import { AppConfig } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
+import { readYamlFile, yamlFilesIn } from '../tools/yaml-files';
 import { AgentsService } from './agents.service';
 
 /**
@@ -23,14 +21,10 @@ export class AgentFilesLoader implements OnApplicationBootstrap {
 
   async onApplicationBootstrap(): Promise<void> {
     const dir = this.config.paths.agents_dir;
-    if (!existsSync(dir)) return;
-    const files = readdirSync(dir)
-      .filter((f) => /\.ya?ml$/i.test(f))
-      .sort();
+    const files = yamlFilesIn(dir);
     const names = new Map<string, string>();
     let changed = 0;
-    for (const f of files) {
-      const file = path.join(dir, f);
+    for (const file of files) {
       const doc = readAgentFile(file);
       const name = (doc as { name?: unknown }).name;
       if (typeof name !== 'string' || name.trim() === '')
@@ -58,12 +52,7 @@ export class AgentFilesLoader implements OnApplicationBootstrap {
 }
 
 function readAgentFile(file: string): Record<string, unknown> {
-  let doc: unknown;
-  try {
-    doc = parseYaml(readFileSync(file, 'utf8'));
-  } catch (e) {
-    throw new Error(`agent file ${file}: (yaml): ${(e as Error).message.split('\n')[0]}`);
-  }
+  const doc = readYamlFile(file, 'agent');
   if (typeof doc !== 'object' || doc === null || Array.isArray(doc))
     throw new Error(`agent file ${file}: (document): must be a mapping of agent fields`);
   return doc as Record<string, unknown>;

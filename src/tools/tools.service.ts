@@ -1,7 +1,4 @@
 import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
-import { readdirSync, readFileSync, existsSync } from 'node:fs';
-import * as path from 'node:path';
-import { parse as parseYaml } from 'yaml';
 import { CLOCK } from '../common/clock';
 import { conflict, DomainError, notFound, validationFailed } from '../common/domain-error';
 import { assertPrefixedId, ID_GENERATOR } from '../common/ids';
@@ -14,6 +11,7 @@ import { BUILTIN_TOOL_NAMES, BUILTIN_TOOLS, builtinToolId } from './builtin-tool
 import { validateToolDeclaration } from './tool-declaration';
 import { GLOBAL_TOOL_TENANT, ToolEntity } from './tool.entity';
 import { ToolsRepository } from './tools.repository';
+import { readYamlFile, yamlFilesIn } from './yaml-files';
 
 /** A tool as listed: its definition plus where it comes from. */
 export interface ToolView extends ToolDefinition {
@@ -147,17 +145,13 @@ export class ToolsService implements OnModuleInit {
   private async loadToolFiles(): Promise<void> {
     const dir = this.config.paths.tools_dir;
     const declared = new Map<string, ToolDefinition>();
-    if (existsSync(dir)) {
-      for (const file of readdirSync(dir)
-        .filter((f) => /\.ya?ml$/i.test(f))
-        .sort()) {
-        for (const tool of parseToolFile(path.join(dir, file))) {
-          if (BUILTIN_TOOL_NAMES.has(tool.name) || declared.has(tool.name))
-            throw new Error(
-              `tool file ${path.join(dir, file)}: name: "${tool.name}" is declared twice (or is a built-in)`,
-            );
-          declared.set(tool.name, tool);
-        }
+    for (const file of yamlFilesIn(dir)) {
+      for (const tool of parseToolFile(file)) {
+        if (BUILTIN_TOOL_NAMES.has(tool.name) || declared.has(tool.name))
+          throw new Error(
+            `tool file ${file}: name: "${tool.name}" is declared twice (or is a built-in)`,
+          );
+        declared.set(tool.name, tool);
       }
     }
     const now = this.clock.now();
@@ -199,12 +193,7 @@ export class ToolsService implements OnModuleInit {
 
 /** Reads one tool file; throws an Error naming the file, the field and the reason. */
 export function parseToolFile(file: string): ToolDefinition[] {
-  let doc: unknown;
-  try {
-    doc = parseYaml(readFileSync(file, 'utf8'));
-  } catch (e) {
-    throw new Error(`tool file ${file}: (yaml): ${(e as Error).message.split('\n')[0]}`);
-  }
+  const doc = readYamlFile(file, 'tool');
   const list = doc && typeof doc === 'object' && 'tools' in doc ? doc.tools : undefined;
   const items: unknown[] = list === undefined ? [doc] : Array.isArray(list) ? list : [null];
   return items.map((item, i) => {

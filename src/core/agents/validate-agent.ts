@@ -1,6 +1,7 @@
 import type { LlmConfig, ScriptedTurn } from '../../models/model-provider';
-import { StoredToolRule, ValidationProblem, validateToolRules } from '../rules/validate-tool-rules';
+import { ValidationProblem, validateToolRules } from '../rules/validate-tool-rules';
 import {
+  AgentRecord,
   AgentToolExecutorSettings,
   BASE_TOOL_NAMES,
   DEFAULT_BLOCK_LIMIT,
@@ -8,20 +9,17 @@ import {
 } from './agent-record';
 
 /** The editable part of an agent, after validation. `tool_executor` holds only the agent's overrides. */
-export interface AgentDraft {
-  name: string;
-  system: string;
-  description: string | null;
-  tools: string[];
-  tool_rules: StoredToolRule[];
-  blocks: MemoryBlock[];
-  llm_config: LlmConfig;
-  tags: string[];
-  metadata: Record<string, unknown> | null;
-  tool_executor: Partial<AgentToolExecutorSettings>;
-  model_script: ScriptedTurn[] | null;
-  max_steps: number | null;
-}
+export type AgentDraft = Omit<
+  AgentRecord,
+  | 'id'
+  | 'tenant_id'
+  | 'model'
+  | 'tool_executor'
+  | 'last_stop_reason'
+  | 'source'
+  | 'created_at'
+  | 'updated_at'
+> & { tool_executor: Partial<AgentToolExecutorSettings> };
 
 export interface AgentValidationContext {
   /** Names of every tool the tenant may attach (built-ins and declared). */
