@@ -12,6 +12,7 @@ import { ToolsModule } from './tools/tools.module';
 import { RunEventsModule } from './common/run-events';
 import { ModelsModule } from './models/models.module';
 import { PermissionsModule } from './permissions/permissions.module';
+import { ProcessingModule } from './processing/processing.module';
 
 @Module({})
 export class AppModule {
@@ -28,6 +29,7 @@ export class AppModule {
         RunEventsModule,
         ModelsModule,
         PermissionsModule,
+        ProcessingModule,
       ],
       controllers: [HealthController],
       providers: [{ provide: APP_FILTER, useClass: DomainErrorFilter }],

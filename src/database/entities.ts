@@ -1,5 +1,8 @@
 import { AgentEntity, AgentTagEntity } from '../agents/agent.entity';
 import { ToolEntity } from '../tools/tool.entity';
+import { MessageEntity } from '../processing/entities/message.entity';
+import { RunEntity } from '../processing/entities/run.entity';
+import { StepEntity } from '../processing/entities/step.entity';
 import { PERMISSION_ENTITIES } from '../permissions/consent.entities';
 /**
  * Every entity of the app, listed once: the app's DataSource and the TypeORM CLI (ormconfig.ts) both use it.
@@ -9,5 +12,8 @@ export const ENTITIES: Function[] = [
   ToolEntity,
   AgentEntity,
   AgentTagEntity,
+  RunEntity,
+  StepEntity,
+  MessageEntity,
   ...PERMISSION_ENTITIES,
 ];

@@ -1,0 +1,168 @@
+import type { ChatMessage } from '../../models/model-provider';
+
+/**
+ * Builds the model's context from stored messages: the system prompt with memory blocks,
+ * then as much history as fits the context window, newest first, always keeping the current user message.
+ */
+
+/** A stored message as the context needs it (Letta message types, payload as stored). */
+export interface HistoryMessage {
+  id: string;
+  message_type: string;
+  step_id: string | null;
+  payload: Record<string, unknown>;
+}
+
+export interface MemoryBlockView {
+  label: string;
+  value: string;
+  description?: string | null;
+}
+
+export interface ContextInput {
+  system: string;
+  blocks: MemoryBlockView[];
+  /** The agent's history in sequence order (oldest first). */
+  history: HistoryMessage[];
+  /** Id of the current batch's user message: its unit is always kept. */
+  currentMessageId: string | null;
+  contextWindow: number;
+  /** Tokens kept free for the answer and the tool schemas. */
+  reserveTokens: number;
+  countTokens: (text: string) => number;
+}
+
+export function renderSystemPrompt(system: string, blocks: MemoryBlockView[]): string {
+  if (blocks.length === 0) return system;
+  const sections = blocks.map((b) => `### ${b.label}\n${b.value}`);
+  return `${system}\n\n${sections.join('\n\n')}`;
+}
+
+type ToolCallPart = { id: string; type: 'function'; function: { name: string; arguments: string } };
+
+const str = (v: unknown): string =>
+  typeof v === 'string' ? v : v == null ? '' : JSON.stringify(v);
+
+function toolCallOf(payload: Record<string, unknown>): ToolCallPart | null {
+  const tc = payload.tool_call as Record<string, unknown> | undefined;
+  if (!tc || typeof tc.tool_call_id !== 'string' || typeof tc.name !== 'string') return null;
+  return {
+    id: tc.tool_call_id,
+    type: 'function',
+    function: { name: tc.name, arguments: str(tc.arguments) || '{}' },
+  };
+}
+
+interface Turn {
+  stepId: string | null;
+  content: string | null;
+  calls: ToolCallPart[];
+  results: Map<string, string>;
+  ids: string[];
+}
+
+/** A group that must stay together: a user message, or an assistant turn with its tool results. */
+interface Unit {
+  messages: ChatMessage[];
+  ids: string[];
+}
+
+/** Turns stored messages into chat units; tool calls without a result are dropped (providers reject them). */
+export function toChatUnits(history: HistoryMessage[]): Unit[] {
+  const units: Unit[] = [];
+  let turn = null as Turn | null;
+
+  const flush = (t: Turn | null) => {
+    if (!t) return;
+    const calls = t.calls.filter((c) => t.results.has(c.id));
+    if (t.content !== null || calls.length > 0) {
+      const messages: ChatMessage[] = [
+        { role: 'assistant', content: t.content, ...(calls.length ? { tool_calls: calls } : {}) },
+      ];
+      for (const c of calls) {
+        messages.push({ role: 'tool', tool_call_id: c.id, content: t.results.get(c.id)! });
+      }
+      units.push({ messages, ids: t.ids });
+    }
+  };
+  const turnFor = (m: HistoryMessage): Turn => {
+    if (turn && (turn.stepId !== m.step_id || m.step_id === null)) {
+      flush(turn);
+      turn = null;
+    }
+    turn ??= { stepId: m.step_id, content: null, calls: [], results: new Map(), ids: [] };
+    turn.ids.push(m.id);
+    return turn;
+  };
+
+  for (const m of history) {
+    switch (m.message_type) {
+      case 'user_message':
+      case 'system_message': {
+        flush(turn);
+        turn = null;
+        units.push({ messages: [{ role: 'user', content: str(m.payload.content) }], ids: [m.id] });
+        break;
+      }
+      case 'assistant_message': {
+        if (m.payload._derived) break; // the send_message text: already in the tool call
+        const t = turnFor(m);
+        t.content = (t.content ?? '') + str(m.payload.content);
+        break;
+      }
+      case 'tool_call_message':
+      case 'approval_request_message': {
+        const call = toolCallOf(m.payload);
+        // a parked call is stored as tool_call_message and approval_request_message: offered once
+        if (call && !turn?.calls.some((c) => c.id === call.id)) turnFor(m).calls.push(call);
+        break;
+      }
+      case 'tool_return_message': {
+        // a tool return of an earlier step (a resumed call) still belongs to its turn
+        const id = str(m.payload.tool_call_id);
+        if (turn?.calls.some((c) => c.id === id)) {
+          turn.results.set(id, str(m.payload.tool_return));
+          turn.ids.push(m.id);
+        }
+        break;
+      }
+      default:
+        break; // reasoning and approval responses are not replayed
+    }
+  }
+  flush(turn);
+  return units;
+}
+
+/** Everything the model gets: system prompt, then the newest history that fits. */
+export function buildContext(input: ContextInput): ChatMessage[] {
+  const system = renderSystemPrompt(input.system, input.blocks);
+  const units = toChatUnits(input.history);
+  const cost = (u: Unit) =>
+    u.messages.reduce((n, m) => {
+      const calls = m.role === 'assistant' && m.tool_calls ? JSON.stringify(m.tool_calls) : '';
+      return n + 4 + input.countTokens((m.content ?? '') + calls);
+    }, 0);
+
+  let budget = input.contextWindow - input.reserveTokens - input.countTokens(system);
+  const currentIndex = units.findIndex((u) => u.ids.includes(input.currentMessageId ?? ''));
+  const kept: Unit[] = [];
+  // units from the current message on are this batch: kept whole (newest first, the current message last)
+  const firstBatchUnit = currentIndex >= 0 ? currentIndex : units.length;
+  for (let i = units.length - 1; i >= firstBatchUnit; i--) {
+    const c = cost(units[i]);
+    if (c > budget && i !== currentIndex) continue;
+    budget -= c;
+    kept.unshift(units[i]);
+  }
+  for (let i = firstBatchUnit - 1; i >= 0; i--) {
+    const c = cost(units[i]);
+    if (c > budget) break;
+    budget -= c;
+    kept.unshift(units[i]);
+  }
+  return [{ role: 'system', content: system }, ...kept.flatMap((u) => u.messages)];
+}
+
+/** A rough token count (4 characters a token) for when no tokenizer is given. */
+export const approxTokens = (text: string): number => Math.ceil(text.length / 4);

@@ -1,0 +1,140 @@
+import type { OutcomeKind } from '../executor/contracts';
+import type { ToolRule } from '../rules/tool-rule';
+import { canonicalRuleType } from '../rules/tool-rule';
+
+/**
+ * The loop's decision after one model turn and its tool calls: data in, data out.
+ * The AgentProcessor applies it; this file is the whole policy (issue 4, "The loop").
+ */
+
+/** What the decision needs to know of one call's outcome. */
+export interface OutcomeView {
+  toolName: string;
+  kind: OutcomeKind;
+  status: 'success' | 'error';
+  requestHeartbeat: boolean;
+  continueLoop: boolean;
+  exitLoop: boolean;
+  returnValue?: string;
+}
+
+export interface TurnView {
+  /** The outcomes of this turn's calls, in call order (empty: the model made no call). */
+  outcomes: OutcomeView[];
+  /** required_before_exit / requires_following_tools not yet satisfied. */
+  pendingExitRequirements: string[];
+  /** The agent's rules, to find a required next tool after the last call. */
+  rules: ToolRule[];
+  /** Reminders already given in this pass. */
+  remindersGiven: number;
+  maxReminders: number;
+}
+
+export type ContinueReason = 'continue_loop' | 'child_rule' | 'self_correction';
+
+export type LoopDecision =
+  /** A call waits for a person: the run parks, the batch state is kept. */
+  | { kind: 'park' }
+  /** Next model call in the same pass. */
+  | { kind: 'continue'; reason: ContinueReason; requiredNext?: string[] }
+  /** Next model call in the same pass, after a reminder naming the required tools. */
+  | { kind: 'remind'; missing: string[] }
+  /** The pass ends; a heartbeat continuation of the same batch starts a new pass. */
+  | { kind: 'heartbeat'; toolName: string }
+  /** The batch ends. */
+  | { kind: 'end'; stopReason: 'end_turn' | 'tool_rule' | 'tool_rule_violation' };
+
+const ran = (o: OutcomeView) =>
+  o.kind === 'executed' || o.kind === 'cached' || o.kind === 'timeout';
+const failed = (o: OutcomeView) => o.kind === 'refused' || o.status === 'error';
+
+/**
+ * Tools the rules require right after `last` ran (Letta forces these): the children of a
+ * constrain_child_tools or parent_last_tool rule on it, or the child a conditional rule maps its output to.
+ */
+export function requiredNextTools(rules: ToolRule[], last: OutcomeView | undefined): string[] {
+  if (!last || !ran(last) || last.status !== 'success') return [];
+  const out = new Set<string>();
+  for (const rule of rules) {
+    if (!('tool_name' in rule) || rule.tool_name !== last.toolName) continue;
+    const type = canonicalRuleType(rule.type);
+    if (rule.type === 'constrain_child_tools' || rule.type === 'parent_last_tool') {
+      rule.children.forEach((c) => out.add(c));
+    } else if (type === 'conditional' && rule.type === 'conditional') {
+      const child = conditionalChild(rule, last.returnValue ?? '');
+      if (child) out.add(child);
+    }
+  }
+  return [...out];
+}
+
+function conditionalChild(
+  rule: Extract<ToolRule, { type: 'conditional' }>,
+  output: string,
+): string | null {
+  const mapping = rule.child_output_mapping ?? {};
+  let value: unknown = output;
+  try {
+    value = JSON.parse(output);
+  } catch {
+    // plain text output: matched as is
+  }
+  const key = typeof value === 'string' ? value : JSON.stringify(value);
+  if (Object.prototype.hasOwnProperty.call(mapping, key)) return mapping[key];
+  if (Object.prototype.hasOwnProperty.call(mapping, output)) return mapping[output];
+  return rule.default_child ?? null;
+}
+
+/** Ending is allowed only when nothing is required; else a reminder, and after the last one a violation. */
+function endOr(
+  view: TurnView,
+  stopReason: 'end_turn' | 'tool_rule',
+): Extract<LoopDecision, { kind: 'remind' | 'end' }> {
+  if (view.pendingExitRequirements.length === 0) return { kind: 'end', stopReason };
+  if (view.remindersGiven < view.maxReminders) {
+    return { kind: 'remind', missing: [...view.pendingExitRequirements] };
+  }
+  return { kind: 'end', stopReason: 'tool_rule_violation' };
+}
+
+export function decideAfterTurn(view: TurnView): LoopDecision {
+  const { outcomes } = view;
+  if (outcomes.some((o) => o.kind === 'consent_required')) return { kind: 'park' };
+  if (outcomes.length === 0) return endOr(view, 'end_turn');
+
+  // 1. an exit_loop tool ran: the batch ends (exit requirements first)
+  if (outcomes.some((o) => ran(o) && o.exitLoop && o.status === 'success')) {
+    return endOr(view, 'tool_rule');
+  }
+  // 2. continue in the same pass: a failed or refused call (self-correction), every call continue_loop,
+  //    or the rules name the next tool
+  if (outcomes.some(failed)) return { kind: 'continue', reason: 'self_correction' };
+  const required = requiredNextTools(view.rules, outcomes[outcomes.length - 1]);
+  if (required.length > 0)
+    return { kind: 'continue', reason: 'child_rule', requiredNext: required };
+  if (outcomes.every((o) => ran(o) && o.continueLoop)) {
+    return { kind: 'continue', reason: 'continue_loop' };
+  }
+  // 3. a call that ran asked for a heartbeat
+  const hb = outcomes.find((o) => ran(o) && o.requestHeartbeat);
+  if (hb) return { kind: 'heartbeat', toolName: hb.toolName };
+  // 4. otherwise the turn ends
+  return endOr(view, 'end_turn');
+}
+
+/** The text of the reminder the model gets when it tries to end with required tools not run. */
+export function reminderText(missing: string[]): string {
+  return JSON.stringify({
+    type: 'system_alert',
+    message: `[Reminder] Before ending you must call: ${missing.join(', ')}.`,
+  });
+}
+
+/** The heartbeat message of a continuation, as Letta writes it. */
+export function heartbeatText(toolName: string, at: Date): string {
+  return JSON.stringify({
+    type: 'heartbeat',
+    reason: `[This is an automated system message hidden from the user] Function ${toolName} called with request_heartbeat=true, returning control`,
+    time: at.toISOString(),
+  });
+}

@@ -1,0 +1,606 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import type { AgentRecord } from '../core/agents/agent-record';
+import type {
+  AgentToolSetup,
+  ExecutionMeta,
+  PassState,
+  ToolCallRequest,
+  ToolOutcome,
+} from '../core/executor/contracts';
+import { buildContext } from '../core/loop/context-builder';
+import {
+  decideAfterTurn,
+  heartbeatText,
+  LoopDecision,
+  reminderText,
+} from '../core/loop/loop-decision';
+import { runStatusFor, StopReason } from '../core/loop/stop-reason';
+import type { Clock, IdGenerator } from '../core/ports';
+import type { ToolDefinition } from '../core/tools/tool-definition';
+import { CLOCK } from '../common/clock';
+import { ID_GENERATOR } from '../common/ids';
+import { RunEventsBus } from '../common/run-events';
+import type { AppConfig } from '../config/app-config';
+import { APP_CONFIG } from '../config/config.module';
+import {
+  ModelError,
+  type ModelProvider,
+  type ModelResponse,
+  type ToolSchema,
+} from '../models/model-provider';
+import type { MessageEntity, MessageType } from './entities/message.entity';
+import type { ParkedCall, RunEntity, RunUsage } from './entities/run.entity';
+import type { StepEntity } from './entities/step.entity';
+import { EMPTY_USAGE, toLettaMessage } from './message.mapper';
+import { NewMessage, ProcessingRepository } from './processing.repository';
+import {
+  AGENT_PORT,
+  AgentPort,
+  EXECUTOR_PORT,
+  ExecutorPort,
+  MODELS_PORT,
+  ModelsPort,
+  TOOLS_PORT,
+  ToolsPort,
+} from './processing.ports';
+
+/** Why a run's abort signal fired. */
+type AbortWhy = 'cancelled' | 'interrupted' | 'max_wall_time';
+
+class RunStop extends Error {
+  constructor(
+    readonly reason: StopReason,
+    readonly detail: string | null = null,
+  ) {
+    super(detail ?? reason);
+  }
+}
+
+/** Everything one run needs while it is processed. */
+interface RunContext {
+  run: RunEntity;
+  agent: AgentRecord;
+  tools: ToolDefinition[];
+  setup: AgentToolSetup;
+  provider: ModelProvider;
+  controller: AbortController;
+  meta: ExecutionMeta;
+  usage: RunUsage;
+  /** Model calls already made in this batch (earlier runs of a resumed batch included). */
+  batchSteps: number;
+  maxSteps: number;
+  startedAt: number;
+  /** The batch's user message: always kept in context. */
+  currentMessageId: string | null;
+  parked: ParkedCall[] | null;
+  /** Set by a graceful shutdown: end at the next step boundary. */
+  stopAtBoundary: boolean;
+}
+
+export interface RunResult {
+  status: RunEntity['status'];
+  stopReason: StopReason;
+}
+
+/**
+ * The AgentProcessor: one batch (or one continuation of a parked batch) per run. Builds the context,
+ * offers the tools the executor allows, calls the model, persists every message before the next step,
+ * executes the calls through the ToolExecutor and applies the pure loop decision (src/core/loop).
+ */
+@Injectable()
+export class AgentProcessor {
+  private readonly logger = new Logger('AgentProcessor');
+  private readonly active = new Map<string, RunContext>();
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(CLOCK) private readonly clock: Clock,
+    @Inject(ID_GENERATOR) private readonly ids: IdGenerator,
+    private readonly repo: ProcessingRepository,
+    private readonly bus: RunEventsBus,
+    @Inject(AGENT_PORT) private readonly agents: AgentPort,
+    @Inject(TOOLS_PORT) private readonly toolsPort: ToolsPort,
+    @Inject(MODELS_PORT) private readonly models: ModelsPort,
+    @Inject(EXECUTOR_PORT) private readonly exec: ExecutorPort,
+  ) {}
+
+  isActive(runId: string): boolean {
+    return this.active.has(runId);
+  }
+
+  activeRunIds(agentId?: string): string[] {
+    return [...this.active.values()]
+      .filter((c) => !agentId || c.run.agent_id === agentId)
+      .map((c) => c.run.id);
+  }
+
+  /** Aborts a running run (model call and tool get the signal); false when it is not running here. */
+  abort(runId: string, why: AbortWhy): boolean {
+    const ctx = this.active.get(runId);
+    if (!ctx) return false;
+    if (!ctx.controller.signal.aborted) ctx.controller.abort(why);
+    return true;
+  }
+
+  /** Graceful shutdown: every running run ends at its next step boundary. */
+  stopAllAtBoundary(): void {
+    for (const ctx of this.active.values()) ctx.stopAtBoundary = true;
+  }
+
+  /** Processes one queued run to its end; never throws (failures end the run as failed). */
+  async process(runId: string): Promise<RunResult | null> {
+    const now = this.clock.now();
+    if (!(await this.repo.claimRun(runId, now))) return null;
+    const run = (await this.repo.findRunById(runId))!;
+    const controller = new AbortController();
+    const ctx: RunContext = {
+      run,
+      agent: null as unknown as AgentRecord,
+      tools: [],
+      setup: null as unknown as AgentToolSetup,
+      provider: null as unknown as ModelProvider,
+      controller,
+      meta: {
+        tenantId: run.tenant_id,
+        agentId: run.agent_id,
+        runId: run.id,
+        batchId: run.batch_id,
+        signal: controller.signal,
+      },
+      usage: { ...EMPTY_USAGE },
+      batchSteps: 0,
+      maxSteps: this.config.processing.default_max_steps,
+      startedAt: now,
+      currentMessageId: null,
+      parked: null,
+      stopAtBoundary: false,
+    };
+    this.active.set(run.id, ctx);
+    const wallTimer = setTimeout(
+      () => this.abort(run.id, 'max_wall_time'),
+      this.config.processing.max_batch_seconds * 1000,
+    );
+    wallTimer.unref();
+    this.publish(ctx, 'run.started', { batch_id: run.batch_id });
+
+    let stop: StopReason;
+    let detail: string | null = null;
+    try {
+      await this.load(ctx);
+      stop = await this.runBatch(ctx);
+    } catch (e) {
+      ({ stop, detail } = this.stopFor(ctx, e));
+    } finally {
+      clearTimeout(wallTimer);
+    }
+    return this.finish(ctx, stop, detail);
+  }
+
+  private async load(ctx: RunContext): Promise<void> {
+    const { run } = ctx;
+    ctx.agent = await this.agents.get(run.tenant_id, run.agent_id);
+    ctx.tools = await this.toolsPort.resolve(run.tenant_id, ctx.agent.tools);
+    ctx.setup = this.exec.setupFor(ctx.agent, ctx.tools);
+    ctx.provider = this.models.providerFor(ctx.agent.llm_config);
+    ctx.maxSteps =
+      run.input.max_steps ?? ctx.agent.max_steps ?? this.config.processing.default_max_steps;
+    ctx.batchSteps =
+      run.input.kind === 'resume' ? await this.repo.countBatchSteps(run.batch_id) : 0;
+  }
+
+  private async runBatch(ctx: RunContext): Promise<StopReason> {
+    const { run } = ctx;
+    let pass = this.exec.executor.newPass(ctx.setup, run.batch_id);
+    if (run.input.kind === 'resume') {
+      const early = await this.resumeParked(ctx, pass);
+      if (early) return early;
+    }
+    if (run.input.messages.length > 0) {
+      const rows = await this.write(
+        ctx,
+        run.input.messages.map((m) =>
+          this.msg(ctx, m.role === 'system' ? 'system_message' : 'user_message', {
+            content: m.content,
+            _input: true,
+          }),
+        ),
+      );
+      ctx.currentMessageId = rows[0].id;
+    }
+    for (;;) {
+      const outcome = await this.runPass(ctx, pass);
+      if (outcome.kind === 'stop') return outcome.reason;
+      // heartbeat: a new pass of the same batch, with the heartbeat message in history
+      await this.write(ctx, [
+        this.msg(ctx, 'user_message', {
+          content: heartbeatText(outcome.toolName, new Date(this.clock.now())),
+        }),
+      ]);
+      pass = this.exec.executor.newPass(ctx.setup, run.batch_id);
+    }
+  }
+
+  /** A continuation of a parked batch: the parked calls run (or are refused) through the executor first. */
+  private async resumeParked(ctx: RunContext, pass: PassState): Promise<StopReason | null> {
+    const { run } = ctx;
+    const parkedRun = await this.repo.findRunById(run.input.resumes_run_id ?? '');
+    const calls = parkedRun?.parked ?? [];
+    if (run.input.approvals?.length) {
+      const approvals = run.input.approvals.map((a) => ({
+        type: 'approval',
+        tool_call_id: a.tool_call_id,
+        approve: a.approve,
+        reason: a.reason ?? null,
+      }));
+      await this.write(ctx, [
+        this.msg(ctx, 'approval_response_message', {
+          approvals,
+          approve: approvals.length === 1 ? approvals[0].approve : undefined,
+          approval_request_id: calls.length === 1 ? calls[0].request_id : undefined,
+          reason: approvals.length === 1 ? approvals[0].reason : undefined,
+        }),
+      ]);
+    }
+    if (run.input.cancel) {
+      await this.persistOutcomes(
+        ctx,
+        calls.map((c) => deniedOutcome(c, 'cancelled by the user')),
+        (id) => calls.find((c) => c.tool_call_id === id)?.step_id ?? null,
+      );
+      return 'cancelled';
+    }
+    if (calls.length > 0) {
+      this.publish(ctx, 'tools.executing', {
+        step: ctx.batchSteps,
+        tools: calls.map((c) => c.name),
+      });
+      const outcomes = await this.exec.executor.executeBatch(
+        ctx.setup,
+        pass,
+        calls.map((c) => ({ toolCallId: c.tool_call_id, name: c.name, arguments: c.arguments })),
+        ctx.meta,
+      );
+      const stepOf = new Map(calls.map((c) => [c.tool_call_id, c.step_id]));
+      const parkedAgain = await this.persistOutcomes(ctx, outcomes, (id) => stepOf.get(id) ?? null);
+      if (parkedAgain.length) {
+        ctx.parked = parkedAgain;
+        return 'requires_approval';
+      }
+    }
+    throwIfAborted(ctx);
+    return null;
+  }
+
+  private async runPass(
+    ctx: RunContext,
+    pass: PassState,
+  ): Promise<{ kind: 'stop'; reason: StopReason } | { kind: 'heartbeat'; toolName: string }> {
+    let reminders = 0;
+    for (;;) {
+      this.checkBudgets(ctx);
+      const allowed = await this.exec.executor.allowedTools(ctx.setup, pass);
+      const offered = ctx.tools.filter((t) => allowed.tools.includes(t.name));
+      const schemas: ToolSchema[] = offered.map((t) => this.models.toolSchemaFor(t));
+      const toolChoice: 'auto' | 'none' | { name: string } =
+        allowed.force && allowed.tools.includes(allowed.force)
+          ? { name: allowed.force }
+          : schemas.length > 0
+            ? 'auto'
+            : 'none';
+
+      const history = await this.repo.loadHistory(ctx.run.agent_id);
+      const llm = ctx.agent.llm_config;
+      const window = llm.context_window ?? 8192;
+      const reserve =
+        (llm.max_tokens ?? Math.min(1024, Math.floor(window / 4))) +
+        this.models.countTokens(JSON.stringify(schemas));
+      const messages = buildContext({
+        system: ctx.agent.system,
+        blocks: ctx.agent.blocks,
+        history,
+        currentMessageId: ctx.currentMessageId,
+        contextWindow: window,
+        reserveTokens: reserve,
+        countTokens: (t) => this.models.countTokens(t),
+      });
+
+      const stepNumber = ctx.batchSteps + 1;
+      const stepId = this.ids.prefixed('step');
+      this.publish(ctx, 'step.started', { step: stepNumber, step_id: stepId });
+      let response: ModelResponse;
+      try {
+        response = await ctx.provider.complete({
+          llmConfig: llm,
+          messages,
+          tools: schemas,
+          toolChoice,
+          stream: false,
+          script: ctx.agent.model_script ?? undefined,
+          batchStep: ctx.batchSteps,
+          signal: ctx.controller.signal,
+        });
+      } catch (e) {
+        throwIfAborted(ctx);
+        throw e;
+      }
+      ctx.batchSteps++;
+      ctx.usage.step_count++;
+      ctx.usage.prompt_tokens += response.usage.prompt_tokens;
+      ctx.usage.completion_tokens += response.usage.completion_tokens;
+      ctx.usage.total_tokens += response.usage.total_tokens;
+
+      const calls = response.toolCalls.map((c): ToolCallRequest => ({
+        toolCallId: c.id,
+        name: c.name,
+        arguments: parseArgs(c.argumentsText),
+      }));
+      const step: StepEntity = {
+        id: stepId,
+        tenant_id: ctx.run.tenant_id,
+        agent_id: ctx.run.agent_id,
+        run_id: ctx.run.id,
+        batch_id: ctx.run.batch_id,
+        step_number: stepNumber,
+        model: llm.model ?? null,
+        usage: response.usage,
+        finish_reason: response.finishReason,
+        created_at: this.clock.now(),
+      };
+      await this.write(ctx, this.assistantTurn(ctx, stepId, response), step);
+
+      let outcomes: ToolOutcome[] = [];
+      if (calls.length > 0) {
+        this.publish(ctx, 'tools.executing', { step: stepNumber, tools: calls.map((c) => c.name) });
+        outcomes = await this.exec.executor.executeBatch(ctx.setup, pass, calls, ctx.meta);
+        const parked = await this.persistOutcomes(ctx, outcomes, () => stepId);
+        if (parked.length) ctx.parked = parked;
+        if (outcomes.some((o) => o.kind === 'executed' && o.toolName.startsWith('core_memory'))) {
+          ctx.agent = await this.agents.get(ctx.run.tenant_id, ctx.run.agent_id);
+        }
+      }
+      throwIfAborted(ctx);
+
+      const decision: LoopDecision = decideAfterTurn({
+        outcomes,
+        pendingExitRequirements: await this.exec.executor.pendingExitRequirements(ctx.setup, pass),
+        rules: ctx.agent.tool_rules,
+        remindersGiven: reminders,
+        maxReminders: this.config.processing.max_reminders,
+      });
+      switch (decision.kind) {
+        case 'park':
+          return { kind: 'stop', reason: 'requires_approval' };
+        case 'continue':
+          continue;
+        case 'remind':
+          reminders++;
+          await this.write(ctx, [
+            this.msg(ctx, 'user_message', { content: reminderText(decision.missing) }),
+          ]);
+          continue;
+        case 'heartbeat':
+          return { kind: 'heartbeat', toolName: decision.toolName };
+        case 'end':
+          return { kind: 'stop', reason: decision.stopReason };
+      }
+    }
+  }
+
+  private checkBudgets(ctx: RunContext): void {
+    throwIfAborted(ctx);
+    if (ctx.stopAtBoundary) throw new RunStop('error', 'interrupted');
+    if (ctx.batchSteps >= ctx.maxSteps) throw new RunStop('max_steps');
+    const maxTokens = this.config.processing.max_tokens_per_batch;
+    if (maxTokens > 0 && ctx.usage.total_tokens >= maxTokens) {
+      throw new RunStop('max_tokens_exceeded', `token budget of ${maxTokens} reached`);
+    }
+    if (this.clock.now() - ctx.startedAt >= this.config.processing.max_batch_seconds * 1000) {
+      throw new RunStop('max_wall_time');
+    }
+  }
+
+  /** The model's turn as Letta messages: reasoning, text, one tool_call_message per call. */
+  private assistantTurn(ctx: RunContext, stepId: string, r: ModelResponse): NewMessage[] {
+    const out: NewMessage[] = [];
+    if (r.reasoning)
+      out.push(this.msg(ctx, 'reasoning_message', { reasoning: r.reasoning }, stepId));
+    if (r.content) out.push(this.msg(ctx, 'assistant_message', { content: r.content }, stepId));
+    for (const c of r.toolCalls) {
+      out.push(
+        this.msg(
+          ctx,
+          'tool_call_message',
+          { tool_call: { name: c.name, arguments: c.argumentsText, tool_call_id: c.id } },
+          stepId,
+        ),
+      );
+      if (c.name === 'send_message') {
+        // Letta clients read the agent's words from assistant_message
+        const args = parseArgs(c.argumentsText);
+        const text = typeof args === 'object' ? args.message : undefined;
+        if (typeof text === 'string') {
+          out.push(this.msg(ctx, 'assistant_message', { content: text, _derived: true }, stepId));
+        }
+      }
+    }
+    return out;
+  }
+
+  /** Persists a tool return per outcome, or an approval request for a parked one; returns the parked calls. */
+  private async persistOutcomes(
+    ctx: RunContext,
+    outcomes: ToolOutcome[],
+    stepOf: (toolCallId: string) => string | null,
+  ): Promise<ParkedCall[]> {
+    const rows: NewMessage[] = [];
+    const parked: ParkedCall[] = [];
+    for (const o of outcomes) {
+      const stepId = stepOf(o.toolCallId);
+      if (o.kind === 'consent_required') {
+        const args = JSON.stringify(o.arguments);
+        const toolCall = { name: o.toolName, arguments: args, tool_call_id: o.toolCallId };
+        rows.push(
+          this.msg(
+            ctx,
+            'approval_request_message',
+            { tool_call: toolCall, tool_calls: [toolCall], request_id: o.consentRequestId ?? null },
+            stepId,
+          ),
+        );
+        parked.push({
+          tool_call_id: o.toolCallId,
+          name: o.toolName,
+          arguments: o.arguments,
+          request_id: o.consentRequestId ?? null,
+          step_id: stepId,
+        });
+        continue;
+      }
+      rows.push(
+        this.msg(
+          ctx,
+          'tool_return_message',
+          {
+            tool_return: o.returnValue,
+            status: o.status,
+            tool_call_id: o.toolCallId,
+            name: o.toolName,
+            ...(o.error ? { error_type: o.error.type } : {}),
+          },
+          stepId,
+        ),
+      );
+    }
+    await this.write(ctx, rows);
+    return parked;
+  }
+
+  private stopFor(ctx: RunContext, e: unknown): { stop: StopReason; detail: string | null } {
+    if (e instanceof RunStop) return { stop: e.reason, detail: e.detail };
+    if (ctx.controller.signal.aborted) {
+      const s = stopForAbort(ctx);
+      return { stop: s.reason, detail: s.detail };
+    }
+    if (e instanceof ModelError) {
+      return { stop: e.kind === 'cancelled' ? 'cancelled' : e.kind, detail: e.message };
+    }
+    const message = e instanceof Error ? e.message : String(e);
+    if ((e as { code?: string })?.code === 'NOT_FOUND') return { stop: 'error', detail: message };
+    this.logger.error(`run ${ctx.run.id} failed: ${e instanceof Error ? e.stack : message}`);
+    return { stop: 'error', detail: message };
+  }
+
+  private async finish(
+    ctx: RunContext,
+    stop: StopReason,
+    detail: string | null,
+  ): Promise<RunResult> {
+    const { run } = ctx;
+    const status = runStatusFor(stop);
+    try {
+      if (stop !== 'requires_approval') await this.exec.executor.completeBatch(run.batch_id);
+      await this.repo.finishRun(
+        run.id,
+        {
+          status,
+          stop_reason: stop,
+          usage: ctx.usage,
+          error: detail,
+          parked: stop === 'requires_approval' ? ctx.parked : null,
+        },
+        this.clock.now(),
+      );
+      if (ctx.agent) await this.agents.setLastStopReason(run.tenant_id, run.agent_id, stop);
+    } catch (e) {
+      this.logger.error(`run ${run.id}: could not record its end: ${String(e)}`);
+    } finally {
+      this.active.delete(run.id);
+    }
+    this.publish(ctx, 'run.completed', {
+      status,
+      stop_reason: stop,
+      usage: ctx.usage,
+      error: detail,
+    });
+    return { status, stopReason: stop };
+  }
+
+  private msg(
+    ctx: RunContext,
+    type: MessageType,
+    payload: Record<string, unknown>,
+    stepId: string | null = null,
+  ): NewMessage {
+    return {
+      id: this.ids.prefixed('message'),
+      tenant_id: ctx.run.tenant_id,
+      agent_id: ctx.run.agent_id,
+      run_id: ctx.run.id,
+      step_id: stepId,
+      batch_id: ctx.run.batch_id,
+      message_type: type,
+      payload,
+      created_at: this.clock.now(),
+    };
+  }
+
+  private async write(
+    ctx: RunContext,
+    rows: NewMessage[],
+    step?: StepEntity,
+  ): Promise<MessageEntity[]> {
+    const stored = await this.repo.append(ctx.run.agent_id, rows, step);
+    for (const m of stored) {
+      this.publish(ctx, m.payload._input ? 'input_message' : 'message', toLettaMessage(m));
+    }
+    return stored;
+  }
+
+  private publish(ctx: RunContext, type: string, data: Record<string, unknown>): void {
+    this.bus.publish({
+      tenantId: ctx.run.tenant_id,
+      agentId: ctx.run.agent_id,
+      runId: ctx.run.id,
+      type,
+      data,
+    });
+  }
+}
+
+/** A parked call refused without asking the executor (the run was cancelled while it waited). */
+function deniedOutcome(c: ParkedCall, reason: string): ToolOutcome {
+  return {
+    toolCallId: c.tool_call_id,
+    toolName: c.name,
+    arguments: c.arguments,
+    kind: 'refused',
+    status: 'error',
+    returnValue: `[PermissionDenied] ${c.name} was not run: ${reason}`,
+    error: { type: 'PermissionDenied', message: reason },
+    requestHeartbeat: false,
+    continueLoop: false,
+    exitLoop: false,
+  };
+}
+
+function stopForAbort(ctx: RunContext): RunStop {
+  const why = ctx.controller.signal.reason as AbortWhy;
+  return why === 'interrupted' ? new RunStop('error', 'interrupted') : new RunStop(why);
+}
+
+function throwIfAborted(ctx: RunContext): void {
+  if (ctx.controller.signal.aborted) throw stopForAbort(ctx);
+}
+
+/** The parsed arguments object, or the raw text when it is not a JSON object (the executor refuses it). */
+function parseArgs(text: string): Record<string, unknown> | string {
+  if (text.trim() === '') return {};
+  try {
+    const v: unknown = JSON.parse(text);
+    return typeof v === 'object' && v !== null && !Array.isArray(v)
+      ? (v as Record<string, unknown>)
+      : text;
+  } catch {
+    return text;
+  }
+}

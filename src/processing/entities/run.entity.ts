@@ -1,0 +1,85 @@
+import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
+import { EpochMsColumn, JsonColumn } from '../../database/columns';
+import type { RunStatus, StopReason } from '../../core/loop/stop-reason';
+
+export interface RunUsage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  step_count: number;
+}
+
+/** What the request asked for; kept with the run so a queued run survives a restart. */
+export interface RunInput {
+  kind: 'message' | 'resume';
+  /** How the client asked: answered at once (`async`) or waited on (`sync`, `stream`). */
+  mode: 'sync' | 'stream' | 'async';
+  /** The user messages of the request, as `{role, content}` with text content. */
+  messages: { role: string; content: string }[];
+  max_steps?: number | null;
+  /** resume: the parked run continued by this one. */
+  resumes_run_id?: string;
+  /** Approvals as the client sent them (in-band), for the approval_response_message. */
+  approvals?: { tool_call_id: string; approve: boolean; reason?: string | null }[];
+  /** resume after a cancellation: the parked calls are denied and the batch ends `cancelled`. */
+  cancel?: boolean;
+}
+
+/** A parked call waiting for a decision (stop reason requires_approval). */
+export interface ParkedCall {
+  tool_call_id: string;
+  name: string;
+  arguments: Record<string, unknown>;
+  request_id: string | null;
+  step_id: string | null;
+}
+
+@Entity('runs')
+@Index('idx_runs_agent', ['tenant_id', 'agent_id', 'created_at'])
+@Index('idx_runs_status', ['status'])
+export class RunEntity {
+  @PrimaryColumn({ type: 'varchar' })
+  id!: string;
+
+  @Column({ type: 'varchar' })
+  tenant_id!: string;
+
+  @Column({ type: 'varchar' })
+  agent_id!: string;
+
+  @Column({ type: 'varchar' })
+  status!: RunStatus;
+
+  @Column({ type: 'varchar', nullable: true })
+  stop_reason!: StopReason | null;
+
+  @Column({ type: 'varchar' })
+  batch_id!: string;
+
+  @JsonColumn()
+  input!: RunInput;
+
+  @JsonColumn({ nullable: true })
+  usage!: RunUsage | null;
+
+  /** Failure detail (`interrupted`, the provider's message). */
+  @Column({ type: 'text', nullable: true })
+  error!: string | null;
+
+  /** Calls parked for consent; cleared when a continuation run claims them. */
+  @JsonColumn({ nullable: true })
+  parked!: ParkedCall[] | null;
+
+  /** The run that continued this parked one. */
+  @Column({ type: 'varchar', nullable: true })
+  continued_by!: string | null;
+
+  @EpochMsColumn()
+  created_at!: number;
+
+  @EpochMsColumn({ nullable: true })
+  started_at!: number | null;
+
+  @EpochMsColumn({ nullable: true })
+  completed_at!: number | null;
+}

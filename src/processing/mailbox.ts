@@ -1,0 +1,92 @@
+import { Logger } from '@nestjs/common';
+
+/** A unit of work for one agent: a run to process. */
+export interface MailboxJob {
+  runId: string;
+  /** Continuations (consent resumptions) go ahead of waiting user messages. */
+  priority: boolean;
+}
+
+interface AgentQueue {
+  jobs: MailboxJob[];
+  running: boolean;
+}
+
+/**
+ * One batch at a time per agent, in arrival order (priority jobs first); many agents at once.
+ * The queue is in memory; durability comes from the run rows (status `created`), which boot re-enqueues.
+ */
+export class Mailbox {
+  private readonly queues = new Map<string, AgentQueue>();
+  private readonly idle = new Set<() => void>();
+  private closed = false;
+  private active = 0;
+  private readonly logger = new Logger('Mailbox');
+
+  constructor(private readonly handler: (job: MailboxJob) => Promise<void>) {}
+
+  /** Queues a job; false once the mailbox is closed (shutting down: the run stays `created`). */
+  enqueue(agentId: string, job: MailboxJob): boolean {
+    if (this.closed) return false;
+    let q = this.queues.get(agentId);
+    if (!q) this.queues.set(agentId, (q = { jobs: [], running: false }));
+    if (job.priority) {
+      const firstNormal = q.jobs.findIndex((j) => !j.priority);
+      q.jobs.splice(firstNormal < 0 ? q.jobs.length : firstNormal, 0, job);
+    } else {
+      q.jobs.push(job);
+    }
+    if (!q.running) this.drain(agentId, q);
+    return true;
+  }
+
+  /** Removes a queued job; false when it is not waiting (running or unknown). */
+  remove(agentId: string, runId: string): boolean {
+    const q = this.queues.get(agentId);
+    const i = q?.jobs.findIndex((j) => j.runId === runId) ?? -1;
+    if (!q || i < 0) return false;
+    q.jobs.splice(i, 1);
+    return true;
+  }
+
+  queued(agentId: string): string[] {
+    return this.queues.get(agentId)?.jobs.map((j) => j.runId) ?? [];
+  }
+
+  /** Stops taking jobs: what is queued stays queued (its rows stay `created` for the next boot). */
+  close(): void {
+    this.closed = true;
+    for (const q of this.queues.values()) q.jobs.length = 0;
+  }
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  /** Resolves when no job is running. */
+  whenIdle(): Promise<void> {
+    if (this.active === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idle.add(resolve));
+  }
+
+  private drain(agentId: string, q: AgentQueue): void {
+    const job = q.jobs.shift();
+    if (!job || this.closed) {
+      q.running = false;
+      if (q.jobs.length === 0) this.queues.delete(agentId);
+      return;
+    }
+    q.running = true;
+    this.active++;
+    this.handler(job)
+      .catch((e: unknown) => this.logger.error(`run ${job.runId}: ${String(e)}`))
+      .finally(() => {
+        this.active--;
+        if (this.active === 0) {
+          for (const r of this.idle) r();
+          this.idle.clear();
+        }
+        this.drain(agentId, q);
+      });
+  }
+}

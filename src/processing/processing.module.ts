@@ -1,0 +1,55 @@
+import { Module, OnModuleInit } from '@nestjs/common';
+import { AgentsModule } from '../agents/agents.module';
+import { AgentsService } from '../agents/agents.service';
+import { ModelsModule } from '../models/models.module';
+import { BuiltinToolHandlers } from '../tools/builtin-tool-handlers';
+import { AgentProcessor } from './agent-processor.service';
+import { HistoryService } from './history.service';
+import { MessagesController } from './messages.controller';
+import { MessagingService } from './messaging.service';
+import { PROCESSING_ADAPTERS } from './processing.adapters';
+import { ProcessingLifecycle } from './processing-lifecycle.service';
+import { ProcessingRepository } from './processing.repository';
+
+import { RunsController } from './runs.controller';
+
+/** The AgentProcessor, its mailbox, runs/steps/messages and the messaging and runs API. */
+@Module({
+  imports: [ModelsModule, AgentsModule],
+  controllers: [MessagesController, RunsController],
+  providers: [
+    ...PROCESSING_ADAPTERS,
+    ProcessingRepository,
+    AgentProcessor,
+    MessagingService,
+    HistoryService,
+    ProcessingLifecycle,
+  ],
+  exports: [MessagingService, HistoryService],
+})
+export class ProcessingModule implements OnModuleInit {
+  constructor(
+    private readonly handlers: BuiltinToolHandlers,
+    private readonly repo: ProcessingRepository,
+    private readonly agents: AgentsService,
+  ) {}
+
+  onModuleInit(): void {
+    this.agents.registerPendingApprovalSource((tenantId, agentId) =>
+      this.repo.pendingApproval(tenantId, agentId),
+    );
+    this.handlers.register('conversation_search', async (args, ctx) => {
+      const query = typeof args.query === 'string' ? args.query : '';
+      const limit = typeof args.limit === 'number' && args.limit > 0 ? Math.min(args.limit, 50) : 5;
+      const hits = await this.repo.searchMessages(ctx.tenantId, ctx.agentId, query, limit);
+      if (hits.length === 0) return `No results found for "${query}".`;
+      return JSON.stringify(
+        hits.map((m) => ({
+          date: new Date(m.created_at).toISOString(),
+          role: m.message_type === 'user_message' ? 'user' : 'assistant',
+          content: m.payload.content,
+        })),
+      );
+    });
+  }
+}

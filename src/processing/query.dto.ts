@@ -1,0 +1,89 @@
+import { validationFailed, type ValidationProblem } from '../common/domain-error';
+import type { RunStatus } from '../core/loop/stop-reason';
+
+export interface HistoryQuery {
+  limit: number;
+  before?: string;
+  after?: string;
+  order: 'asc' | 'desc';
+}
+
+export interface RunsQuery extends HistoryQuery {
+  agentId?: string;
+  statuses?: RunStatus[];
+}
+
+const STATUSES: RunStatus[] = ['created', 'running', 'completed', 'failed', 'cancelled'];
+
+function page(
+  q: Record<string, unknown>,
+  problems: ValidationProblem[],
+  defaultLimit: number,
+): HistoryQuery {
+  const out: HistoryQuery = { limit: defaultLimit, order: 'desc' };
+  if (q.limit !== undefined) {
+    const n = Number(q.limit);
+    if (typeof q.limit !== 'string' || !Number.isInteger(n) || n < 1 || n > 1000) {
+      problems.push({ path: 'limit', message: 'must be a whole number from 1 to 1000' });
+    } else out.limit = n;
+  }
+  if (q.order !== undefined) {
+    if (q.order !== 'asc' && q.order !== 'desc') {
+      problems.push({ path: 'order', message: 'must be "asc" or "desc"' });
+    } else out.order = q.order;
+  }
+  for (const key of ['before', 'after'] as const) {
+    const v = q[key];
+    if (v === undefined || v === '') continue;
+    if (typeof v !== 'string' || v.length > 200) {
+      problems.push({ path: key, message: 'must be an id' });
+    } else out[key] = v;
+  }
+  return out;
+}
+
+/** `GET /v1/agents/{id}/messages?limit&before&after&order`. */
+export function parseHistoryQuery(q: Record<string, unknown>): HistoryQuery {
+  const problems: ValidationProblem[] = [];
+  const out = page(q, problems, 100);
+  if (problems.length) throw validationFailed(problems, 'query is invalid');
+  return out;
+}
+
+/** `GET /v1/runs/?agent_id&statuses&limit&before&after&order`. */
+export function parseRunsQuery(q: Record<string, unknown>): RunsQuery {
+  const problems: ValidationProblem[] = [];
+  const out: RunsQuery = page(q, problems, 100);
+  const agent = q.agent_id ?? q.agent_ids;
+  if (agent !== undefined) {
+    const id: unknown = Array.isArray(agent) ? agent[0] : agent;
+    if (typeof id !== 'string') problems.push({ path: 'agent_id', message: 'must be an agent id' });
+    else out.agentId = id;
+  }
+  const st = q.statuses ?? q.status;
+  if (st !== undefined) {
+    const raw: unknown[] = Array.isArray(st) ? st : typeof st === 'string' ? st.split(',') : [st];
+    const list = raw.map((v) => (typeof v === 'string' ? v : JSON.stringify(v)));
+    const bad = list.filter((s) => !STATUSES.includes(s as RunStatus));
+    if (bad.length) {
+      problems.push({ path: 'statuses', message: `must be among ${STATUSES.join(', ')}` });
+    } else out.statuses = list as RunStatus[];
+  }
+  if (q.active === 'true') out.statuses = ['created', 'running'];
+  if (problems.length) throw validationFailed(problems, 'query is invalid');
+  return out;
+}
+
+/** `POST /v1/agents/{id}/messages/cancel` body: optional `{run_ids: [...]}`. */
+export function parseCancel(body: unknown): string[] | null {
+  if (body === undefined || body === null) return null;
+  if (typeof body !== 'object' || Array.isArray(body)) {
+    throw validationFailed([{ path: '', message: 'body must be a JSON object' }]);
+  }
+  const ids = (body as Record<string, unknown>).run_ids;
+  if (ids === undefined || ids === null) return null;
+  if (!Array.isArray(ids) || ids.some((i) => typeof i !== 'string')) {
+    throw validationFailed([{ path: 'run_ids', message: 'must be an array of run ids' }]);
+  }
+  return ids as string[];
+}

@@ -1,0 +1,130 @@
+/* eslint-disable @typescript-eslint/no-explicit-any */
+import Letta from '@letta-ai/letta-client';
+import { startApp, TestApp } from '../support/app-harness';
+import { FakeModelServer, startFakeModelServer } from '../support/fake-model-server';
+
+describe('messages: the loop through the fake model server', () => {
+  let t: TestApp;
+  let fake: FakeModelServer;
+  let client: Letta;
+
+  beforeAll(async () => {
+    fake = await startFakeModelServer();
+    t = await startApp();
+    client = new Letta({ baseURL: t.baseUrl, apiKey: 'none', maxRetries: 0 });
+  });
+  afterAll(async () => {
+    await t.close();
+    await fake.close();
+  });
+  beforeEach(() => fake.reset());
+
+  const post = async (path: string, body: unknown) => {
+    const res = await fetch(`${t.baseUrl}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    return { status: res.status, body: (await res.json()) as any };
+  };
+
+  async function anAgent(over: Record<string, unknown> = {}): Promise<string> {
+    const res = await post('/v1/agents/', {
+      name: `agent-${Math.random().toString(36).slice(2)}`,
+      system: 'You are a test agent.',
+      llm_config: {
+        model: 'fake',
+        model_endpoint_type: 'openai',
+        model_endpoint: fake.baseUrl,
+        context_window: 8000,
+      },
+      include_base_tools: true,
+      ...over,
+    });
+    expect(res.status).toBe(200);
+    return res.body.id as string;
+  }
+
+  it('a plain answer: stored, returned in Letta shape, readable in history', async () => {
+    const agentId = await anAgent({ memory_blocks: [{ label: 'human', value: 'Ann' }] });
+    fake.push({ content: 'Hello Ann', reasoning: 'greet' });
+    const res: any = await client.agents.messages.create(agentId, {
+      messages: [{ role: 'user', content: 'hi' }],
+    });
+    expect(res.stop_reason).toEqual({ message_type: 'stop_reason', stop_reason: 'end_turn' });
+    expect(res.messages.map((m: any) => m.message_type)).toEqual([
+      'reasoning_message',
+      'assistant_message',
+    ]);
+    expect(res.messages[1].content).toBe('Hello Ann');
+    expect(res.usage).toMatchObject({ message_type: 'usage_statistics', step_count: 1 });
+    expect(fake.requests[0].system).toContain('### human\nAnn');
+    expect(fake.requests[0].messages.at(-1)).toEqual({ role: 'user', content: 'hi' });
+
+    const history = (await (
+      await fetch(`${t.baseUrl}/v1/agents/${agentId}/messages?order=asc`)
+    ).json()) as any[];
+    expect(history.map((m) => m.message_type)).toEqual([
+      'user_message',
+      'reasoning_message',
+      'assistant_message',
+    ]);
+    expect(history.map((m) => m.seq_id)).toEqual([1, 2, 3]);
+    expect(history[0].content).toBe('hi');
+  });
+
+  it('send_message: a tool_call_message, an assistant_message and its tool return', async () => {
+    const agentId = await anAgent();
+    fake.push({ tool_calls: [{ name: 'send_message', arguments: { message: 'Hi there' } }] });
+    const res: any = await client.agents.messages.create(agentId, {
+      messages: [{ role: 'user', content: 'hello' }],
+    });
+    expect(res.messages.map((m: any) => m.message_type)).toEqual([
+      'tool_call_message',
+      'assistant_message',
+      'tool_return_message',
+    ]);
+    expect(res.messages[1].content).toBe('Hi there');
+    expect(res.messages[0].tool_call).toMatchObject({ name: 'send_message' });
+    expect(res.stop_reason.stop_reason).toBe('end_turn');
+    // request_heartbeat is offered on every tool
+    const sendSchema = fake.requests[0].tools.find((x: any) => x.function.name === 'send_message');
+    expect(sendSchema.function.parameters.properties.request_heartbeat).toBeDefined();
+  });
+
+  it('a model error ends the run failed with llm_api_error', async () => {
+    const agentId = await anAgent();
+    fake.push({ status: 400, body: { error: { message: 'bad model request' } } });
+    const res = await post(`/v1/agents/${agentId}/messages`, {
+      messages: [{ role: 'user', content: 'x' }],
+    });
+    expect(res.status).toBe(200);
+    expect(res.body.stop_reason.stop_reason).toBe('llm_api_error');
+    const run: any = await (await fetch(`${t.baseUrl}/v1/runs/${res.body.run_id}`)).json();
+    expect(run.status).toBe('failed');
+  });
+
+  it('bad input is a clear 4xx', async () => {
+    const agentId = await anAgent();
+    expect((await post(`/v1/agents/${agentId}/messages`, { messages: [] })).status).toBe(400);
+    expect(
+      (await post(`/v1/agents/${agentId}/messages`, { messages: [{ role: 'user', content: 5 }] }))
+        .body.code,
+    ).toBe('VALIDATION_FAILED');
+    expect(
+      (
+        await post(`/v1/agents/agent-00000000-0000-0000-0000-000000000000/messages`, {
+          messages: [{ role: 'user', content: 'x' }],
+        })
+      ).status,
+    ).toBe(404);
+    expect(
+      (
+        await post(`/v1/agents/${agentId}/messages`, {
+          messages: [{ role: 'user', content: 'x' }],
+          max_steps: 0,
+        })
+      ).status,
+    ).toBe(400);
+  });
+});

@@ -1,0 +1,102 @@
+import {
+  buildContext,
+  HistoryMessage,
+  renderSystemPrompt,
+  toChatUnits,
+} from '../../../../src/core/loop/context-builder';
+
+let n = 0;
+const m = (
+  message_type: string,
+  payload: Record<string, unknown>,
+  step_id: string | null = null,
+): HistoryMessage => ({ id: `m${++n}`, message_type, step_id, payload });
+const user = (content: string) => m('user_message', { content });
+const call = (step: string, id: string, name = 'search') =>
+  m('tool_call_message', { tool_call: { name, arguments: '{"q":1}', tool_call_id: id } }, step);
+const ret = (step: string, id: string, value = 'r') =>
+  m('tool_return_message', { tool_return: value, status: 'success', tool_call_id: id }, step);
+const chars = (t: string) => t.length;
+
+describe('renderSystemPrompt', () => {
+  it('renders memory blocks as ### sections after the system prompt', () => {
+    expect(
+      renderSystemPrompt('You are X.', [
+        { label: 'human', value: 'Ann' },
+        { label: 'persona', value: 'kind' },
+      ]),
+    ).toBe('You are X.\n\n### human\nAnn\n\n### persona\nkind');
+  });
+});
+
+describe('toChatUnits', () => {
+  it('groups an assistant turn with its tool results, dropping calls without a result', () => {
+    const units = toChatUnits([
+      user('hi'),
+      m('reasoning_message', { reasoning: 'think' }, 's1'),
+      m('assistant_message', { content: 'hello' }, 's1'),
+      call('s1', 'c1'),
+      call('s1', 'c2'),
+      m('assistant_message', { content: 'said', _derived: true }, 's1'),
+      ret('s1', 'c1', 'found'),
+    ]);
+    expect(units.map((u) => u.messages)).toEqual([
+      [{ role: 'user', content: 'hi' }],
+      [
+        {
+          role: 'assistant',
+          content: 'hello',
+          tool_calls: [
+            { id: 'c1', type: 'function', function: { name: 'search', arguments: '{"q":1}' } },
+          ],
+        },
+        { role: 'tool', tool_call_id: 'c1', content: 'found' },
+      ],
+    ]);
+  });
+
+  it('a parked call (tool_call + approval_request) resumed later appears once, with its result', () => {
+    const units = toChatUnits([
+      user('pay'),
+      call('s1', 'c1', 'pay'),
+      m(
+        'approval_request_message',
+        { tool_call: { name: 'pay', arguments: '{}', tool_call_id: 'c1' } },
+        's1',
+      ),
+      m('approval_response_message', { approvals: [] }),
+      ret('s1', 'c1', 'paid'),
+      m('assistant_message', { content: 'done' }, 's2'),
+    ]);
+    expect(units).toHaveLength(3);
+    const turn = units[1].messages;
+    expect(turn[0]).toMatchObject({ role: 'assistant', tool_calls: [{ id: 'c1' }] });
+    expect(turn[1]).toEqual({ role: 'tool', tool_call_id: 'c1', content: 'paid' });
+  });
+});
+
+describe('buildContext', () => {
+  const history = [user('old one'), user('old two'), user('current message')];
+  const rows: [string, number, string[]][] = [
+    ['everything fits', 1000, ['old one', 'old two', 'current message']],
+    [
+      'only the newest history fits',
+      100 + 'system'.length + 4 + 15 + 4 + 7,
+      ['old two', 'current message'],
+    ],
+    ['the current message is kept even when nothing fits', 0, ['current message']],
+  ];
+  it.each(rows)('%s', (_name, window, expected) => {
+    const out = buildContext({
+      system: 'system',
+      blocks: [],
+      history,
+      currentMessageId: history[2].id,
+      contextWindow: window,
+      reserveTokens: 100,
+      countTokens: chars,
+    });
+    expect(out[0]).toEqual({ role: 'system', content: 'system' });
+    expect(out.slice(1).map((c) => c.content)).toEqual(expected);
+  });
+});

@@ -1,0 +1,145 @@
+import {
+  decideAfterTurn,
+  LoopDecision,
+  OutcomeView,
+  requiredNextTools,
+  TurnView,
+} from '../../../../src/core/loop/loop-decision';
+import type { ToolRule } from '../../../../src/core/rules/tool-rule';
+
+const ran = (toolName: string, o: Partial<OutcomeView> = {}): OutcomeView => ({
+  toolName,
+  kind: 'executed',
+  status: 'success',
+  requestHeartbeat: false,
+  continueLoop: false,
+  exitLoop: false,
+  returnValue: 'ok',
+  ...o,
+});
+
+const view = (outcomes: OutcomeView[], o: Partial<TurnView> = {}): TurnView => ({
+  outcomes,
+  pendingExitRequirements: [],
+  rules: [],
+  remindersGiven: 0,
+  maxReminders: 3,
+  ...o,
+});
+
+describe('decideAfterTurn', () => {
+  const rows: [string, TurnView, LoopDecision][] = [
+    ['no tool call ends the turn', view([]), { kind: 'end', stopReason: 'end_turn' }],
+    [
+      'a plain call without heartbeat ends the turn',
+      view([ran('search')]),
+      { kind: 'end', stopReason: 'end_turn' },
+    ],
+    [
+      'request_heartbeat on a call that ran → heartbeat',
+      view([ran('search', { requestHeartbeat: true })]),
+      { kind: 'heartbeat', toolName: 'search' },
+    ],
+    [
+      'continue_loop on every call → same pass',
+      view([ran('a', { continueLoop: true }), ran('b', { continueLoop: true })]),
+      { kind: 'continue', reason: 'continue_loop' },
+    ],
+    [
+      'continue_loop on only one of two calls ends',
+      view([ran('a', { continueLoop: true }), ran('b')]),
+      { kind: 'end', stopReason: 'end_turn' },
+    ],
+    [
+      'a refused call → self-correction in the same pass (not a heartbeat)',
+      view([ran('a', { kind: 'refused', status: 'error', requestHeartbeat: false })]),
+      { kind: 'continue', reason: 'self_correction' },
+    ],
+    [
+      'a failed call with request_heartbeat → self-correction, not heartbeat',
+      view([ran('a', { status: 'error', requestHeartbeat: true })]),
+      { kind: 'continue', reason: 'self_correction' },
+    ],
+    [
+      'a timed out call → self-correction',
+      view([ran('a', { kind: 'timeout', status: 'error' })]),
+      { kind: 'continue', reason: 'self_correction' },
+    ],
+    [
+      'exit_loop ran → batch ends with tool_rule',
+      view([ran('done', { exitLoop: true, requestHeartbeat: true })]),
+      { kind: 'end', stopReason: 'tool_rule' },
+    ],
+    [
+      'exit_loop with exit requirements pending → reminder',
+      view([ran('done', { exitLoop: true })], { pendingExitRequirements: ['save'] }),
+      { kind: 'remind', missing: ['save'] },
+    ],
+    [
+      'no call with requirements pending → reminder',
+      view([], { pendingExitRequirements: ['save'], remindersGiven: 2 }),
+      { kind: 'remind', missing: ['save'] },
+    ],
+    [
+      'after max reminders → tool_rule_violation',
+      view([], { pendingExitRequirements: ['save'], remindersGiven: 3 }),
+      { kind: 'end', stopReason: 'tool_rule_violation' },
+    ],
+    [
+      'max_reminders 0 → violation at once',
+      view([], { pendingExitRequirements: ['save'], maxReminders: 0 }),
+      { kind: 'end', stopReason: 'tool_rule_violation' },
+    ],
+    [
+      'constrain_child_tools on the last tool → continue to its children',
+      view([ran('plan')], {
+        rules: [{ type: 'constrain_child_tools', tool_name: 'plan', children: ['act'] }],
+      }),
+      { kind: 'continue', reason: 'child_rule', requiredNext: ['act'] },
+    ],
+    [
+      'consent_required → park, whatever else happened',
+      view([ran('a', { continueLoop: true }), ran('pay', { kind: 'consent_required' })]),
+      { kind: 'park' },
+    ],
+    [
+      'a cached answer counts as ran (heartbeat honoured)',
+      view([ran('a', { kind: 'cached', requestHeartbeat: true })]),
+      { kind: 'heartbeat', toolName: 'a' },
+    ],
+  ];
+  it.each(rows)('%s', (_name, input, expected) => {
+    expect(decideAfterTurn(input)).toEqual(expected);
+  });
+});
+
+describe('requiredNextTools', () => {
+  const cond: ToolRule = {
+    type: 'conditional',
+    tool_name: 'check',
+    child_output_mapping: { yes: 'go', '42': 'answer' },
+    default_child: 'fallback',
+  };
+  const rows: [string, ToolRule[], OutcomeView | undefined, string[]][] = [
+    ['nothing ran', [cond], undefined, []],
+    ['conditional maps the output', [cond], ran('check', { returnValue: 'yes' }), ['go']],
+    ['conditional maps JSON output', [cond], ran('check', { returnValue: '42' }), ['answer']],
+    ['conditional default child', [cond], ran('check', { returnValue: 'no' }), ['fallback']],
+    [
+      'parent_last_tool names its children',
+      [{ type: 'parent_last_tool', tool_name: 'p', children: ['c1', 'c2'] }],
+      ran('p'),
+      ['c1', 'c2'],
+    ],
+    [
+      'a failed parent requires nothing',
+      [{ type: 'constrain_child_tools', tool_name: 'p', children: ['c'] }],
+      ran('p', { status: 'error' }),
+      [],
+    ],
+    ['a rule on another tool', [cond], ran('other'), []],
+  ];
+  it.each(rows)('%s', (_name, rules, last, expected) => {
+    expect(requiredNextTools(rules, last)).toEqual(expected);
+  });
+});
