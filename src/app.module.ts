@@ -13,6 +13,7 @@ import { RunEventsModule } from './common/run-events';
 import { ModelsModule } from './models/models.module';
 import { PermissionsModule } from './permissions/permissions.module';
 import { ProcessingModule } from './processing/processing.module';
+import { RulesModule } from './rules/rules.module';
 
 @Module({})
 export class AppModule {
@@ -29,6 +30,7 @@ export class AppModule {
         RunEventsModule,
         ModelsModule,
         PermissionsModule,
+        RulesModule,
         ProcessingModule,
       ],
       controllers: [HealthController],

@@ -4,6 +4,7 @@ import { MessageEntity } from '../processing/entities/message.entity';
 import { RunEntity } from '../processing/entities/run.entity';
 import { StepEntity } from '../processing/entities/step.entity';
 import { PERMISSION_ENTITIES } from '../permissions/consent.entities';
+import { EXECUTOR_STATE_ENTITIES } from '../rules/executor-state.entities';
 /**
  * Every entity of the app, listed once: the app's DataSource and the TypeORM CLI (ormconfig.ts) both use it.
  * Add a feature's entities here and its migration to ./migrations/index.ts.
@@ -16,4 +17,5 @@ export const ENTITIES: Function[] = [
   StepEntity,
   MessageEntity,
   ...PERMISSION_ENTITIES,
+  ...EXECUTOR_STATE_ENTITIES,
 ];

@@ -148,7 +148,10 @@ export interface BatchState {
  */
 export type MaybePromise<T> = T | Promise<T>;
 
-/** Persistent state across batches and restarts; the Nest side writes through to the database. */
+/**
+ * Persistent state across batches and restarts; the Nest side writes through to the database.
+ * Writers get the owning tenant as a trailing argument (rows carry tenant_id); agent ids are unique anyway.
+ */
 export interface ExecutorStateStore {
   getDedupe(
     agentId: string,
@@ -158,14 +161,25 @@ export interface ExecutorStateStore {
     agentId: string,
     key: string,
     entry: { result: string; at: number; expiresAt: number },
+    tenantId?: string,
   ): MaybePromise<void>;
   getLastExecution(agentId: string, toolName: string): MaybePromise<number | null>;
-  setLastExecution(agentId: string, toolName: string, at: number): MaybePromise<void>;
+  setLastExecution(
+    agentId: string,
+    toolName: string,
+    at: number,
+    tenantId?: string,
+  ): MaybePromise<void>;
   loadBatch(batchId: string): MaybePromise<BatchState | null>;
-  saveBatch(batchId: string, state: BatchState): MaybePromise<void>;
+  saveBatch(batchId: string, state: BatchState, tenantId?: string): MaybePromise<void>;
   deleteBatch(batchId: string): MaybePromise<void>;
   /** Records that a tool_call_id is about to execute; false when it already was (at most once). */
-  claimToolCall(agentId: string, toolCallId: string, at: number): MaybePromise<boolean>;
+  claimToolCall(
+    agentId: string,
+    toolCallId: string,
+    at: number,
+    tenantId?: string,
+  ): MaybePromise<boolean>;
   pruneExpired(now: number, batchTtlMs: number): MaybePromise<void>;
 }
 

@@ -407,7 +407,7 @@ export class ToolExecutor {
       );
 
     // at most once per tool_call_id, across restarts
-    let claimed = store.claimToolCall(setup.agentId, call.toolCallId, now);
+    let claimed = store.claimToolCall(setup.agentId, call.toolCallId, now, setup.tenantId);
     if (isPromise(claimed)) claimed = await claimed;
     if (!claimed)
       return refuse(
@@ -423,7 +423,7 @@ export class ToolExecutor {
     const groups = idx.groups.get(name);
     if (groups) for (const g of groups) batch.exclusiveGroups[groupKey(g)] ??= name;
     if (idx.cooldowns.has(name)) {
-      const r = store.setLastExecution(setup.agentId, name, now);
+      const r = store.setLastExecution(setup.agentId, name, now, setup.tenantId);
       if (isPromise(r)) await r;
     }
     return { admitted: { call, tool, args, heartbeat, policy, key, startedAt: now, grantId } };
@@ -529,15 +529,20 @@ export class ToolExecutor {
       }
     }
     batch.updatedAt = finishedAt;
-    const saved = store.saveBatch(pass.batchId, batch);
+    const saved = store.saveBatch(pass.batchId, batch, setup.tenantId);
     if (isPromise(saved)) await saved;
     // Errors are never cached, so a failed call can be retried.
     if (status === 'success' && a.policy && a.key !== undefined) {
-      const put = store.putDedupe(setup.agentId, a.key, {
-        result: value,
-        at: finishedAt,
-        expiresAt: finishedAt + a.policy.windowMs,
-      });
+      const put = store.putDedupe(
+        setup.agentId,
+        a.key,
+        {
+          result: value,
+          at: finishedAt,
+          expiresAt: finishedAt + a.policy.windowMs,
+        },
+        setup.tenantId,
+      );
       if (isPromise(put)) await put;
     }
     pass.exitRequirementsPending = pendingFor(idx, batch);

@@ -1,0 +1,175 @@
+import { createHash } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
+import { DataSource, LessThanOrEqual } from 'typeorm';
+import type { BatchState, ExecutorStateStore, MaybePromise } from '../core/executor/contracts';
+import { cloneBatch } from '../core/executor/in-memory-state-store';
+import { DEFAULT_TENANT } from '../config/app-config';
+import type { Transactor } from '../database/transactor';
+import {
+  BatchStateEntity,
+  DedupeEntryEntity,
+  LastExecutionEntity,
+  ToolCallClaimEntity,
+} from './executor-state.entities';
+
+interface DedupeEntry {
+  result: string;
+  at: number;
+  expiresAt: number;
+}
+
+/** LRU values cannot be null: a remembered "not in the database". */
+const ABSENT = Object.freeze({ absent: true as const });
+type Absent = typeof ABSENT;
+
+const k = (a: string, b: string) => a + '\u0000' + b;
+const hashKey = (key: string) => createHash('sha256').update(key).digest('hex');
+
+/**
+ * ExecutorStateStore on the database: every write goes through to the database before the call
+ * returns (so a restart loses nothing); reads are served from bounded LRU caches, which answer
+ * synchronously on a hit. Only this process writes these tables' rows for its agents, so a cached
+ * "absent" stays true until this store writes the row.
+ */
+export class DbExecutorStateStore implements ExecutorStateStore {
+  private readonly dedupe: LRUCache<string, DedupeEntry | Absent>;
+  private readonly last: LRUCache<string, number | Absent>;
+  private readonly batches: LRUCache<string, BatchState | Absent>;
+  private readonly claims: LRUCache<string, true>;
+
+  constructor(
+    private readonly ds: DataSource,
+    private readonly tx: Pick<Transactor, 'run'>,
+    maxEntries: number,
+  ) {
+    this.dedupe = new LRUCache({ max: maxEntries });
+    this.last = new LRUCache({ max: maxEntries });
+    this.batches = new LRUCache({ max: maxEntries });
+    this.claims = new LRUCache({ max: maxEntries });
+  }
+
+  getDedupe(agentId: string, key: string): MaybePromise<DedupeEntry | null> {
+    const ck = k(agentId, key);
+    const hit = this.dedupe.get(ck);
+    if (hit !== undefined) return hit === ABSENT ? null : (hit as DedupeEntry);
+    return this.ds
+      .getRepository(DedupeEntryEntity)
+      .findOneBy({ agent_id: agentId, key_hash: hashKey(key) })
+      .then((row) => {
+        const entry = row ? { result: row.result, at: row.at, expiresAt: row.expires_at } : null;
+        this.dedupe.set(ck, entry ?? ABSENT);
+        return entry;
+      });
+  }
+
+  async putDedupe(
+    agentId: string,
+    key: string,
+    entry: DedupeEntry,
+    tenantId = DEFAULT_TENANT,
+  ): Promise<void> {
+    const row = {
+      agent_id: agentId,
+      key_hash: hashKey(key),
+      tenant_id: tenantId,
+      result: entry.result,
+      at: entry.at,
+      expires_at: entry.expiresAt,
+    };
+    await this.tx.run((em) => em.upsert(DedupeEntryEntity, row, ['agent_id', 'key_hash']));
+    this.dedupe.set(k(agentId, key), { ...entry });
+  }
+
+  getLastExecution(agentId: string, toolName: string): MaybePromise<number | null> {
+    const ck = k(agentId, toolName);
+    const hit = this.last.get(ck);
+    if (hit !== undefined) return hit === ABSENT ? null : (hit as number);
+    return this.ds
+      .getRepository(LastExecutionEntity)
+      .findOneBy({ agent_id: agentId, tool_name: toolName })
+      .then((row) => {
+        this.last.set(ck, row ? row.at : ABSENT);
+        return row ? row.at : null;
+      });
+  }
+
+  async setLastExecution(
+    agentId: string,
+    toolName: string,
+    at: number,
+    tenantId = DEFAULT_TENANT,
+  ): Promise<void> {
+    const row = { agent_id: agentId, tool_name: toolName, tenant_id: tenantId, at };
+    await this.tx.run((em) => em.upsert(LastExecutionEntity, row, ['agent_id', 'tool_name']));
+    this.last.set(k(agentId, toolName), at);
+  }
+
+  loadBatch(batchId: string): MaybePromise<BatchState | null> {
+    const hit = this.batches.get(batchId);
+    if (hit !== undefined) return hit === ABSENT ? null : cloneBatch(hit as BatchState);
+    return this.ds
+      .getRepository(BatchStateEntity)
+      .findOneBy({ batch_id: batchId })
+      .then((row) => {
+        this.batches.set(batchId, row ? cloneBatch(row.state) : ABSENT);
+        return row ? cloneBatch(row.state) : null;
+      });
+  }
+
+  async saveBatch(batchId: string, state: BatchState, tenantId = DEFAULT_TENANT): Promise<void> {
+    const copy = cloneBatch(state);
+    const row = {
+      batch_id: batchId,
+      tenant_id: tenantId,
+      state: copy,
+      created_at: copy.createdAt,
+      updated_at: copy.updatedAt,
+    };
+    await this.tx.run((em) => em.upsert(BatchStateEntity, row, ['batch_id']));
+    this.batches.set(batchId, copy);
+  }
+
+  async deleteBatch(batchId: string): Promise<void> {
+    await this.tx.run((em) => em.delete(BatchStateEntity, { batch_id: batchId }));
+    this.batches.set(batchId, ABSENT);
+  }
+
+  async claimToolCall(
+    agentId: string,
+    toolCallId: string,
+    at: number,
+    tenantId = DEFAULT_TENANT,
+  ): Promise<boolean> {
+    const ck = k(agentId, toolCallId);
+    if (this.claims.has(ck)) return false;
+    const where = { agent_id: agentId, tool_call_id: toolCallId };
+    try {
+      const inserted = await this.tx.run(async (em) => {
+        if (await em.existsBy(ToolCallClaimEntity, where)) return false;
+        await em.insert(ToolCallClaimEntity, { ...where, tenant_id: tenantId, at });
+        return true;
+      });
+      this.claims.set(ck, true);
+      return inserted;
+    } catch (e) {
+      // A concurrent claim (PostgreSQL) loses on the primary key: it was claimed.
+      if (await this.ds.getRepository(ToolCallClaimEntity).existsBy(where)) {
+        this.claims.set(ck, true);
+        return false;
+      }
+      throw e;
+    }
+  }
+
+  async pruneExpired(now: number, batchTtlMs: number): Promise<void> {
+    await this.tx.run(async (em) => {
+      await em.delete(DedupeEntryEntity, { expires_at: LessThanOrEqual(now) });
+      await em.delete(BatchStateEntity, { updated_at: LessThanOrEqual(now - batchTtlMs) });
+      await em.delete(ToolCallClaimEntity, { at: LessThanOrEqual(now - batchTtlMs) });
+    });
+    // Cached copies of pruned rows must not outlive them; the caches refill on demand.
+    this.dedupe.clear();
+    this.batches.clear();
+    this.claims.clear();
+  }
+}

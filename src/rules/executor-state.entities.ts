@@ -1,0 +1,71 @@
+import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
+import { EpochMsColumn, JsonColumn } from '../database/columns';
+import type { BatchState } from '../core/executor/contracts';
+
+/** A successful call's result, by canonical key (hashed: keys hold whole argument objects). */
+@Entity('executor_dedupe')
+@Index('idx_executor_dedupe_expires', ['expires_at'])
+export class DedupeEntryEntity {
+  @PrimaryColumn({ type: 'varchar', length: 64 })
+  agent_id!: string;
+  @PrimaryColumn({ type: 'varchar', length: 64 })
+  key_hash!: string;
+  @Column({ type: 'varchar', length: 200 })
+  tenant_id!: string;
+  @Column({ type: 'text' })
+  result!: string;
+  @EpochMsColumn()
+  at!: number;
+  @EpochMsColumn()
+  expires_at!: number;
+}
+
+/** When a tool last ran for an agent (cooldowns). */
+@Entity('executor_last_executions')
+export class LastExecutionEntity {
+  @PrimaryColumn({ type: 'varchar', length: 64 })
+  agent_id!: string;
+  @PrimaryColumn({ type: 'varchar', length: 64 })
+  tool_name!: string;
+  @Column({ type: 'varchar', length: 200 })
+  tenant_id!: string;
+  @EpochMsColumn()
+  at!: number;
+}
+
+/** Per-batch state (max calls, exclusive groups, exit requirements), kept until the batch completes or its TTL. */
+@Entity('executor_batches')
+@Index('idx_executor_batches_updated', ['updated_at'])
+export class BatchStateEntity {
+  @PrimaryColumn({ type: 'varchar', length: 64 })
+  batch_id!: string;
+  @Column({ type: 'varchar', length: 200 })
+  tenant_id!: string;
+  @JsonColumn()
+  state!: BatchState;
+  @EpochMsColumn()
+  created_at!: number;
+  @EpochMsColumn()
+  updated_at!: number;
+}
+
+/** A tool_call_id that started executing: at most once, across restarts. */
+@Entity('executor_tool_call_claims')
+@Index('idx_executor_claims_at', ['at'])
+export class ToolCallClaimEntity {
+  @PrimaryColumn({ type: 'varchar', length: 64 })
+  agent_id!: string;
+  @PrimaryColumn({ type: 'varchar', length: 200 })
+  tool_call_id!: string;
+  @Column({ type: 'varchar', length: 200 })
+  tenant_id!: string;
+  @EpochMsColumn()
+  at!: number;
+}
+
+export const EXECUTOR_STATE_ENTITIES = [
+  DedupeEntryEntity,
+  LastExecutionEntity,
+  BatchStateEntity,
+  ToolCallClaimEntity,
+];

@@ -1,0 +1,109 @@
+import { rmSync } from 'node:fs';
+import type { ToolInvoker } from '../../src/core/executor/contracts';
+import { ToolExecutor } from '../../src/core/executor/tool-executor';
+import type { ToolRule } from '../../src/core/rules/tool-rule';
+import { ToolExecutorService } from '../../src/rules/tool-executor.service';
+import { startApp, TestApp } from '../support/app-harness';
+import { aSetup, aTool, code, DEFAULT_SETTINGS } from '../unit/core/executor/executor-harness';
+
+/** The database-backed state store: persistent and per-batch state survive a restart of the server. */
+describe('ToolExecutorService (real database)', () => {
+  const rules: ToolRule[] = [
+    { type: 'cooldown', tool_name: 'ping', seconds: 3600 },
+    { type: 'max_count_per_step', tool_name: 'status', max_count_limit: 1 },
+  ];
+  const setup = aSetup(rules, [aTool('deploy', 'side_effecting'), aTool('ping'), aTool('status')]);
+  const invoker: ToolInvoker = {
+    invoke: (tool) => Promise.resolve({ status: 'success', value: `${tool.name} done` }),
+  };
+  const meta = { tenantId: 'default', agentId: setup.agentId, runId: 'run-1', batchId: 'b1' };
+  let t: TestApp | undefined;
+
+  afterEach(async () => {
+    await t?.close();
+    t = undefined;
+  });
+
+  function executorOn(app: TestApp): ToolExecutor {
+    const svc = app.app.get(ToolExecutorService);
+    return new ToolExecutor({
+      clock: { now: () => Date.now() },
+      store: svc.store,
+      invoker,
+      consent: { check: () => Promise.resolve({ kind: 'granted', grantId: 'g' }) },
+      limits: { batchTtlMs: 86_400_000 },
+    });
+  }
+
+  it('keeps dedupe, cooldowns, batch counters and tool-call claims across a restart', async () => {
+    t = await startApp({ keepDir: true });
+    const dir = t.dir;
+    try {
+      let ex = executorOn(t);
+      let pass = ex.newPass(setup, 'b1');
+      const first = [
+        await ex.execute(
+          setup,
+          pass,
+          { toolCallId: 'c1', name: 'deploy', arguments: { v: 1 } },
+          meta,
+        ),
+        await ex.execute(setup, pass, { toolCallId: 'c2', name: 'ping', arguments: {} }, meta),
+        await ex.execute(setup, pass, { toolCallId: 'c3', name: 'status', arguments: {} }, meta),
+      ];
+      expect(first.map(code)).toEqual(['ok', 'ok', 'ok']);
+      await t.close();
+
+      t = await startApp({ dir });
+      ex = executorOn(t);
+      pass = ex.newPass(setup, 'b1'); // the same batch resumes after the restart
+      const again = [
+        await ex.execute(
+          setup,
+          pass,
+          { toolCallId: 'c4', name: 'deploy', arguments: { v: 1 } },
+          meta,
+        ),
+        await ex.execute(setup, pass, { toolCallId: 'c5', name: 'ping', arguments: {} }, meta),
+        await ex.execute(setup, pass, { toolCallId: 'c6', name: 'status', arguments: {} }, meta),
+        await ex.execute(
+          setup,
+          pass,
+          { toolCallId: 'c3', name: 'deploy', arguments: { v: 2 } },
+          meta,
+        ),
+      ];
+      expect(again.map(code)).toEqual([
+        'Deduplicated',
+        'RuleViolation',
+        'RuleViolation',
+        'AlreadyExecuted',
+      ]);
+
+      // A new batch resets the batch counters and keeps the cooldown.
+      await ex.completeBatch('b1');
+      pass = ex.newPass(setup, 'b2');
+      const next = [
+        await ex.execute(setup, pass, { toolCallId: 'c7', name: 'status', arguments: {} }, meta),
+        await ex.execute(setup, pass, { toolCallId: 'c8', name: 'ping', arguments: {} }, meta),
+      ];
+      expect(next.map(code)).toEqual(['ok', 'RuleViolation']);
+      await ex.pruneExpired();
+    } finally {
+      await t?.close();
+      t = undefined;
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('merges config defaults with the agent field into settings', async () => {
+    t = await startApp({ overrides: { tool_executor: { tool_timeout_seconds: 7 } } });
+    const svc = t.app.get(ToolExecutorService);
+    expect(svc.settingsFor(undefined)).toEqual({ ...DEFAULT_SETTINGS, toolTimeoutMs: 7000 });
+    expect(svc.settingsFor({ dedupe_window_seconds: 0, consent_timeout_seconds: 5 })).toEqual({
+      toolTimeoutMs: 7000,
+      consentTimeoutMs: 5000,
+      dedupeWindowMs: 0,
+    });
+  });
+});
