@@ -1,0 +1,248 @@
+/* eslint-disable @typescript-eslint/no-explicit-any */
+import Letta from '@letta-ai/letta-client';
+import { startApp, TestApp } from '../support/app-harness';
+import { FakeModelServer, startFakeModelServer } from '../support/fake-model-server';
+import {
+  api,
+  createAgent,
+  say,
+  startToolServer,
+  ToolServer,
+  types,
+} from '../support/processing-fixtures';
+
+/** Streaming, async, history, runs, cancellation and the mailbox, through the SDK and raw HTTP. */
+describe('messages API', () => {
+  let t: TestApp;
+  let fake: FakeModelServer;
+  let tools: ToolServer;
+  let client: Letta;
+
+  beforeAll(async () => {
+    fake = await startFakeModelServer();
+    tools = await startToolServer();
+    t = await startApp();
+    client = new Letta({ baseURL: t.baseUrl, apiKey: 'none', maxRetries: 0 });
+    await tools.declare(t, 'lookup');
+    await tools.declare(t, 'slow');
+  });
+  afterAll(async () => {
+    await t.close();
+    await fake.close();
+    await tools.close();
+  });
+  beforeEach(() => {
+    fake.reset();
+    tools.calls.length = 0;
+  });
+
+  const agent = (over: Record<string, unknown> = {}) =>
+    createAgent(t, fake, { tools: ['lookup', 'slow'], include_base_tools: false, ...over });
+
+  /** Waits until the run has ended (polls the API; no timing is asserted). */
+  async function runEnded(runId: string): Promise<any> {
+    for (;;) {
+      const r = await api(t, 'GET', `/v1/runs/${runId}`);
+      if (['completed', 'failed', 'cancelled'].includes(r.body.status)) return r.body;
+      await new Promise((res) => setTimeout(res, 10));
+    }
+  }
+
+  it('stream: one unnamed data frame per message, progress, stop reason, usage, [DONE]', async () => {
+    const id = await agent();
+    fake.push(
+      { tool_calls: [{ name: 'lookup', arguments: { q: 'a', request_heartbeat: true } }] },
+      { content: 'streamed answer' },
+    );
+    const res = await fetch(`${t.baseUrl}/v1/agents/${id}/messages/stream`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(say('hi')),
+    });
+    expect(res.headers.get('content-type')).toContain('text/event-stream');
+    const text = await res.text();
+    expect(text).not.toMatch(/^event:/m);
+    const frames = text
+      .split('\n\n')
+      .filter(Boolean)
+      .map((f) => f.replace(/^data: /, ''));
+    expect(frames.at(-1)).toBe('[DONE]');
+    const parsed = frames.slice(0, -1).map((f) => JSON.parse(f));
+    const kinds = parsed.map((p) => p.message_type).filter((k) => k !== 'progress');
+    expect(kinds).toEqual([
+      'tool_call_message',
+      'tool_return_message',
+      'user_message',
+      'assistant_message',
+      'stop_reason',
+      'usage_statistics',
+    ]);
+    const progress = parsed.filter((p) => p.message_type === 'progress');
+    expect(progress.map((p) => p.event)).toEqual(
+      expect.arrayContaining(['run.started', 'step.started', 'tools.executing']),
+    );
+    expect(progress.find((p) => p.event === 'step.started').step).toBe(1);
+  });
+
+  it('stream through the SDK, and streaming: true on the plain endpoint', async () => {
+    const id = await agent();
+    fake.push({ content: 'one' }, { content: 'two' });
+    const stream = await client.agents.messages.stream(id, {
+      messages: [{ role: 'user', content: 'hi' }],
+    });
+    const seen: any[] = [];
+    for await (const chunk of stream) seen.push(chunk);
+    expect(seen.map((c) => c.message_type).filter((k) => k !== 'progress')).toEqual([
+      'assistant_message',
+      'stop_reason',
+      'usage_statistics',
+    ]);
+
+    const viaCreate: any = await client.agents.messages.create(id, {
+      messages: [{ role: 'user', content: 'again' }],
+      streaming: true,
+    } as any);
+    const chunks: any[] = [];
+    for await (const c of viaCreate) chunks.push(c);
+    expect(chunks.find((c) => c.message_type === 'assistant_message').content).toBe('two');
+  });
+
+  it('async: the run is stored and answered at once, then processed', async () => {
+    const id = await agent();
+    fake.push({ content: 'later' });
+    const res = await api(t, 'POST', `/v1/agents/${id}/messages/async`, say('hi'));
+    expect(res.status).toBe(202);
+    expect(res.body.id).toMatch(/^run-/);
+    expect(['created', 'running', 'completed']).toContain(res.body.status);
+    const run = await runEnded(res.body.id);
+    expect(run).toMatchObject({ status: 'completed', stop_reason: 'end_turn', agent_id: id });
+    const msgs = await api(t, 'GET', `/v1/runs/${res.body.id}/messages`);
+    expect(types(msgs.body)).toEqual(['user_message', 'assistant_message']);
+    const sdkRun: any = await client.runs.retrieve(res.body.id);
+    expect(sdkRun.status).toBe('completed');
+  });
+
+  it('history: seq_id, limit, order, before/after cursors; runs list by agent', async () => {
+    const id = await agent();
+    for (const n of [1, 2, 3]) {
+      fake.push({ content: `answer ${n}` });
+      await api(t, 'POST', `/v1/agents/${id}/messages`, say(`question ${n}`));
+    }
+    const all = (await api(t, 'GET', `/v1/agents/${id}/messages`)).body;
+    expect(all).toHaveLength(6);
+    expect(all.map((m: any) => m.seq_id)).toEqual([6, 5, 4, 3, 2, 1]); // default desc
+    const asc = (await api(t, 'GET', `/v1/agents/${id}/messages?order=asc&limit=2`)).body;
+    expect(asc.map((m: any) => m.content)).toEqual(['question 1', 'answer 1']);
+    const after = (
+      await api(t, 'GET', `/v1/agents/${id}/messages?order=asc&after=${asc[1].id}&limit=2`)
+    ).body;
+    expect(after.map((m: any) => m.content)).toEqual(['question 2', 'answer 2']);
+    const before = (await api(t, 'GET', `/v1/agents/${id}/messages?before=${after[0].id}`)).body;
+    expect(before.map((m: any) => m.seq_id)).toEqual([2, 1]);
+    expect((await api(t, 'GET', `/v1/agents/${id}/messages?limit=0`)).status).toBe(400);
+    expect((await api(t, 'GET', `/v1/agents/${id}/messages?order=up`)).status).toBe(400);
+
+    const runs = (await api(t, 'GET', `/v1/runs/?agent_id=${id}`)).body;
+    expect(runs).toHaveLength(3);
+    expect(runs.every((r: any) => r.status === 'completed')).toBe(true);
+    const steps = (await api(t, 'GET', `/v1/runs/${runs[0].id}/steps`)).body;
+    expect(steps).toHaveLength(1);
+    expect((await api(t, 'GET', '/v1/runs/run-00000000-0000-0000-0000-000000000000')).status).toBe(
+      404,
+    );
+    expect((await api(t, 'GET', '/v1/runs/nope')).status).toBe(404);
+  });
+
+  it('cancel mid-tool: the tool gets the abort, the run ends cancelled, the call has an error return', async () => {
+    const id = await agent();
+    let started!: () => void;
+    const toolStarted = new Promise<void>((r) => (started = r));
+    let toolSawAbort = false;
+    tools.handle('slow', async (_call, hungUp) => {
+      started();
+      await hungUp;
+      toolSawAbort = true;
+      return { body: 'too late' };
+    });
+    fake.push({ tool_calls: [{ name: 'slow', arguments: {} }] }, { content: 'never asked' });
+    const pending = api(t, 'POST', `/v1/agents/${id}/messages`, say('go'));
+    await toolStarted;
+    const cancel = await api(t, 'POST', `/v1/agents/${id}/messages/cancel`, {});
+    expect(cancel.status).toBe(200);
+    const res = (await pending).body;
+    expect(Object.keys(cancel.body)).toEqual([res.run_id]);
+    expect(res.stop_reason.stop_reason).toBe('cancelled');
+    const ret = res.messages.find((m: any) => m.message_type === 'tool_return_message');
+    expect(ret.status).toBe('error');
+    expect(toolSawAbort).toBe(true);
+    expect(fake.requests).toHaveLength(1);
+    expect((await api(t, 'GET', `/v1/runs/${res.run_id}`)).body.status).toBe('cancelled');
+    // nothing running any more
+    expect((await api(t, 'POST', `/v1/agents/${id}/messages/cancel`, {})).status).toBe(409);
+  });
+
+  it('cancel a queued run: it never starts', async () => {
+    const id = await agent();
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let started!: () => void;
+    const toolStarted = new Promise<void>((r) => (started = r));
+    tools.handle('slow', async () => {
+      started();
+      await gate;
+      return { body: 'done' };
+    });
+    fake.push({ tool_calls: [{ name: 'slow', arguments: {} }] });
+    const first = api(t, 'POST', `/v1/agents/${id}/messages`, say('one'));
+    await toolStarted;
+    const queued = await api(t, 'POST', `/v1/agents/${id}/messages/async`, say('two'));
+    const cancel = await api(t, 'POST', `/v1/agents/${id}/messages/cancel`, {
+      run_ids: [queued.body.id],
+    });
+    expect(cancel.body).toEqual({ [queued.body.id]: 'cancelled' });
+    release();
+    expect((await first).body.stop_reason.stop_reason).toBe('end_turn');
+    const run = await runEnded(queued.body.id);
+    expect(run.status).toBe('cancelled');
+    expect(fake.requests).toHaveLength(1);
+  });
+
+  it('concurrent messages to one agent: processed one at a time, in order, none lost', async () => {
+    const id = await agent();
+    fake.respond((req) => {
+      const last = req.messages.filter((m: any) => m.role === 'user').at(-1);
+      return { content: `echo ${last.content}` };
+    });
+    const runs: string[] = [];
+    for (let i = 0; i < 6; i++) {
+      runs.push((await api(t, 'POST', `/v1/agents/${id}/messages/async`, say(`m${i}`))).body.id);
+    }
+    for (const r of runs) await runEnded(r);
+    const history = (await api(t, 'GET', `/v1/agents/${id}/messages?order=asc`)).body;
+    expect(history.map((m: any) => m.content)).toEqual(
+      [0, 1, 2, 3, 4, 5].flatMap((i) => [`m${i}`, `echo m${i}`]),
+    );
+  });
+
+  it('many agents are processed in parallel', async () => {
+    const ids = await Promise.all([1, 2, 3, 4].map(() => agent()));
+    let release!: () => void;
+    const allArrived = new Promise<void>((r) => (release = r));
+    let arrived = 0;
+    // every model call is held until all four agents are inside one: only parallel processing gets there
+    fake.respond(async () => {
+      if (++arrived === 4) release();
+      await allArrived;
+      return { content: 'together' };
+    });
+    const results = await Promise.all(
+      ids.map((id) => api(t, 'POST', `/v1/agents/${id}/messages`, say('go'))),
+    );
+    expect(results.map((r) => r.body.stop_reason.stop_reason)).toEqual([
+      'end_turn',
+      'end_turn',
+      'end_turn',
+      'end_turn',
+    ]);
+  });
+});

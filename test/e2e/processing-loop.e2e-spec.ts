@@ -1,0 +1,261 @@
+/* eslint-disable @typescript-eslint/no-explicit-any */
+import { startApp, TestApp } from '../support/app-harness';
+import { FakeModelServer, startFakeModelServer } from '../support/fake-model-server';
+import {
+  api,
+  createAgent,
+  say,
+  startToolServer,
+  ToolServer,
+  types,
+} from '../support/processing-fixtures';
+
+/** Each loop decision of issue 4, through the fake model server and real http tools. */
+describe('processing: loop decisions', () => {
+  let t: TestApp;
+  let fake: FakeModelServer;
+  let tools: ToolServer;
+
+  beforeAll(async () => {
+    fake = await startFakeModelServer();
+    tools = await startToolServer();
+    t = await startApp();
+    for (const name of ['lookup', 'act', 'plan', 'finish', 'save']) await tools.declare(t, name);
+  });
+  afterAll(async () => {
+    await t.close();
+    await fake.close();
+    await tools.close();
+  });
+  beforeEach(() => {
+    fake.reset();
+    tools.calls.length = 0;
+  });
+
+  const agent = (toolNames: string[], rules: unknown[] = [], over: Record<string, unknown> = {}) =>
+    createAgent(t, fake, {
+      tools: toolNames,
+      tool_rules: rules,
+      include_base_tools: false,
+      ...over,
+    });
+  const send = async (agentId: string, text = 'go', extra: Record<string, unknown> = {}) => {
+    const res = await api(t, 'POST', `/v1/agents/${agentId}/messages`, say(text, extra));
+    expect(res.status).toBe(200);
+    return res.body;
+  };
+  const heartbeats = (messages: any[]) =>
+    messages.filter(
+      (m) => m.message_type === 'user_message' && String(m.content).includes('"heartbeat"'),
+    );
+
+  it('continue_loop: the next model call is in the same pass, no heartbeat', async () => {
+    const id = await agent(['lookup'], [{ type: 'continue_loop', tool_name: 'lookup' }]);
+    fake.push({ tool_calls: [{ name: 'lookup', arguments: { q: 'a' } }] }, { content: 'done' });
+    const res = await send(id);
+    expect(res.stop_reason.stop_reason).toBe('end_turn');
+    expect(fake.requests).toHaveLength(2);
+    expect(heartbeats(res.messages)).toHaveLength(0);
+    // the second call sees the tool result
+    expect(fake.requests[1].messages.at(-1)).toMatchObject({ role: 'tool', content: 'ok:lookup' });
+    expect(res.usage.step_count).toBe(2);
+  });
+
+  it('a child rule: the next call is forced to the child (offered tools and tool_choice)', async () => {
+    const id = await agent(
+      ['plan', 'act', 'lookup'],
+      [{ type: 'constrain_child_tools', tool_name: 'plan', children: ['act'] }],
+    );
+    fake.push(
+      { tool_calls: [{ name: 'plan', arguments: {} }] },
+      { tool_calls: [{ name: 'act', arguments: {} }] },
+    );
+    const res = await send(id);
+    expect(fake.requests[0].toolNames.sort()).toEqual(['act', 'lookup', 'plan']);
+    expect(fake.requests[0].tool_choice).toBe('auto');
+    expect(fake.requests[1].toolNames).toEqual(['act']);
+    expect(fake.requests[1].tool_choice).toEqual({ type: 'function', function: { name: 'act' } });
+    expect(res.stop_reason.stop_reason).toBe('end_turn');
+    expect(tools.calls.map((c) => c.name)).toEqual(['plan', 'act']);
+  });
+
+  it('invalid JSON arguments and unknown tools come back as error returns; the model self-corrects', async () => {
+    const id = await agent(['lookup']);
+    fake.push(
+      {
+        tool_calls: [
+          { name: 'lookup', arguments: '{"q": ' },
+          { name: 'nope', arguments: {} },
+        ],
+      },
+      { content: 'sorry, fixed' },
+    );
+    const res = await send(id);
+    const returns = res.messages.filter((m: any) => m.message_type === 'tool_return_message');
+    expect(returns.map((r: any) => r.status)).toEqual(['error', 'error']);
+    expect(returns[1].tool_return).toContain('lookup'); // names what is available
+    expect(tools.calls).toHaveLength(0);
+    expect(fake.requests).toHaveLength(2);
+    expect(res.stop_reason.stop_reason).toBe('end_turn');
+  });
+
+  it('request_heartbeat: a heartbeat message, then a new pass of the same batch', async () => {
+    const id = await agent(['lookup']);
+    fake.push(
+      { tool_calls: [{ name: 'lookup', arguments: { q: 'x', request_heartbeat: true } }] },
+      { content: 'after heartbeat' },
+    );
+    const res = await send(id);
+    expect(types(res.messages)).toEqual([
+      'tool_call_message',
+      'tool_return_message',
+      'user_message',
+      'assistant_message',
+    ]);
+    const hb = JSON.parse(heartbeats(res.messages)[0].content);
+    expect(hb.type).toBe('heartbeat');
+    expect(typeof hb.reason).toBe('string');
+    // request_heartbeat is stripped before execution
+    expect(tools.calls[0].arguments).toEqual({ q: 'x' });
+    expect(fake.requests[1].messages.at(-1)).toMatchObject({ role: 'user' });
+    expect(res.stop_reason.stop_reason).toBe('end_turn');
+  });
+
+  it('exit_loop: the batch ends with tool_rule even when a heartbeat was asked', async () => {
+    const id = await agent(['finish', 'lookup'], [{ type: 'exit_loop', tool_name: 'finish' }]);
+    fake.push({ tool_calls: [{ name: 'finish', arguments: { request_heartbeat: true } }] });
+    const res = await send(id);
+    expect(res.stop_reason.stop_reason).toBe('tool_rule');
+    expect(fake.requests).toHaveLength(1);
+  });
+
+  it('required_before_exit: reminders naming the tool, then tool_rule_violation after 3', async () => {
+    const id = await agent(
+      ['save', 'lookup'],
+      [{ type: 'required_before_exit', tool_name: 'save' }],
+    );
+    fake.push({ content: 'bye' }, { content: 'bye' }, { content: 'bye' }, { content: 'bye' });
+    const res = await send(id);
+    expect(res.stop_reason.stop_reason).toBe('tool_rule_violation');
+    expect(fake.requests).toHaveLength(4);
+    const reminders = res.messages.filter(
+      (m: any) => m.message_type === 'user_message' && String(m.content).includes('save'),
+    );
+    expect(reminders).toHaveLength(3);
+    const run = await api(t, 'GET', `/v1/runs/${res.run_id}`);
+    expect(run.body.status).toBe('failed');
+  });
+
+  it('required_before_exit: a reminder, then the tool runs and the batch ends', async () => {
+    const id = await agent(
+      ['save', 'lookup'],
+      [{ type: 'required_before_exit', tool_name: 'save' }],
+    );
+    fake.push({ content: 'bye' }, { tool_calls: [{ name: 'save', arguments: {} }] });
+    const res = await send(id);
+    expect(res.stop_reason.stop_reason).toBe('end_turn');
+    expect(tools.calls.map((c) => c.name)).toEqual(['save']);
+  });
+
+  it('heartbeat scope boundary: a pass rule resets, a batch counter does not', async () => {
+    const id = await agent(
+      ['lookup', 'act'],
+      [
+        { type: 'run_first', tool_name: 'lookup' },
+        { type: 'max_count_per_step', tool_name: 'act', max_count_limit: 1 },
+      ],
+    );
+    fake.push(
+      {
+        tool_calls: [
+          { name: 'lookup', arguments: {} },
+          { name: 'act', arguments: { q: '1', request_heartbeat: true } },
+        ],
+      },
+      {
+        tool_calls: [
+          { name: 'lookup', arguments: {} },
+          { name: 'act', arguments: { q: '2', request_heartbeat: true } },
+        ],
+      },
+      { content: 'done' },
+    );
+    const res = await send(id);
+    // pass 1: only the start tool is offered, and forced
+    expect(fake.requests[0].toolNames).toEqual(['lookup']);
+    expect(fake.requests[0].tool_choice).toEqual({
+      type: 'function',
+      function: { name: 'lookup' },
+    });
+    // pass 2 (after the heartbeat): the start rule applies again
+    expect(fake.requests[1].toolNames).toEqual(['lookup']);
+    // ... but act's batch count carried over: the second act is refused, never executed
+    expect(tools.calls.map((c) => c.name)).toEqual(['lookup', 'act', 'lookup']);
+    const returns = res.messages.filter((m: any) => m.message_type === 'tool_return_message');
+    expect(returns.at(-1).status).toBe('error');
+    expect(res.stop_reason.stop_reason).toBe('end_turn');
+
+    // a new batch resets the batch counter
+    fake.push({
+      tool_calls: [
+        { name: 'lookup', arguments: {} },
+        { name: 'act', arguments: { q: '3' } },
+      ],
+    });
+    await send(id, 'again');
+    expect(tools.calls.map((c) => c.name)).toEqual(['lookup', 'act', 'lookup', 'lookup', 'act']);
+  });
+
+  it('max_steps from the request stops the batch', async () => {
+    const id = await agent(['lookup'], [{ type: 'continue_loop', tool_name: 'lookup' }]);
+    fake.respond(() => ({ tool_calls: [{ name: 'lookup', arguments: { q: 'again' } }] }));
+    const res = await send(id, 'loop', { max_steps: 3 });
+    expect(res.stop_reason.stop_reason).toBe('max_steps');
+    expect(fake.requests).toHaveLength(3);
+    const steps = await api(t, 'GET', `/v1/runs/${res.run_id}/steps`);
+    expect(steps.body).toHaveLength(3);
+  });
+
+  it('max_steps from the agent applies when the request has none', async () => {
+    const id = await agent(['lookup'], [{ type: 'continue_loop', tool_name: 'lookup' }], {
+      max_steps: 2,
+    });
+    fake.respond(() => ({ tool_calls: [{ name: 'lookup', arguments: { q: 'again' } }] }));
+    const res = await send(id, 'loop');
+    expect(res.stop_reason.stop_reason).toBe('max_steps');
+    expect(fake.requests).toHaveLength(2);
+  });
+});
+
+describe('processing: token budget', () => {
+  let t: TestApp;
+  let fake: FakeModelServer;
+  let tools: ToolServer;
+  beforeAll(async () => {
+    fake = await startFakeModelServer();
+    tools = await startToolServer();
+    t = await startApp({ overrides: { processing: { max_tokens_per_batch: 250 } } });
+    await tools.declare(t, 'lookup');
+  });
+  afterAll(async () => {
+    await t.close();
+    await fake.close();
+    await tools.close();
+  });
+
+  it('stops with max_tokens_exceeded once the batch used its tokens', async () => {
+    const id = await createAgent(t, fake, {
+      tools: ['lookup'],
+      tool_rules: [{ type: 'continue_loop', tool_name: 'lookup' }],
+      include_base_tools: false,
+    });
+    fake.respond(() => ({
+      tool_calls: [{ name: 'lookup', arguments: {} }],
+      usage: { prompt_tokens: 90, completion_tokens: 10, total_tokens: 100 },
+    }));
+    const res = await api(t, 'POST', `/v1/agents/${id}/messages`, say('go'));
+    expect(res.body.stop_reason.stop_reason).toBe('max_tokens_exceeded');
+    expect(fake.requests).toHaveLength(3);
+    expect(res.body.usage.total_tokens).toBe(300);
+  });
+});

@@ -1,0 +1,146 @@
+/* eslint-disable @typescript-eslint/no-explicit-any */
+/**
+ * Fixtures for the processing e2e suites: JSON requests against the app, agents pointed at the fake
+ * model server, and http tools served by a local tool server whose answers each test decides.
+ */
+import { createServer, IncomingMessage, ServerResponse } from 'node:http';
+import { AddressInfo, Socket } from 'node:net';
+import type { TestApp } from './app-harness';
+import type { FakeModelServer } from './fake-model-server';
+
+export interface Reply {
+  status: number;
+  body: any;
+}
+
+export async function api(
+  t: TestApp,
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<Reply> {
+  const res = await fetch(`${t.baseUrl}${path}`, {
+    method,
+    headers: { 'content-type': 'application/json', ...headers },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  let parsed: any = text;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    // SSE or plain text: kept as text
+  }
+  return { status: res.status, body: parsed };
+}
+
+export const say = (content: string, extra: Record<string, unknown> = {}) => ({
+  messages: [{ role: 'user', content }],
+  ...extra,
+});
+
+export async function createAgent(
+  t: TestApp,
+  fake: FakeModelServer | null,
+  over: Record<string, unknown> = {},
+): Promise<string> {
+  const res = await api(t, 'POST', '/v1/agents/', {
+    name: `agent-${Math.random().toString(36).slice(2)}`,
+    system: 'You are a test agent.',
+    llm_config: fake
+      ? {
+          model: 'fake',
+          model_endpoint_type: 'openai',
+          model_endpoint: fake.baseUrl,
+          context_window: 8000,
+        }
+      : { model: 'scripted', model_endpoint_type: 'scripted', context_window: 8000 },
+    ...over,
+  });
+  if (res.status !== 200) throw new Error(`agent create failed: ${JSON.stringify(res.body)}`);
+  return res.body.id as string;
+}
+
+export interface ToolCallSeen {
+  name: string;
+  arguments: Record<string, unknown>;
+  tool_call_id: string;
+}
+
+export type ToolHandler = (
+  call: ToolCallSeen,
+  /** Resolves when the caller hangs up before the answer (an aborted tool call). */
+  hungUp: Promise<void>,
+) => Promise<{ status?: number; body: string }> | { status?: number; body: string };
+
+export interface ToolServer {
+  baseUrl: string;
+  calls: ToolCallSeen[];
+  /** Answers calls to `name` (default: 200 "ok:<name>"). */
+  handle(name: string, fn: ToolHandler): void;
+  /** Registers an http tool on the app that posts here. */
+  declare(t: TestApp, name: string, over?: Record<string, unknown>): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function startToolServer(): Promise<ToolServer> {
+  const calls: ToolCallSeen[] = [];
+  const handlers = new Map<string, ToolHandler>();
+  const sockets = new Set<Socket>();
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const name = (req.url ?? '/').split('/').pop() ?? '';
+      const payload = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}');
+      const call = { name, arguments: payload.arguments, tool_call_id: payload.tool_call_id };
+      calls.push(call);
+      const fn: ToolHandler = handlers.get(name) ?? (() => ({ body: `ok:${name}` }));
+      const hungUp = new Promise<void>((r) =>
+        res.on('close', () => {
+          if (!res.writableEnded) r();
+        }),
+      );
+      Promise.resolve(fn(call, hungUp))
+        .then((r) => {
+          if (res.writableEnded || res.destroyed) return;
+          res.writeHead(r.status ?? 200, { 'content-type': 'text/plain' });
+          res.end(r.body);
+        })
+        .catch(() => res.destroy());
+    });
+  });
+  server.on('connection', (s) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    baseUrl,
+    calls,
+    handle: (name, fn) => handlers.set(name, fn),
+    async declare(t, name, over = {}) {
+      const res = await api(t, 'POST', '/v1/tools/', {
+        name,
+        description: `test tool ${name}`,
+        parameters: { type: 'object', properties: { q: { type: 'string' } } },
+        safety: 'read_only',
+        kind: 'http',
+        http: { url: `${baseUrl}/tool/${name}`, method: 'POST' },
+        ...over,
+      });
+      if (res.status !== 200 && res.status !== 201) {
+        throw new Error(`tool declare failed: ${JSON.stringify(res.body)}`);
+      }
+    },
+    close() {
+      for (const s of sockets) s.destroy();
+      return new Promise<void>((r) => server.close(() => r()));
+    },
+  };
+}
+
+/** Message types of a batch response, in order. */
+export const types = (messages: any[]) => messages.map((m) => m.message_type as string);
