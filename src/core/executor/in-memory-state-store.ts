@@ -32,8 +32,9 @@ export class InMemoryStateStore implements ExecutorStateStore {
     const b = this.batches.get(batchId);
     return b ? cloneBatch(b) : null;
   }
+  /** Kept by reference (the executor saves after every change); loads hand out copies. */
   saveBatch(batchId: string, state: BatchState): void {
-    this.batches.set(batchId, cloneBatch(state));
+    this.batches.set(batchId, state);
   }
   deleteBatch(batchId: string): void {
     this.batches.delete(batchId);

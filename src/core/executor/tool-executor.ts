@@ -69,10 +69,49 @@ type RunResult =
   | { kind: 'timeout' }
   | { kind: 'cancelled' };
 
-const realTimers: TimerPort = {
-  setTimeout: (fn, ms) => setTimeout(fn, ms),
-  clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout),
-};
+/**
+ * Tool timeouts share one armed Node timer (the earliest deadline): a setTimeout per call costs more
+ * than the rest of the executor's work. Unref'd: a pending tool deadline never keeps the process alive.
+ */
+export class CoalescedTimers implements TimerPort {
+  private readonly entries = new Map<number, { at: number; fn: () => void }>();
+  private seq = 0;
+  private armed: NodeJS.Timeout | undefined;
+  private armedAt = Infinity;
+
+  setTimeout(fn: () => void, ms: number): unknown {
+    const id = ++this.seq;
+    const at = Date.now() + ms;
+    this.entries.set(id, { at, fn });
+    if (at < this.armedAt) this.arm(at);
+    return id;
+  }
+
+  clearTimeout(handle: unknown): void {
+    this.entries.delete(handle as number);
+  }
+
+  private arm(at: number): void {
+    if (this.armed) clearTimeout(this.armed);
+    this.armedAt = at;
+    this.armed = setTimeout(() => this.fire(), Math.max(0, at - Date.now()));
+    this.armed.unref();
+  }
+
+  private fire(): void {
+    this.armed = undefined;
+    this.armedAt = Infinity;
+    const now = Date.now();
+    let next = Infinity;
+    for (const [id, e] of this.entries) {
+      if (e.at <= now) {
+        this.entries.delete(id);
+        e.fn();
+      } else if (e.at < next) next = e.at;
+    }
+    if (next < Infinity) this.arm(next);
+  }
+}
 
 const isPromise = <T>(v: T | Promise<T>): v is Promise<T> => v instanceof Promise;
 
@@ -86,7 +125,7 @@ export class ToolExecutor {
   private readonly timers: TimerPort;
 
   constructor(private readonly deps: ToolExecutorDeps) {
-    this.timers = deps.timers ?? realTimers;
+    this.timers = deps.timers ?? new CoalescedTimers();
   }
 
   /** Fresh per-pass state: call at the user message and at each heartbeat continuation. */
@@ -276,19 +315,9 @@ export class ToolExecutor {
         args = raw;
       }
     }
-    const refuse = async (code: ToolErrorType, detail: string, d?: Denial, list = true) => ({
-      outcome: refused(
-        call,
-        args,
-        code,
-        detail,
-        d,
-        list ? await this.allowedNames(setup, idx, pass, code) : undefined,
-      ),
-    });
-
     const tool = idx.tools.get(name);
-    if (!tool) return refuse('NotFound', `no tool named ${name}`);
+    if (!tool)
+      return this.refusal(setup, idx, pass, call, args, 'NotFound', `no tool named ${name}`);
     const now = this.deps.clock.now();
 
     // 1. dedupe (persistent)
@@ -320,7 +349,7 @@ export class ToolExecutor {
           };
         }
         const v = checkDedupe(policy, name, entry, now) as Denial;
-        return refuse(v.code, v.detail, v);
+        return this.refusal(setup, idx, pass, call, args, v.code, v.detail, v);
       }
     }
 
@@ -335,7 +364,7 @@ export class ToolExecutor {
       view.lastExecutionAt = last;
       v = checkCooldowns(idx, name, view);
     }
-    if (!v.allowed) return refuse(v.code, v.detail, v);
+    if (!v.allowed) return this.refusal(setup, idx, pass, call, args, v.code, v.detail, v);
 
     // 5. consent (fails closed: a broken broker is a denial)
     let grantId: string | undefined;
@@ -364,12 +393,21 @@ export class ToolExecutor {
         case 'approved':
           break;
         case 'denied':
-          return refuse('PermissionDenied', `${name} was denied: ${c.reason}`, {
-            allowed: false,
-            code: 'PermissionDenied',
-            rule: consentRule,
-            detail: c.reason,
-          });
+          return this.refusal(
+            setup,
+            idx,
+            pass,
+            call,
+            args,
+            'PermissionDenied',
+            `${name} was denied: ${c.reason}`,
+            {
+              allowed: false,
+              code: 'PermissionDenied',
+              rule: consentRule,
+              detail: c.reason,
+            },
+          );
         case 'pending': {
           const text = `[ToolConsentRequired] ${name} waits for a person's approval (request ${c.requestId})`;
           return {
@@ -384,7 +422,12 @@ export class ToolExecutor {
 
     // 6. arguments against the tool's JSON Schema
     if (badJson)
-      return refuse(
+      return this.refusal(
+        setup,
+        idx,
+        pass,
+        call,
+        args,
         'InvalidArguments',
         `the arguments for ${name} are not valid JSON`,
         undefined,
@@ -392,14 +435,24 @@ export class ToolExecutor {
       );
     const problem = this.validator.validate(tool.parameters, args);
     if (problem !== null)
-      return refuse(
+      return this.refusal(
+        setup,
+        idx,
+        pass,
+        call,
+        args,
         'InvalidArguments',
         `invalid arguments for ${name}: ${problem}`,
         undefined,
         false,
       );
     if (meta.signal?.aborted)
-      return refuse(
+      return this.refusal(
+        setup,
+        idx,
+        pass,
+        call,
+        args,
         'Cancelled',
         `${name} was not started: the run was cancelled`,
         undefined,
@@ -410,7 +463,12 @@ export class ToolExecutor {
     let claimed = store.claimToolCall(setup.agentId, call.toolCallId, now, setup.tenantId);
     if (isPromise(claimed)) claimed = await claimed;
     if (!claimed)
-      return refuse(
+      return this.refusal(
+        setup,
+        idx,
+        pass,
+        call,
+        args,
         'AlreadyExecuted',
         `tool call ${call.toolCallId} was already executed`,
         undefined,
@@ -430,39 +488,50 @@ export class ToolExecutor {
   }
 
   private run(setup: AgentToolSetup, a: Admitted, meta: ExecutionMeta): Promise<RunResult> {
-    const ac = new AbortController();
-    const signal = meta.signal;
+    const outer = meta.signal;
+    // The tool's AbortSignal is made only if the tool reads it: creating one costs microseconds.
+    let ac: AbortController | undefined;
+    let abortReason: unknown;
+    const abort = (reason: unknown) => {
+      abortReason ??= reason;
+      ac?.abort(reason);
+    };
+    const ctx = {
+      tenantId: setup.tenantId,
+      agentId: setup.agentId,
+      runId: meta.runId,
+      toolCallId: a.call.toolCallId,
+      get signal(): AbortSignal {
+        if (!ac) {
+          ac = new AbortController();
+          if (abortReason !== undefined) ac.abort(abortReason);
+        }
+        return ac.signal;
+      },
+    };
     return new Promise<RunResult>((resolve) => {
       let settled = false;
       const finish = (r: RunResult) => {
         if (settled) return;
         settled = true;
         this.timers.clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
+        outer?.removeEventListener('abort', onAbort);
         resolve(r);
       };
       const onAbort = () => {
-        ac.abort(signal?.reason);
+        abort(outer?.reason ?? 'cancelled');
         finish({ kind: 'cancelled' });
       };
       const timer = this.timers.setTimeout(() => {
-        ac.abort(TOOL_TIMEOUT_REASON);
+        abort(TOOL_TIMEOUT_REASON);
         finish({ kind: 'timeout' });
       }, setup.settings.toolTimeoutMs);
-      signal?.addEventListener('abort', onAbort, { once: true });
+      outer?.addEventListener('abort', onAbort, { once: true });
       try {
-        this.deps.invoker
-          .invoke(a.tool, a.args, {
-            tenantId: setup.tenantId,
-            agentId: setup.agentId,
-            runId: meta.runId,
-            toolCallId: a.call.toolCallId,
-            signal: ac.signal,
-          })
-          .then(
-            (r) => finish({ kind: 'done', status: r.status, value: r.value }),
-            (e: unknown) => finish({ kind: 'done', status: 'error', value: errorText(e) }),
-          );
+        this.deps.invoker.invoke(a.tool, a.args, ctx).then(
+          (r) => finish({ kind: 'done', status: r.status, value: r.value }),
+          (e: unknown) => finish({ kind: 'done', status: 'error', value: errorText(e) }),
+        );
       } catch (e) {
         finish({ kind: 'done', status: 'error', value: errorText(e) });
       }
@@ -548,7 +617,12 @@ export class ToolExecutor {
     pass.exitRequirementsPending = pendingFor(idx, batch);
 
     const outcome: ToolOutcome = {
-      ...base(a.call, a.args, kind, status, value),
+      toolCallId: a.call.toolCallId,
+      toolName: name,
+      arguments: a.args,
+      kind,
+      status,
+      returnValue: value,
       requestHeartbeat: a.heartbeat,
       continueLoop: idx.continueLoop.has(name),
       exitLoop,
@@ -583,6 +657,22 @@ export class ToolExecutor {
       createdAt: now,
       updatedAt: now,
     });
+  }
+
+  /** A refused call: never executed, nothing recorded; the text says what is allowed now. */
+  private async refusal(
+    setup: AgentToolSetup,
+    idx: RuleIndex,
+    pass: PassState,
+    call: ToolCallRequest,
+    args: Record<string, unknown>,
+    code: ToolErrorType,
+    detail: string,
+    d?: Denial,
+    listAllowed = true,
+  ): Promise<Admission> {
+    const allowedNow = listAllowed ? await this.allowedNames(setup, idx, pass, code) : undefined;
+    return { outcome: refused(call, args, code, detail, d, allowedNow) };
   }
 
   private async allowedNames(
