@@ -1,0 +1,220 @@
+/* eslint-disable @typescript-eslint/no-explicit-any */
+import Letta from '@letta-ai/letta-client';
+import { startApp, TestApp } from '../support/app-harness';
+import { FakeModelServer, startFakeModelServer } from '../support/fake-model-server';
+import {
+  api,
+  createAgent,
+  say,
+  startToolServer,
+  ToolServer,
+  types,
+} from '../support/processing-fixtures';
+
+/** Consent: the run parks with requires_approval, a decision continues the same batch in a new run. */
+describe('messages: consent park and resume', () => {
+  let t: TestApp;
+  let fake: FakeModelServer;
+  let tools: ToolServer;
+  let client: Letta;
+
+  beforeAll(async () => {
+    fake = await startFakeModelServer();
+    tools = await startToolServer();
+    t = await startApp();
+    client = new Letta({ baseURL: t.baseUrl, apiKey: 'none', maxRetries: 0 });
+    await tools.declare(t, 'pay', { safety: 'side_effecting' });
+    await tools.declare(t, 'lookup');
+  });
+  afterAll(async () => {
+    await t.close();
+    await fake.close();
+    await tools.close();
+  });
+  beforeEach(() => {
+    fake.reset();
+    tools.calls.length = 0;
+  });
+
+  const agent = () =>
+    createAgent(t, fake, {
+      tools: ['pay', 'lookup'],
+      tool_rules: [{ type: 'requires_approval', tool_name: 'pay' }],
+      include_base_tools: false,
+    });
+
+  async function park(id: string, amount = 5): Promise<{ res: any; toolCallId: string }> {
+    fake.push({ tool_calls: [{ name: 'pay', arguments: { q: String(amount) } }] });
+    const res = (await api(t, 'POST', `/v1/agents/${id}/messages`, say('pay it'))).body;
+    expect(res.stop_reason.stop_reason).toBe('requires_approval');
+    const last = res.messages.at(-1);
+    expect(last.message_type).toBe('approval_request_message');
+    expect(last.tool_call).toMatchObject({
+      name: 'pay',
+      arguments: JSON.stringify({ q: String(amount) }),
+    });
+    return { res, toolCallId: last.tool_call.tool_call_id as string };
+  }
+
+  async function runEnded(runId: string): Promise<any> {
+    for (;;) {
+      const r = await api(t, 'GET', `/v1/runs/${runId}`);
+      if (['completed', 'failed', 'cancelled'].includes(r.body.status)) return r.body;
+      await new Promise((res) => setTimeout(res, 10));
+    }
+  }
+
+  it('parks: run completed/requires_approval, pending_approval on the agent, 409 for a plain message', async () => {
+    const id = await agent();
+    const { res, toolCallId } = await park(id);
+    expect(tools.calls).toHaveLength(0);
+    const run = (await api(t, 'GET', `/v1/runs/${res.run_id}`)).body;
+    expect(run).toMatchObject({ status: 'completed', stop_reason: 'requires_approval' });
+    const a = (await api(t, 'GET', `/v1/agents/${id}`)).body;
+    expect(a.last_stop_reason).toBe('requires_approval');
+    expect(a.pending_approval).toMatchObject({
+      message_type: 'approval_request_message',
+      tool_call: { tool_call_id: toolCallId, name: 'pay' },
+    });
+    const blocked = await api(t, 'POST', `/v1/agents/${id}/messages`, say('hello?'));
+    expect(blocked.status).toBe(409);
+    expect(blocked.body.code).toBe('PENDING_APPROVAL');
+    expect(blocked.body.details.tool_call_id).toBe(toolCallId);
+    expect(typeof blocked.body.details.request_id).toBe('string');
+  });
+
+  it('in-band approval through the SDK: the tool runs and the same batch continues in a new run', async () => {
+    const id = await agent();
+    const { res: parked, toolCallId } = await park(id);
+    fake.push({ content: 'paid' });
+    const res: any = await client.agents.messages.create(id, {
+      messages: [
+        {
+          type: 'approval',
+          approvals: [{ type: 'approval', tool_call_id: toolCallId, approve: true }],
+        },
+      ] as any,
+    });
+    expect(types(res.messages)).toEqual([
+      'approval_response_message',
+      'tool_return_message',
+      'assistant_message',
+    ]);
+    expect(res.messages[1]).toMatchObject({
+      tool_call_id: toolCallId,
+      status: 'success',
+      tool_return: 'ok:pay',
+    });
+    expect(res.stop_reason.stop_reason).toBe('end_turn');
+    expect(tools.calls.map((c) => c.tool_call_id)).toEqual([toolCallId]);
+    expect(res.run_id).not.toBe(parked.run_id);
+    const cont = (await api(t, 'GET', `/v1/runs/${res.run_id}`)).body;
+    const first = (await api(t, 'GET', `/v1/runs/${parked.run_id}`)).body;
+    expect(cont.batch_id).toBe(first.batch_id);
+    // the model saw the call and its result
+    const last = fake.requests.at(-1)!;
+    expect(last.messages.at(-1)).toMatchObject({ role: 'tool', tool_call_id: toolCallId });
+    expect((await api(t, 'GET', `/v1/agents/${id}`)).body.pending_approval ?? null).toBeNull();
+  });
+
+  it("denial: not executed, the person's reason reaches the model as an error return", async () => {
+    const id = await agent();
+    const { toolCallId } = await park(id);
+    fake.push({ content: 'ok, not paying' });
+    const res = await api(t, 'POST', `/v1/agents/${id}/messages`, {
+      messages: [
+        {
+          type: 'approval',
+          approvals: [
+            { type: 'approval', tool_call_id: toolCallId, approve: false, reason: 'too expensive' },
+          ],
+        },
+      ],
+    });
+    expect(res.status).toBe(200);
+    const ret = res.body.messages.find((m: any) => m.message_type === 'tool_return_message');
+    expect(ret.status).toBe('error');
+    expect(ret.tool_return).toContain('too expensive');
+    expect(tools.calls).toHaveLength(0);
+    expect(JSON.stringify(fake.requests.at(-1)!.messages)).toContain('too expensive');
+  });
+
+  it('legacy approval form, and 400s for a mismatch or nothing pending', async () => {
+    const id = await agent();
+    const none = await api(t, 'POST', `/v1/agents/${id}/messages`, {
+      messages: [{ type: 'approval', approve: true }],
+    });
+    expect(none.status).toBe(400);
+    expect(none.body.code).toBe('NO_PENDING_APPROVAL');
+    const { toolCallId } = await park(id);
+    const mismatch = await api(t, 'POST', `/v1/agents/${id}/messages`, {
+      messages: [
+        {
+          type: 'approval',
+          approvals: [{ type: 'approval', tool_call_id: 'call_other', approve: true }],
+        },
+      ],
+    });
+    expect(mismatch.status).toBe(400);
+    expect(mismatch.body.details.pending_tool_call_ids).toEqual([toolCallId]);
+    const requestId = (await api(t, 'GET', `/v1/agents/${id}`)).body.pending_approval.request_id;
+    fake.push({ content: 'done' });
+    const legacy = await api(t, 'POST', `/v1/agents/${id}/messages`, {
+      messages: [{ type: 'approval', approval_request_id: requestId, approve: true }],
+    });
+    expect(legacy.status).toBe(200);
+    expect(legacy.body.messages[0]).toMatchObject({
+      message_type: 'approval_response_message',
+      approve: true,
+    });
+    expect(tools.calls).toHaveLength(1);
+  });
+
+  it('a decision over the consent REST API resumes the batch (idempotent per request)', async () => {
+    const id = await agent();
+    const { res: parked, toolCallId } = await park(id);
+    const requestId = (await api(t, 'GET', `/v1/agents/${id}`)).body.pending_approval.request_id;
+    fake.push({ content: 'continued' });
+    const d = await api(t, 'POST', `/v1/consent/requests/${requestId}/decision`, {
+      decision: 'approve_once',
+    });
+    expect(d.status).toBeLessThan(300);
+    let first: any;
+    for (;;) {
+      first = (await api(t, 'GET', `/v1/runs/${parked.run_id}`)).body;
+      if (first.continued_by) break;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    const cont = await runEnded(first.continued_by);
+    expect(cont).toMatchObject({ status: 'completed', stop_reason: 'end_turn' });
+    expect(tools.calls.map((c) => c.tool_call_id)).toEqual([toolCallId]);
+    // a second decision is refused; nothing runs twice
+    const again = await api(t, 'POST', `/v1/consent/requests/${requestId}/decision`, {
+      decision: 'approve_once',
+    });
+    expect(again.status).toBe(409);
+    expect(tools.calls).toHaveLength(1);
+  });
+
+  it('cancelling while pending denies the call; the agent is free again', async () => {
+    const id = await agent();
+    const { res: parked, toolCallId } = await park(id);
+    const c = await api(t, 'POST', `/v1/agents/${id}/messages/cancel`, {});
+    expect(c.status).toBe(200);
+    expect(c.body[parked.run_id]).toBe('cancelled');
+    const first = (await api(t, 'GET', `/v1/runs/${parked.run_id}`)).body;
+    const cont = await runEnded(first.continued_by);
+    expect(cont.stop_reason).toBe('cancelled');
+    const msgs = (await api(t, 'GET', `/v1/runs/${cont.id}/messages`)).body;
+    expect(msgs[0]).toMatchObject({
+      message_type: 'tool_return_message',
+      tool_call_id: toolCallId,
+      status: 'error',
+    });
+    expect(tools.calls).toHaveLength(0);
+    fake.push({ content: 'free' });
+    const next = await api(t, 'POST', `/v1/agents/${id}/messages`, say('hello'));
+    expect(next.status).toBe(200);
+    expect(next.body.stop_reason.stop_reason).toBe('end_turn');
+  });
+});
