@@ -1,0 +1,574 @@
+import type { ToolRule } from '../../../../src/core/rules/tool-rule';
+import { aSetup, aTool, code, Harness } from './executor-harness';
+
+describe('allowedTools: what the next model call may be offered', () => {
+  type Row = {
+    scenario: string;
+    rules: ToolRule[];
+    script: string[];
+    tools: string;
+    force?: string;
+  };
+  const rows: Row[] = [
+    { scenario: 'no rules: every tool, nothing forced', rules: [], script: [], tools: 'a b c d e' },
+    {
+      scenario: 'run_first narrows to the start tool and forces it',
+      rules: [{ type: 'run_first', tool_name: 'b' }],
+      script: [],
+      tools: 'b',
+      force: 'b',
+    },
+    {
+      scenario: 'run_first with two start tools: both, not forced',
+      rules: [
+        { type: 'run_first', tool_name: 'a' },
+        { type: 'run_first', tool_name: 'b' },
+      ],
+      script: [],
+      tools: 'a b',
+    },
+    {
+      scenario: 'run_first satisfied: everything again',
+      rules: [{ type: 'run_first', tool_name: 'b' }],
+      script: ['b'],
+      tools: 'a b c d e',
+    },
+    {
+      scenario: 'constrain_child after the parent',
+      rules: [{ type: 'constrain_child_tools', tool_name: 'a', children: ['c', 'd'] }],
+      script: ['a'],
+      tools: 'c d',
+    },
+    {
+      scenario: 'constrain_child with one child forces it',
+      rules: [{ type: 'constrain_child_tools', tool_name: 'a', children: ['c'] }],
+      script: ['a'],
+      tools: 'c',
+      force: 'c',
+    },
+    {
+      scenario: 'parent_last hides children until the parent ran',
+      rules: [{ type: 'parent_last_tool', tool_name: 'a', children: ['b', 'c'] }],
+      script: [],
+      tools: 'a d e',
+    },
+    {
+      scenario: 'parent_last shows children right after the parent',
+      rules: [{ type: 'parent_last_tool', tool_name: 'a', children: ['b', 'c'] }],
+      script: ['a'],
+      tools: 'a b c d e',
+    },
+    {
+      scenario: 'conditional: the mapped child only',
+      rules: [{ type: 'conditional', tool_name: 'a', child_output_mapping: { 'a ok': 'e' } }],
+      script: ['a'],
+      tools: 'e',
+      force: 'e',
+    },
+    {
+      scenario: 'conditional, require_output_mapping, no match: nothing',
+      rules: [
+        {
+          type: 'conditional',
+          tool_name: 'a',
+          child_output_mapping: { x: 'e' },
+          require_output_mapping: true,
+        },
+      ],
+      script: ['a'],
+      tools: '',
+    },
+    {
+      scenario: 'max calls reached drops the tool',
+      rules: [{ type: 'max_count_per_step', tool_name: 'a', max_count_limit: 1 }],
+      script: ['a'],
+      tools: 'b c d e',
+    },
+    {
+      scenario: 'exclusive group claimed drops the others',
+      rules: [{ type: 'exclusive_group', tools: ['a', 'b', 'c'] }],
+      script: ['b'],
+      tools: 'b d e',
+    },
+    {
+      scenario: 'cooldown drops the tool until it expires',
+      rules: [{ type: 'cooldown', tool_name: 'a', seconds: 60 }],
+      script: ['a', '+59s'],
+      tools: 'b c d e',
+    },
+    {
+      scenario: 'cooldown expired: back',
+      rules: [{ type: 'cooldown', tool_name: 'a', seconds: 60 }],
+      script: ['a', '+60s'],
+      tools: 'a b c d e',
+    },
+    {
+      scenario: 'requires_preceding hides the tool until its tools ran',
+      rules: [{ type: 'requires_preceding_tools', tool_name: 'e', tools: ['a'] }],
+      script: [],
+      tools: 'a b c d',
+    },
+    {
+      scenario: 'requires_following hides the tool after its followers',
+      rules: [{ type: 'requires_following_tools', tool_name: 'a', tools: ['b'] }],
+      script: ['b'],
+      tools: 'b c d e',
+    },
+    {
+      scenario: 'rules narrowing to one of many force it',
+      rules: [{ type: 'max_count_per_step', tool_name: '*', max_count_limit: 1 }],
+      script: ['a', 'b', 'c', 'd'],
+      tools: 'e',
+      force: 'e',
+    },
+  ];
+  test.each(rows)('$scenario', async ({ rules, script, tools, force }) => {
+    const h = new Harness(aSetup(rules));
+    await h.run(script);
+    const allowed = await h.executor.allowedTools(h.setup, h.pass);
+    expect(allowed.tools.join(' ')).toBe(tools);
+    expect(allowed.force).toBe(force);
+  });
+
+  it('does not force an agent that simply has one tool', async () => {
+    const h = new Harness(aSetup([], [aTool('only')]));
+    expect(await h.executor.allowedTools(h.setup, h.pass)).toEqual({ tools: ['only'] });
+  });
+});
+
+describe('model-facing texts', () => {
+  test.each<[string, ToolRule[], string[], string]>([
+    [
+      'requires_preceding names the rule and what is allowed',
+      [
+        { type: 'requires_preceding_tools', tool_name: 'deploy', tools: ['run_tests'] },
+        { type: 'parent_last_tool', tool_name: 'x', children: ['a', 'b', 'c', 'd', 'e'] },
+      ],
+      ['deploy'],
+      '[ToolRuleViolation] deploy requires run_tests earlier in this pass; allowed now: run_tests, status, x',
+    ],
+    [
+      'unknown tool lists the available ones',
+      [],
+      ['nope'],
+      '[ToolNotFound] no tool named nope; available: a, b, c, d, e, run_tests, status, deploy, x',
+    ],
+    [
+      'max calls',
+      [{ type: 'max_count_per_step', tool_name: 'a', max_count_limit: 1 }],
+      ['a', 'a'],
+      '[ToolRuleViolation] a reached its limit of 1 call in this batch; allowed now: b, c, d, e, run_tests, status, deploy, x',
+    ],
+    [
+      'cooldown says when',
+      [{ type: 'cooldown', tool_name: 'a', seconds: 60 }],
+      ['a', '+20s', 'a'],
+      '[ToolRuleViolation] a is cooling down (60s between calls); it may run again in 40s; allowed now: b, c, d, e, run_tests, status, deploy, x',
+    ],
+  ])('%s', async (_s, rules, script, text) => {
+    const tools = ['a', 'b', 'c', 'd', 'e', 'run_tests', 'status', 'deploy', 'x'].map((n) =>
+      aTool(n),
+    );
+    const h = new Harness(aSetup(rules, tools));
+    const steps = script.slice(0, -1);
+    await h.run(steps);
+    const last = script[script.length - 1];
+    const out = await h.call(last);
+    expect(out.returnValue).toBe(text);
+    expect(out.kind).toBe('refused');
+  });
+
+  it('the classic example reads as in the issue', async () => {
+    const tools = ['run_tests', 'status', 'deploy'].map((n) => aTool(n));
+    const h = new Harness(
+      aSetup(
+        [{ type: 'requires_preceding_tools', tool_name: 'deploy', tools: ['run_tests'] }],
+        tools,
+      ),
+    );
+    const out = await h.call('deploy');
+    expect(out.returnValue).toBe(
+      '[ToolRuleViolation] deploy requires run_tests earlier in this pass; allowed now: run_tests, status',
+    );
+    expect(out.error).toEqual({
+      type: 'RuleViolation',
+      message: out.returnValue,
+      rule: h.setup.rules[0],
+    });
+  });
+});
+
+describe('arguments', () => {
+  const schema = {
+    type: 'object',
+    properties: { env: { type: 'string' } },
+    required: ['env'],
+    additionalProperties: false,
+  };
+
+  it('validates against the JSON Schema after stripping request_heartbeat', async () => {
+    const h = new Harness(aSetup([], [aTool('deploy', 'read_only', schema)]));
+    const ok = await h.call('deploy', { env: 'prod', request_heartbeat: true });
+    expect([code(ok), ok.requestHeartbeat, ok.arguments]).toEqual(['ok', true, { env: 'prod' }]);
+    expect(h.invoker.calls[0].args).toEqual({ env: 'prod' });
+    const bad = await h.call('deploy', { env: 3 });
+    expect(code(bad)).toBe('InvalidArguments');
+    expect(bad.returnValue).toBe(
+      '[ToolInvalidArguments] invalid arguments for deploy: /env must be string',
+    );
+    const notJson = await h.call('deploy', '{"env":');
+    expect(notJson.returnValue).toBe(
+      '[ToolInvalidArguments] the arguments for deploy are not valid JSON',
+    );
+    expect(h.invoker.calls).toHaveLength(1);
+  });
+
+  it('run_first args are prefilled and override the model', async () => {
+    const h = new Harness(aSetup([{ type: 'run_first', tool_name: 'a', args: { mode: 'init' } }]));
+    const out = await h.call('a', { mode: 'other', extra: 1 });
+    expect(out.arguments).toEqual({ mode: 'init', extra: 1 });
+  });
+
+  it('a refused or failed call does not report a heartbeat request; continue/exit flags come from rules', async () => {
+    const h = new Harness(
+      aSetup([
+        { type: 'continue_loop', tool_name: 'a' },
+        { type: 'exit_loop', tool_name: 'b' },
+        { type: 'max_count_per_step', tool_name: 'c', max_count_limit: 0 },
+      ]),
+    );
+    const a = await h.call('a', { request_heartbeat: true });
+    expect([a.requestHeartbeat, a.continueLoop, a.exitLoop]).toEqual([true, true, false]);
+    expect(h.executor.requiresHeartbeat(h.setup, 'a')).toBe(false);
+    expect(h.executor.requiresHeartbeat(h.setup, 'b')).toBe(true);
+    const c = await h.call('c', { request_heartbeat: true });
+    expect(c.requestHeartbeat).toBe(false);
+    expect(h.executor.shouldExitLoop(h.pass)).toBe(false);
+    const b = await h.call('b');
+    expect(b.exitLoop).toBe(true);
+    expect(h.executor.shouldExitLoop(h.pass)).toBe(true);
+  });
+});
+
+describe('consent', () => {
+  const rules: ToolRule[] = [{ type: 'requires_consent', tool_name: 'a', scope: 'prod' }];
+
+  it('granted: runs and reports the grant', async () => {
+    const h = new Harness(aSetup(rules));
+    const out = await h.call('a', { x: 1 });
+    expect([code(out), out.grantId]).toEqual(['ok', 'grant-1']);
+    expect(h.consent.requests[0]).toMatchObject({
+      toolName: 'a',
+      scope: 'prod',
+      arguments: { x: 1 },
+      timeoutMs: 300_000,
+      batchId: 'batch-1',
+    });
+  });
+
+  it('approved: runs', async () => {
+    const h = new Harness(aSetup([{ type: 'requires_approval', tool_name: 'a' }]));
+    h.consent.answer = () => ({ kind: 'approved', requestId: 'req-1' });
+    expect(code(await h.call('a'))).toBe('ok');
+    expect(h.consent.requests[0].scope).toBe('a');
+  });
+
+  it('denied: refused with the reason, never run', async () => {
+    const h = new Harness(aSetup(rules));
+    h.consent.answer = () => ({ kind: 'denied', reason: 'not on Fridays' });
+    const out = await h.call('a');
+    expect(out.returnValue).toMatch(
+      /^\[ToolPermissionDenied\] a was denied: not on Fridays; allowed now: /,
+    );
+    expect(h.invoker.calls).toHaveLength(0);
+  });
+
+  it('a throwing broker fails closed', async () => {
+    const h = new Harness(aSetup(rules));
+    h.consent.answer = () => {
+      throw new Error('broker down');
+    };
+    expect(code(await h.call('a'))).toBe('PermissionDenied');
+    expect(h.invoker.calls).toHaveLength(0);
+  });
+
+  it('pending: consent_required, nothing executed or recorded; the same call runs after approval', async () => {
+    const h = new Harness(
+      aSetup([
+        ...rules,
+        { type: 'max_count_per_step', tool_name: 'a', max_count_limit: 1 },
+        { type: 'cooldown', tool_name: 'a', seconds: 60 },
+      ]),
+    );
+    h.consent.answer = () => ({ kind: 'pending', requestId: 'req-9' });
+    const parked = await h.call('a', {}, 'call-x');
+    expect([parked.kind, parked.consentRequestId]).toEqual(['consent_required', 'req-9']);
+    expect(h.invoker.calls).toHaveLength(0);
+    expect(h.pass.history).toHaveLength(0);
+    expect(h.store.claims.size).toBe(0);
+    h.consent.answer = () => ({ kind: 'approved', requestId: 'req-9' });
+    h.restart(); // parking may outlive the process
+    h.heartbeat();
+    expect(code(await h.call('a', {}, 'call-x'))).toBe('ok');
+  });
+});
+
+describe('execution', () => {
+  it('a tool_call_id executes at most once, even after a restart', async () => {
+    const h = new Harness(aSetup());
+    expect(code(await h.call('a', {}, 'same'))).toBe('ok');
+    h.restart();
+    h.heartbeat();
+    const again = await h.call('b', {}, 'same');
+    expect([code(again), again.returnValue]).toEqual([
+      'AlreadyExecuted',
+      '[ToolAlreadyExecuted] tool call same was already executed',
+    ]);
+    expect(h.invoker.calls.map((c) => c.name)).toEqual(['a']);
+  });
+
+  it('a tool that does not finish in time is a Timeout, counted, not cached', async () => {
+    const h = new Harness(
+      aSetup(
+        [{ type: 'max_count_per_step', tool_name: 'a', max_count_limit: 1 }],
+        [aTool('a', 'side_effecting'), aTool('b')],
+        { toolTimeoutMs: 5000 },
+      ),
+    );
+    h.invoker.hanging.add('a');
+    const pending = h.call('a');
+    await Promise.resolve();
+    await Promise.resolve();
+    h.timers.fireAll();
+    const out = await pending;
+    expect([out.kind, out.returnValue]).toEqual([
+      'timeout',
+      '[ToolTimeout] a did not finish within 5s',
+    ]);
+    expect(code(await h.call('a'))).toBe('RuleViolation');
+  });
+
+  it('a throwing tool is an error return', async () => {
+    const h = new Harness(aSetup());
+    h.executor = new (
+      h.executor
+        .constructor as typeof import('../../../../src/core/executor/tool-executor').ToolExecutor
+    )({
+      clock: h.clock,
+      store: h.store,
+      invoker: {
+        invoke: () => {
+          throw new Error('boom');
+        },
+      },
+      consent: h.consent,
+      limits: { batchTtlMs: 1000 },
+    });
+    const out = await h.call('a');
+    expect([out.kind, out.status, out.returnValue, out.error?.type]).toEqual([
+      'executed',
+      'error',
+      'boom',
+      'ToolError',
+    ]);
+  });
+
+  it('a cancelled run starts nothing', async () => {
+    const h = new Harness(aSetup());
+    const ac = new AbortController();
+    ac.abort();
+    const out = await h.executor.execute(
+      h.setup,
+      h.pass,
+      { toolCallId: 'c', name: 'a', arguments: {} },
+      { ...h.meta(), signal: ac.signal },
+    );
+    expect(code(out)).toBe('Cancelled');
+    expect(h.invoker.calls).toHaveLength(0);
+  });
+});
+
+describe('executeBatch', () => {
+  it('runs contiguous read_only calls concurrently, others alone, every call answered in order', async () => {
+    const tools = [aTool('r1'), aTool('r2'), aTool('w', 'side_effecting'), aTool('r3')];
+    const h = new Harness(aSetup([], tools));
+    let inFlight = 0;
+    let maxInFlight = 0;
+    const order: string[] = [];
+    h.executor = new (
+      h.executor
+        .constructor as typeof import('../../../../src/core/executor/tool-executor').ToolExecutor
+    )({
+      clock: h.clock,
+      store: h.store,
+      consent: h.consent,
+      limits: { batchTtlMs: 1000 },
+      invoker: {
+        invoke: async (tool) => {
+          inFlight++;
+          maxInFlight = Math.max(maxInFlight, inFlight);
+          order.push(`start ${tool.name}`);
+          await Promise.resolve();
+          await Promise.resolve();
+          order.push(`end ${tool.name}`);
+          inFlight--;
+          return { status: tool.name === 'r2' ? 'error' : 'success', value: tool.name };
+        },
+      },
+    });
+    const calls = ['r1', 'r2', 'nope', 'w', 'r3'].map((name, i) => ({
+      toolCallId: `c${i}`,
+      name,
+      arguments: {},
+    }));
+    const out = await h.executor.executeBatch(h.setup, h.pass, calls, h.meta());
+    expect(out.map((o) => `${o.toolCallId}:${code(o)}`)).toEqual([
+      'c0:ok',
+      'c1:err',
+      'c2:NotFound',
+      'c3:ok',
+      'c4:ok',
+    ]);
+    expect(order.slice(0, 2)).toEqual(['start r1', 'start r2']);
+    expect(order.indexOf('start w')).toBeGreaterThan(order.indexOf('end r2'));
+    expect(maxInFlight).toBe(2);
+  });
+
+  it('concurrent calls still respect max calls and exclusive groups', async () => {
+    const h = new Harness(
+      aSetup([
+        { type: 'max_count_per_step', tool_name: 'a', max_count_limit: 1 },
+        { type: 'exclusive_group', tools: ['b', 'c'] },
+      ]),
+    );
+    const calls = ['a', 'a', 'b', 'c'].map((name, i) => ({
+      toolCallId: `c${i}`,
+      name,
+      arguments: {},
+    }));
+    const out = await h.executor.executeBatch(h.setup, h.pass, calls, h.meta());
+    expect(out.map(code)).toEqual(['ok', 'RuleViolation', 'ok', 'RuleViolation']);
+  });
+
+  it('with ordering rules, calls run one by one so each sees the one before', async () => {
+    const h = new Harness(
+      aSetup([{ type: 'requires_preceding_tools', tool_name: 'b', tools: ['a'] }]),
+    );
+    const calls = ['a', 'b'].map((name, i) => ({ toolCallId: `c${i}`, name, arguments: {} }));
+    expect((await h.executor.executeBatch(h.setup, h.pass, calls, h.meta())).map(code)).toEqual([
+      'ok',
+      'ok',
+    ]);
+  });
+});
+
+describe('start constraints and exit requirements', () => {
+  it('executeStartConstraints runs the start tools with their args once per pass', async () => {
+    const h = new Harness(aSetup([{ type: 'run_first', tool_name: 'a', args: { boot: true } }]));
+    const out = await h.executor.executeStartConstraints(h.setup, h.pass, h.meta());
+    expect(out.map((o) => [o.toolName, code(o), o.arguments])).toEqual([
+      ['a', 'ok', { boot: true }],
+    ]);
+    expect(await h.executor.executeStartConstraints(h.setup, h.pass, h.meta())).toEqual([]);
+    h.heartbeat();
+    expect(await h.executor.executeStartConstraints(h.setup, h.pass, h.meta())).toHaveLength(1);
+  });
+
+  test.each<[string, ToolRule[], string[], string]>([
+    [
+      'required_before_exit pending until it ran',
+      [
+        { type: 'required_before_exit', tool_name: 'a' },
+        { type: 'required_before_exit', tool_name: 'b' },
+      ],
+      [],
+      'a b',
+    ],
+    [
+      'required_before_exit shrinks as tools run',
+      [
+        { type: 'required_before_exit', tool_name: 'a' },
+        { type: 'required_before_exit', tool_name: 'b' },
+      ],
+      ['b'],
+      'a',
+    ],
+    [
+      'a failed run does not satisfy it',
+      [{ type: 'required_before_exit', tool_name: 'a' }],
+      ['a!'],
+      'a',
+    ],
+    [
+      'satisfied across heartbeats (batch scope)',
+      [{ type: 'required_before_exit', tool_name: 'a' }],
+      ['a', 'heartbeat'],
+      '',
+    ],
+    [
+      'a new batch needs it again',
+      [{ type: 'required_before_exit', tool_name: 'a' }],
+      ['a', 'batch'],
+      'a',
+    ],
+    [
+      'requires_following: once triggered, its tools are pending',
+      [{ type: 'requires_following_tools', tool_name: 'a', tools: ['b', 'c'] }],
+      ['a'],
+      'b c',
+    ],
+    [
+      'requires_following: pending shrinks, survives a heartbeat',
+      [{ type: 'requires_following_tools', tool_name: 'a', tools: ['b', 'c'] }],
+      ['a', 'b', 'heartbeat'],
+      'c',
+    ],
+    [
+      'requires_following: untriggered, nothing pending',
+      [{ type: 'requires_following_tools', tool_name: 'a', tools: ['b'] }],
+      ['c'],
+      '',
+    ],
+  ])('%s', async (_s, rules, script, pending) => {
+    const h = new Harness(aSetup(rules));
+    await h.run(script);
+    expect((await h.executor.pendingExitRequirements(h.setup, h.pass)).join(' ')).toBe(pending);
+  });
+
+  it('executeExitRequirements runs what is pending, after which nothing is', async () => {
+    const h = new Harness(
+      aSetup([
+        { type: 'required_before_exit', tool_name: 'c' },
+        { type: 'exit_loop', tool_name: 'a' },
+      ]),
+    );
+    await h.call('a');
+    expect(h.executor.shouldExitLoop(h.pass)).toBe(true);
+    const out = await h.executor.executeExitRequirements(h.setup, h.pass, h.meta());
+    expect(out.map((o) => `${o.toolName}:${code(o)}`)).toEqual(['c:ok']);
+    expect(await h.executor.pendingExitRequirements(h.setup, h.pass)).toEqual([]);
+  });
+});
+
+describe('pruning', () => {
+  it('drops expired dedupe entries, abandoned batches and old claims; keeps live ones', async () => {
+    const h = new Harness(aSetup([], [aTool('a', 'side_effecting')]));
+    await h.call('a');
+    h.executor = new (
+      h.executor
+        .constructor as typeof import('../../../../src/core/executor/tool-executor').ToolExecutor
+    )({
+      clock: h.clock,
+      store: h.store,
+      invoker: h.invoker,
+      consent: h.consent,
+      limits: { batchTtlMs: 600_000 },
+    });
+    h.clock.advance(299_000);
+    await h.executor.pruneExpired();
+    expect([h.store.dedupe.size, h.store.batches.size, h.store.claims.size]).toEqual([1, 1, 1]);
+    h.clock.advance(301_000);
+    await h.executor.pruneExpired();
+    expect([h.store.dedupe.size, h.store.batches.size, h.store.claims.size]).toEqual([0, 0, 0]);
+  });
+});
