@@ -1,0 +1,199 @@
+/* eslint-disable @typescript-eslint/no-explicit-any */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { OUTCOME_UNKNOWN } from '../../src/processing/processing-lifecycle.service';
+import { ProcessingRepository } from '../../src/processing/processing.repository';
+import { startApp, TestApp } from '../support/app-harness';
+import { FakeModelServer, startFakeModelServer } from '../support/fake-model-server';
+import { api, createAgent, say, startToolServer, ToolServer } from '../support/processing-fixtures';
+
+async function runEnded(t: TestApp, runId: string): Promise<any> {
+  for (;;) {
+    const r = await api(t, 'GET', `/v1/runs/${runId}`);
+    if (['completed', 'failed', 'cancelled'].includes(r.body.status)) return r.body;
+    await new Promise((res) => setTimeout(res, 10));
+  }
+}
+
+/** Crash and restart: nothing lost, nothing run twice. */
+describe('processing: restart recovery', () => {
+  let fake: FakeModelServer;
+  let tools: ToolServer;
+  beforeAll(async () => {
+    fake = await startFakeModelServer();
+    tools = await startToolServer();
+  });
+  afterAll(async () => {
+    await fake.close();
+    await tools.close();
+  });
+  beforeEach(() => {
+    fake.reset();
+    tools.calls.length = 0;
+  });
+
+  it('a run a crash left running ends interrupted, its in-flight call gets an error return; queued runs run after boot', async () => {
+    let t = await startApp({ keepDir: true });
+    const dir = t.dir;
+    await tools.declare(t, 'lookup');
+    const id = await createAgent(t, fake, { tools: ['lookup'], include_base_tools: false });
+    fake.push({ content: 'first answer' });
+    await api(t, 'POST', `/v1/agents/${id}/messages`, say('before the crash'));
+
+    // what a crash mid-tool leaves behind: a running run whose tool call has no return, and a queued run
+    const repo = t.app.get(ProcessingRepository);
+    const now = Date.now();
+    const base = {
+      tenant_id: 'default',
+      agent_id: id,
+      stop_reason: null,
+      usage: null,
+      error: null,
+      parked: null,
+      continued_by: null,
+      started_at: null,
+      completed_at: null,
+    };
+    const crashed = 'run-00000000-0000-4000-8000-000000000001';
+    const queued = 'run-00000000-0000-4000-8000-000000000002';
+    await repo.insertRun({
+      ...base,
+      id: crashed,
+      status: 'running',
+      batch_id: '1',
+      input: { kind: 'message', mode: 'async', messages: [{ role: 'user', content: 'crash' }] },
+      created_at: now,
+    });
+    await repo.append(id, [
+      {
+        id: 'message-00000000-0000-4000-8000-000000000001',
+        tenant_id: 'default',
+        agent_id: id,
+        run_id: crashed,
+        step_id: 'step-x',
+        batch_id: '1',
+        message_type: 'tool_call_message',
+        payload: { tool_call: { name: 'lookup', arguments: '{}', tool_call_id: 'call_crash' } },
+        created_at: now,
+      },
+    ]);
+    await repo.insertRun({
+      ...base,
+      id: queued,
+      status: 'created',
+      batch_id: '2',
+      input: { kind: 'message', mode: 'async', messages: [{ role: 'user', content: 'queued' }] },
+      created_at: now + 1,
+    });
+    await t.close();
+
+    fake.push({ content: 'after restart' });
+    t = await startApp({ dir });
+    try {
+      const run = (await api(t, 'GET', `/v1/runs/${crashed}`)).body;
+      expect(run).toMatchObject({ status: 'failed', stop_reason: 'error', error: 'interrupted' });
+      const msgs = (await api(t, 'GET', `/v1/runs/${crashed}/messages`)).body;
+      expect(msgs.at(-1)).toMatchObject({
+        message_type: 'tool_return_message',
+        tool_call_id: 'call_crash',
+        status: 'error',
+        tool_return: OUTCOME_UNKNOWN,
+      });
+      expect(tools.calls).toHaveLength(0); // never executed again
+      const q = await runEnded(t, queued);
+      expect(q).toMatchObject({ status: 'completed', stop_reason: 'end_turn' });
+      // the model got a valid history: the interrupted call with its error return
+      const last = fake.requests.at(-1)!;
+      expect(
+        last.messages.some((m: any) => m.role === 'tool' && m.tool_call_id === 'call_crash'),
+      ).toBe(true);
+      const history = (await api(t, 'GET', `/v1/agents/${id}/messages?order=asc`)).body;
+      const seqs = history.map((m: any) => m.seq_id);
+      expect(seqs).toEqual([...seqs].sort((a: number, b: number) => a - b));
+      expect(new Set(seqs).size).toBe(seqs.length);
+    } finally {
+      await t.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('shutdown: a run stuck in a tool past the grace period is interrupted; a queued run waits for the next boot', async () => {
+    let t = await startApp({
+      keepDir: true,
+      overrides: { processing: { shutdown_grace_seconds: 0 } },
+    });
+    const dir = t.dir;
+    await tools.declare(t, 'slow');
+    const id = await createAgent(t, fake, { tools: ['slow'], include_base_tools: false });
+    let started!: () => void;
+    const toolStarted = new Promise<void>((r) => (started = r));
+    tools.handle('slow', async (_c, hungUp) => {
+      started();
+      await hungUp;
+      return { body: 'late' };
+    });
+    fake.push({ tool_calls: [{ name: 'slow', arguments: {} }] });
+    const running = (await api(t, 'POST', `/v1/agents/${id}/messages/async`, say('one'))).body.id;
+    await toolStarted;
+    const waiting = (await api(t, 'POST', `/v1/agents/${id}/messages/async`, say('two'))).body.id;
+    await t.close();
+
+    fake.push({ content: 'two done' });
+    t = await startApp({ dir });
+    try {
+      const r1 = (await api(t, 'GET', `/v1/runs/${running}`)).body;
+      expect(r1).toMatchObject({ status: 'failed', stop_reason: 'error', error: 'interrupted' });
+      const msgs = (await api(t, 'GET', `/v1/runs/${running}/messages`)).body;
+      expect(msgs.at(-1)).toMatchObject({ message_type: 'tool_return_message', status: 'error' });
+      const r2 = await runEnded(t, waiting);
+      expect(r2).toMatchObject({ status: 'completed', stop_reason: 'end_turn' });
+      expect(tools.calls.filter((c) => c.name === 'slow')).toHaveLength(1);
+    } finally {
+      await t.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('SIGTERM: the server stops and exits 0', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'agent-server-sigterm-'));
+    const root = path.join(__dirname, '..', '..');
+    const child = spawn(
+      process.execPath,
+      ['-r', 'ts-node/register/transpile-only', 'src/main.ts'],
+      {
+        cwd: root,
+        env: {
+          PATH: process.env.PATH ?? '',
+          PORT: '0',
+          SQLITE_PATH: path.join(dir, 'db.sqlite'),
+          AGENTS_DIR: path.join(dir, 'agents'),
+          TOOLS_DIR: path.join(dir, 'tools'),
+          LOG_LEVEL: 'info',
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        let out = '';
+        child.stdout.on('data', (b: Buffer) => {
+          out += b.toString();
+          // eslint-disable-next-line no-control-regex
+          const m = /listening on (http:\/\/[^\s\x1b]+)/.exec(out);
+          if (m) resolve(m[1].replace('[::1]', '127.0.0.1'));
+        });
+        child.once('exit', (code) => reject(new Error(`exited early: ${code}`)));
+      });
+      const health = await fetch(`${url}/v1/health`);
+      expect(health.status).toBe(200);
+      const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+      child.kill('SIGTERM');
+      expect(await exited).toBe(0);
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60000);
+});
