@@ -1,0 +1,248 @@
+import fc from 'fast-check';
+import type { ToolInvoker, ToolOutcome } from '../../../../src/core/executor/contracts';
+import { InMemoryStateStore } from '../../../../src/core/executor/in-memory-state-store';
+import { ToolExecutor } from '../../../../src/core/executor/tool-executor';
+import type { ToolRule } from '../../../../src/core/rules/tool-rule';
+import { aSetup, aTool, FakeClock, ManualTimers } from './executor-harness';
+
+const TOOLS = ['a', 'b', 'c', 'd', 'e'];
+const tool = fc.constantFrom(...TOOLS);
+
+const rule: fc.Arbitrary<ToolRule> = fc.oneof(
+  fc.record({
+    type: fc.constantFrom('max_count_per_step' as const, 'max_calls' as const),
+    tool_name: fc.constantFrom(...TOOLS, '*'),
+    max_count_limit: fc.integer({ min: 0, max: 3 }),
+  }),
+  fc.record({
+    type: fc.constant('exclusive_group' as const),
+    tools: fc.uniqueArray(tool, { minLength: 2, maxLength: 3 }),
+  }),
+  fc.record({
+    type: fc.constant('cooldown' as const),
+    tool_name: tool,
+    seconds: fc.integer({ min: 1, max: 30 }),
+  }),
+  fc.record({
+    type: fc.constant('requires_preceding_tools' as const),
+    tool_name: tool,
+    tools: fc.uniqueArray(tool, { minLength: 1, maxLength: 2 }),
+  }),
+  fc.record({
+    type: fc.constant('constrain_child_tools' as const),
+    tool_name: tool,
+    children: fc.uniqueArray(tool, { minLength: 1, maxLength: 3 }),
+  }),
+  fc.record({ type: fc.constant('run_first' as const), tool_name: tool }),
+  fc.record({
+    type: fc.constant('dedupe' as const),
+    tool_name: fc.constantFrom(...TOOLS, '*'),
+    window_seconds: fc.integer({ min: 1, max: 30 }),
+    mode: fc.constantFrom('reject' as const, 'return_cached' as const, 'off' as const),
+  }),
+);
+
+type Step =
+  | { kind: 'calls'; calls: { name: string; fail: boolean; arg: number }[] }
+  | { kind: 'heartbeat' }
+  | { kind: 'batch' }
+  | { kind: 'wait'; seconds: number }
+  | { kind: 'restart' };
+
+const step: fc.Arbitrary<Step> = fc.oneof(
+  {
+    weight: 6,
+    arbitrary: fc.record({
+      kind: fc.constant('calls' as const),
+      calls: fc.array(
+        fc.record({
+          name: fc.oneof(
+            { weight: 9, arbitrary: tool },
+            { weight: 1, arbitrary: fc.constant('zzz') },
+          ),
+          fail: fc.boolean(),
+          arg: fc.integer({ min: 0, max: 2 }),
+        }),
+        { minLength: 1, maxLength: 4 },
+      ),
+    }),
+  },
+  { weight: 2, arbitrary: fc.constant({ kind: 'heartbeat' as const }) },
+  { weight: 1, arbitrary: fc.constant({ kind: 'batch' as const }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constant('wait' as const),
+      seconds: fc.integer({ min: 1, max: 20 }),
+    }),
+  },
+  { weight: 1, arbitrary: fc.constant({ kind: 'restart' as const }) },
+);
+
+interface Execution {
+  name: string;
+  toolCallId: string;
+  batch: string;
+  at: number;
+}
+
+/** Runs a random session and returns what ran and every call with its outcome. */
+async function session(rules: ToolRule[], steps: Step[], readOnly: boolean) {
+  const clock = new FakeClock();
+  const store = new InMemoryStateStore();
+  const executions: Execution[] = [];
+  let batchId = 'b1';
+  const failing = new Set<string>();
+  const invoker: ToolInvoker = {
+    invoke: (t, _args, ctx) => {
+      executions.push({
+        name: t.name,
+        toolCallId: ctx.toolCallId,
+        batch: batchId,
+        at: clock.now(),
+      });
+      return Promise.resolve(
+        failing.has(ctx.toolCallId)
+          ? { status: 'error', value: 'failed' }
+          : { status: 'success', value: 'ok' },
+      );
+    },
+  };
+  const make = () =>
+    new ToolExecutor({
+      clock,
+      store,
+      invoker,
+      consent: { check: () => Promise.resolve({ kind: 'granted', grantId: 'g' }) },
+      limits: { batchTtlMs: 1e9 },
+      timers: new ManualTimers(),
+    });
+  const setup = aSetup(
+    rules,
+    TOOLS.map((n) => aTool(n, readOnly ? 'read_only' : 'side_effecting')),
+  );
+  let executor = make();
+  let pass = executor.newPass(setup, batchId);
+  let n = 0;
+  let batches = 1;
+  const answered: { sent: string[]; outcomes: ToolOutcome[] }[] = [];
+  for (const s of steps) {
+    switch (s.kind) {
+      case 'calls': {
+        const calls = s.calls.map((c) => {
+          const id = `call-${++n}`;
+          if (c.fail) failing.add(id);
+          return { toolCallId: id, name: c.name, arguments: { v: c.arg } };
+        });
+        answered.push({
+          sent: calls.map((c) => c.toolCallId),
+          outcomes: await executor.executeBatch(setup, pass, calls, {
+            tenantId: 'default',
+            agentId: setup.agentId,
+            runId: 'r',
+            batchId,
+          }),
+        });
+        break;
+      }
+      case 'heartbeat':
+        pass = executor.newPass(setup, batchId);
+        break;
+      case 'batch':
+        await executor.completeBatch(batchId);
+        batchId = `b${++batches}`;
+        pass = executor.newPass(setup, batchId);
+        break;
+      case 'wait':
+        clock.advance(s.seconds * 1000);
+        break;
+      case 'restart':
+        executor = make();
+        pass = executor.newPass(setup, batchId);
+        break;
+    }
+  }
+  return { executions, answered };
+}
+
+const scenario = fc.record({
+  rules: fc.array(rule, { maxLength: 6 }),
+  steps: fc.array(step, { minLength: 1, maxLength: 25 }),
+  readOnly: fc.boolean(),
+});
+
+describe('executor invariants over random rules and call sequences', () => {
+  it('max calls are never exceeded in a batch, across heartbeats and restarts', async () => {
+    await fc.assert(
+      fc.asyncProperty(scenario, async ({ rules, steps, readOnly }) => {
+        const { executions } = await session(rules, steps, readOnly);
+        const counts = new Map<string, number>();
+        for (const e of executions)
+          counts.set(`${e.batch}|${e.name}`, (counts.get(`${e.batch}|${e.name}`) ?? 0) + 1);
+        for (const r of rules) {
+          if (r.type !== 'max_count_per_step' && r.type !== 'max_calls') continue;
+          for (const [key, count] of counts) {
+            const name = key.split('|')[1];
+            if (r.tool_name === '*' || r.tool_name === name)
+              expect(count).toBeLessThanOrEqual(r.max_count_limit);
+          }
+        }
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('no two tools of an exclusive group run in one batch', async () => {
+    await fc.assert(
+      fc.asyncProperty(scenario, async ({ rules, steps, readOnly }) => {
+        const { executions } = await session(rules, steps, readOnly);
+        for (const r of rules) {
+          if (r.type !== 'exclusive_group') continue;
+          const used = new Map<string, Set<string>>();
+          for (const e of executions) {
+            if (!r.tools.includes(e.name)) continue;
+            const set = used.get(e.batch) ?? new Set<string>();
+            set.add(e.name);
+            used.set(e.batch, set);
+          }
+          for (const set of used.values()) expect(set.size).toBeLessThanOrEqual(1);
+        }
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('no execution falls inside a cooldown, across batches and restarts', async () => {
+    await fc.assert(
+      fc.asyncProperty(scenario, async ({ rules, steps, readOnly }) => {
+        const { executions } = await session(rules, steps, readOnly);
+        for (const r of rules) {
+          if (r.type !== 'cooldown') continue;
+          const times = executions.filter((e) => e.name === r.tool_name).map((e) => e.at);
+          for (let i = 1; i < times.length; i++)
+            expect(times[i] - times[i - 1]).toBeGreaterThanOrEqual(r.seconds * 1000);
+        }
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('every call is answered, in order, and no refused call was executed', async () => {
+    await fc.assert(
+      fc.asyncProperty(scenario, async ({ rules, steps, readOnly }) => {
+        const { executions, answered } = await session(rules, steps, readOnly);
+        const ran = new Set(executions.map((e) => e.toolCallId));
+        expect(ran.size).toBe(executions.length); // at most once per tool_call_id
+        for (const { sent, outcomes } of answered) {
+          expect(outcomes.map((o) => o.toolCallId)).toEqual(sent);
+          for (const o of outcomes) {
+            const executed = o.kind === 'executed' || o.kind === 'timeout';
+            expect(ran.has(o.toolCallId)).toBe(executed);
+            if (o.kind === 'refused') expect(o.error?.type).toBeDefined();
+          }
+        }
+      }),
+      { numRuns: 200 },
+    );
+  });
+});
