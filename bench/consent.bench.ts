@@ -1,97 +1,153 @@
 /**
  * npm run bench:consent
  *
- * 100 consent requests pending at once, one WebSocket client answers all of them concurrently. Measures the
- * server's own latency per decision: from the decision frame arriving at the server-side socket to the
- * decision being durably stored and the decision listener (the processor's resume hook) being invoked.
- * Prints one line: `pending=100 p50_ms=… p99_ms=… max_ms=… measured=frame_in_to_stored_and_listener`.
+ * 100 agents (offline `scripted` model) each call an http tool that needs consent, so 100 runs are parked with
+ * 100 consent requests pending at once. One WebSocket client then approves all of them together. For each
+ * decision the server's own latency is measured from the decision frame arriving at the server-side socket
+ * to the tool starting (its HTTP request reaching the tool server in this process): stored decision, listener,
+ * continuation run queued and started, consent re-check, tool invocation. Also reports the broker's own part:
+ * frame in -> decision durably stored and the decision listener called. Prints one line.
  */
-import { performance } from 'node:perf_hooks';
 import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
+import { AddressInfo } from 'node:net';
+import { performance } from 'node:perf_hooks';
 import type { RawData, WebSocket as ServerSocket } from 'ws';
 import WebSocket from 'ws';
-import { CONSENT_PORT } from '../src/rules/tokens';
-import type { ConsentPort } from '../src/core/executor/contracts';
-import { PermissionBrokerService } from '../src/permissions/permission-broker.service';
 import { ConsentGateway } from '../src/permissions/consent.gateway';
+import { PermissionBrokerService } from '../src/permissions/permission-broker.service';
 import { startApp } from '../test/support/app-harness';
 
 const PENDING = Number(process.env.PENDING ?? 100);
-const ROUNDS = Number(process.env.ROUNDS ?? 5);
+const ROUNDS = Number(process.env.ROUNDS ?? 3);
 
 function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
 }
 
-async function main(): Promise<void> {
-  const t = await startApp();
-  const port = t.app.get<ConsentPort>(CONSENT_PORT);
-  const broker = t.app.get(PermissionBrokerService);
-  const gateway = t.app.get(ConsentGateway);
-
-  const arrived = new Map<string, number>();
-  const latencies: number[] = [];
-  let onAll: (() => void) | null = null;
-  let expected = 0;
-  broker.onDecision((e) => {
-    const t0 = arrived.get(e.requestId);
-    if (t0 === undefined) return;
-    latencies.push(performance.now() - t0);
-    if (--expected === 0) onAll?.();
+async function post(base: string, path: string, body: unknown): Promise<{ id: string }> {
+  const res = await fetch(base + path, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
   });
-  // stamp each decision frame the moment the server-side socket receives it, before the gateway's handler
+  if (!res.ok) throw new Error(`${path}: ${res.status} ${await res.text()}`);
+  return (await res.json()) as { id: string };
+}
+
+async function main(): Promise<void> {
+  // the tool: stamps when each call starts (by tool_call_id)
+  const toolStarted = new Map<string, number>();
+  let onToolCall: (() => void) | null = null;
+  const tool = createServer((req, res) => {
+    const now = performance.now();
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { tool_call_id: string };
+      toolStarted.set(body.tool_call_id, now);
+      res.setHeader('content-type', 'application/json');
+      res.end('{"ok":true}');
+      onToolCall?.();
+    });
+  });
+  await new Promise<void>((r) => tool.listen(0, '127.0.0.1', r));
+  const toolUrl = `http://127.0.0.1:${(tool.address() as AddressInfo).port}/pay`;
+
+  const t = await startApp();
+  const base = t.baseUrl;
+  const gateway = t.app.get(ConsentGateway);
+  const frameIn = new Map<string, number>();
+  const decided = new Map<string, number>();
+  t.app.get(PermissionBrokerService).onDecision((e) => {
+    decided.set(e.requestId, performance.now());
+  });
   gateway.server.on('connection', (sock: ServerSocket) => {
+    // before the gateway's own handler: the moment the frame is in the server
     sock.prependListener('message', (data: RawData) => {
       const now = performance.now();
-      const text = (data as Buffer).toString('utf8');
-      const m = /"request_id":"([^"]+)"/.exec(text);
-      if (m) arrived.set(m[1], now);
+      const m = /"request_id":"([^"]+)"/.exec((data as Buffer).toString('utf8'));
+      if (m) frameIn.set(m[1], now);
     });
   });
 
-  const ws = new WebSocket(t.baseUrl.replace('http', 'ws') + '/v1/ws');
+  await post(base, '/v1/tools/', {
+    name: 'pay',
+    description: 'Pays',
+    safety: 'side_effecting',
+    kind: 'http',
+    parameters: { type: 'object', properties: { amount: { type: 'number' } } },
+    http: { url: toolUrl, method: 'POST', timeout_ms: 10_000 },
+  });
+
+  const ws = new WebSocket(base.replace('http', 'ws') + '/v1/ws');
+  const requests: { id: string; tool_call_id: string }[] = [];
+  let onRequest: (() => void) | null = null;
+  ws.on('message', (data) => {
+    const f = JSON.parse((data as Buffer).toString('utf8')) as {
+      type: string;
+      request?: { id: string; tool_call_id: string };
+    };
+    if (f.type === 'consent.request' && f.request) {
+      requests.push(f.request);
+      onRequest?.();
+    }
+  });
   await new Promise((resolve, reject) => {
     ws.once('open', resolve);
     ws.once('error', reject);
   });
+  ws.send(JSON.stringify({ type: 'subscribe' }));
 
+  const latencies: number[] = [];
+  const storeLatencies: number[] = [];
   for (let round = 0; round < ROUNDS; round++) {
-    const agentId = `agent-${randomUUID()}`;
-    const ids: string[] = [];
-    for (let i = 0; i < PENDING; i++) {
-      const res = await port.check({
-        tenantId: 'default',
-        agentId,
-        runId: `run-${randomUUID()}`,
-        batchId: String(round),
-        toolCallId: `call_${round}_${i}`,
-        toolName: 'pay',
-        arguments: { amount: i },
-        scope: 'pay',
-        timeoutMs: 300_000,
-      });
-      if (res.kind !== 'pending') throw new Error(`expected pending, got ${res.kind}`);
-      ids.push(res.requestId);
-    }
-    expected = PENDING;
-    const done = new Promise<void>((resolve) => (onAll = resolve));
-    for (const id of ids)
-      ws.send(JSON.stringify({ type: 'consent.decision', request_id: id, decision: i(id) }));
-    await done;
+    requests.length = 0;
+    const allPending = new Promise<void>((resolve) => {
+      onRequest = () => requests.length === PENDING && resolve();
+    });
+    await Promise.all(
+      Array.from({ length: PENDING }, async (_, i) => {
+        const agent = await post(base, '/v1/agents/', {
+          name: `bench-${round}-${i}-${randomUUID().slice(0, 8)}`,
+          model: 'scripted/bench',
+          tools: ['pay'],
+          tool_rules: [{ type: 'requires_approval', tool_name: 'pay' }],
+          model_script: [{ tool_calls: [{ name: 'pay', arguments: { amount: i } }] }],
+        });
+        await post(base, `/v1/agents/${agent.id}/messages/async`, {
+          messages: [{ role: 'user', content: 'pay' }],
+        });
+      }),
+    );
+    await allPending;
+
+    const pending = [...requests];
+    const toolsDone = new Promise<void>((resolve) => {
+      onToolCall = () => pending.every((r) => toolStarted.has(r.tool_call_id)) && resolve();
+    });
+    for (const r of pending)
+      ws.send(
+        JSON.stringify({ type: 'consent.decision', request_id: r.id, decision: 'approve_once' }),
+      );
+    await toolsDone;
+    // the first round warms up the JIT and the statement caches
+    if (round > 0)
+      for (const r of pending) {
+        latencies.push(toolStarted.get(r.tool_call_id)! - frameIn.get(r.id)!);
+        storeLatencies.push(decided.get(r.id)! - frameIn.get(r.id)!);
+      }
   }
 
   ws.close();
   await t.close();
-  // the first round warms the JIT and the statement cache: report the rest
-  const measured = latencies.slice(PENDING).sort((a, b) => a - b);
+  await new Promise((r) => tool.close(r));
+  const sorted = latencies.sort((a, b) => a - b);
+  const stored = storeLatencies.sort((a, b) => a - b);
+  const ms = (v: number) => v.toFixed(2);
   console.log(
-    `pending=${PENDING} rounds=${ROUNDS - 1} p50_ms=${percentile(measured, 50).toFixed(2)} p99_ms=${percentile(measured, 99).toFixed(2)} max_ms=${measured[measured.length - 1].toFixed(2)} measured=frame_in_to_stored_and_listener`,
+    `pending=${PENDING} decisions=${sorted.length} p50_ms=${ms(percentile(sorted, 50))} p99_ms=${ms(percentile(sorted, 99))} max_ms=${ms(sorted[sorted.length - 1])} (decision frame in -> tool start) stored_p50_ms=${ms(percentile(stored, 50))} stored_p99_ms=${ms(percentile(stored, 99))} (-> decision stored, listener called)`,
   );
-}
-
-/** Alternate the decisions so both the approve and the deny path are measured. */
-function i(id: string): string {
-  return id.charCodeAt(id.length - 1) % 2 ? 'approve_once' : 'deny';
 }
 
 main().catch((e: unknown) => {
