@@ -1,0 +1,329 @@
+import type { BatchState, ToolExecution } from '../../../../src/core/executor/contracts';
+import {
+  checkConditional,
+  selectConditionalChild,
+} from '../../../../src/core/rules/conditional.rule';
+import { checkConstrainChild } from '../../../../src/core/rules/constrain-child-tools.rule';
+import { checkCooldown } from '../../../../src/core/rules/cooldown.rule';
+import { canonicalKey, checkDedupe, dedupePolicy } from '../../../../src/core/rules/dedupe.rule';
+import { checkExclusiveGroup } from '../../../../src/core/rules/exclusive-group.rule';
+import { checkMaxCount } from '../../../../src/core/rules/max-count.rule';
+import { checkParentLast } from '../../../../src/core/rules/parent-last-tool.rule';
+import { renderRefusal } from '../../../../src/core/rules/render-refusal';
+import { checkRequiresFollowing } from '../../../../src/core/rules/requires-following-tools.rule';
+import { checkRequiresPreceding } from '../../../../src/core/rules/requires-preceding-tools.rule';
+import { compileRules } from '../../../../src/core/rules/rule-index';
+import { checkRunFirst } from '../../../../src/core/rules/run-first.rule';
+import type { RuleView, Verdict } from '../../../../src/core/rules/verdict';
+import { aTool, DEFAULT_SETTINGS } from '../executor/executor-harness';
+
+/** `a b! c` = a ran, b failed, c ran (oldest first). */
+function view(
+  history = '',
+  batch: Partial<BatchState> = {},
+  extra: Partial<RuleView> = {},
+): RuleView {
+  const h: ToolExecution[] = history
+    .split(' ')
+    .filter(Boolean)
+    .map((t, i) => ({
+      toolCallId: `c${i}`,
+      toolName: t.replace('!', ''),
+      status: t.endsWith('!') ? 'error' : 'success',
+      returnValue: `${t} ok`,
+      at: 0,
+    }));
+  return {
+    history: h,
+    startConstraintsDone: false,
+    batch: { callCounts: {}, exclusiveGroups: {}, createdAt: 0, updatedAt: 0, ...batch },
+    now: 100_000,
+    lastExecutionAt: null,
+    ...extra,
+  };
+}
+const show = (v: Verdict) => (v.allowed ? 'allowed' : v.detail);
+
+describe('one table per rule: given rule, state, this call → verdict', () => {
+  test.each<[string, Verdict, string]>([
+    [
+      'run_first: start tool',
+      checkRunFirst(
+        compileRules([], [{ type: 'run_first', tool_name: 'init' }]).startTools,
+        'init',
+        view(),
+      ),
+      'allowed',
+    ],
+    [
+      'run_first: other tool first',
+      checkRunFirst(
+        compileRules([], [{ type: 'run_first', tool_name: 'init' }]).startTools,
+        'x',
+        view(),
+      ),
+      'x may not run before a start tool (init) has run in this pass',
+    ],
+    [
+      'run_first: done',
+      checkRunFirst(
+        compileRules([], [{ type: 'run_first', tool_name: 'init' }]).startTools,
+        'x',
+        view('', {}, { startConstraintsDone: true }),
+      ),
+      'allowed',
+    ],
+    [
+      'preceding: missing both',
+      checkRequiresPreceding(
+        { type: 'requires_preceding_tools', tool_name: 'd', tools: ['a', 'b'] },
+        'd',
+        view(),
+      ),
+      'd requires a, b earlier in this pass',
+    ],
+    [
+      'preceding: one failed',
+      checkRequiresPreceding(
+        { type: 'requires_preceding_tools', tool_name: 'd', tools: ['a', 'b'] },
+        'd',
+        view('a b!'),
+      ),
+      'd requires b earlier in this pass',
+    ],
+    [
+      'preceding: satisfied',
+      checkRequiresPreceding(
+        { type: 'requires_preceding_tools', tool_name: 'd', tools: ['a', 'b'] },
+        'd',
+        view('b a'),
+      ),
+      'allowed',
+    ],
+    [
+      'following: a follower ran',
+      checkRequiresFollowing(
+        { type: 'requires_following_tools', tool_name: 'd', tools: ['a'] },
+        'd',
+        view('a!'),
+      ),
+      'd must run before a, which already ran in this pass',
+    ],
+    [
+      'following: none ran',
+      checkRequiresFollowing(
+        { type: 'requires_following_tools', tool_name: 'd', tools: ['a'] },
+        'd',
+        view('b'),
+      ),
+      'allowed',
+    ],
+    [
+      'child: after the parent, not a child',
+      checkConstrainChild(
+        { type: 'constrain_child_tools', tool_name: 'p', children: ['x'] },
+        'y',
+        view('p'),
+      ),
+      'right after p only x may run, not y',
+    ],
+    [
+      'child: parent not last',
+      checkConstrainChild(
+        { type: 'constrain_child_tools', tool_name: 'p', children: ['x'] },
+        'y',
+        view('p a'),
+      ),
+      'allowed',
+    ],
+    [
+      'parent_last: parent last',
+      checkParentLast(
+        [{ type: 'parent_last_tool', tool_name: 'p', children: ['x'] }],
+        'x',
+        view('p'),
+      ),
+      'allowed',
+    ],
+    [
+      'parent_last: parent earlier',
+      checkParentLast(
+        [{ type: 'parent_last_tool', tool_name: 'p', children: ['x'] }],
+        'x',
+        view('p a'),
+      ),
+      'x may run only right after p',
+    ],
+    [
+      'conditional: selects',
+      checkConditional(
+        { type: 'conditional', tool_name: 'a', child_output_mapping: { 'a ok': 'x' } },
+        'y',
+        view('a'),
+      ),
+      'the output of a selects x as the next tool, not y',
+    ],
+    [
+      'conditional: required, no match',
+      checkConditional(
+        {
+          type: 'conditional',
+          tool_name: 'a',
+          child_output_mapping: { z: 'x' },
+          require_output_mapping: true,
+        },
+        'y',
+        view('a'),
+      ),
+      'the output of a matches no mapping, so nothing may run after it',
+    ],
+    [
+      'max: under',
+      checkMaxCount(
+        { type: 'max_count_per_step', tool_name: 'a', max_count_limit: 2 },
+        'a',
+        view('', { callCounts: { a: 1 } }),
+      ),
+      'allowed',
+    ],
+    [
+      'max: at the limit',
+      checkMaxCount(
+        { type: 'max_calls', tool_name: 'a', max_count_limit: 2 },
+        'a',
+        view('', { callCounts: { a: 2 } }),
+      ),
+      'a reached its limit of 2 calls in this batch',
+    ],
+    [
+      'group: claimed by another',
+      checkExclusiveGroup(
+        { type: 'exclusive_group', tools: ['a', 'b'], group: 'g' },
+        'b',
+        view('', { exclusiveGroups: { g: 'a' } }),
+      ),
+      'b is exclusive with a, which this batch already used (group g)',
+    ],
+    [
+      'group: claimed by itself',
+      checkExclusiveGroup(
+        { type: 'exclusive_group', tools: ['a', 'b'] },
+        'a',
+        view('', { exclusiveGroups: { 'a,b': 'a' } }),
+      ),
+      'allowed',
+    ],
+    [
+      'cooldown: inside',
+      checkCooldown(
+        { type: 'cooldown', tool_name: 'a', seconds: 10 },
+        'a',
+        view('', {}, { lastExecutionAt: 95_500 }),
+      ),
+      'a is cooling down (10s between calls); it may run again in 6s',
+    ],
+    [
+      'cooldown: at the edge',
+      checkCooldown(
+        { type: 'cooldown', tool_name: 'a', seconds: 10 },
+        'a',
+        view('', {}, { lastExecutionAt: 90_000 }),
+      ),
+      'allowed',
+    ],
+    [
+      'dedupe: live entry',
+      checkDedupe(
+        { mode: 'reject', windowMs: 60_000 },
+        'a',
+        { at: 70_000, expiresAt: 130_000 },
+        100_000,
+      ),
+      'a already ran with these arguments 30s ago (dedupe window 60s); use its earlier result or change the arguments',
+    ],
+    [
+      'dedupe: expired',
+      checkDedupe(
+        { mode: 'reject', windowMs: 60_000 },
+        'a',
+        { at: 30_000, expiresAt: 90_000 },
+        100_000,
+      ),
+      'allowed',
+    ],
+  ])('%s', (_s, verdict, expected) => {
+    expect(show(verdict)).toBe(expected);
+  });
+});
+
+describe('dedupe policy and key', () => {
+  test.each<[string, ReturnType<typeof dedupePolicy>, string]>([
+    [
+      'side_effecting default',
+      dedupePolicy(aTool('a', 'side_effecting'), undefined, undefined, DEFAULT_SETTINGS),
+      'reject 300000',
+    ],
+    [
+      'privileged default',
+      dedupePolicy(aTool('a', 'privileged'), undefined, undefined, DEFAULT_SETTINGS),
+      'reject 300000',
+    ],
+    ['read_only default', dedupePolicy(aTool('a'), undefined, undefined, DEFAULT_SETTINGS), 'off'],
+    [
+      'agent window 0 turns the default off',
+      dedupePolicy(aTool('a', 'side_effecting'), undefined, undefined, {
+        ...DEFAULT_SETTINGS,
+        dedupeWindowMs: 0,
+      }),
+      'off',
+    ],
+    [
+      'own rule beats "*"',
+      dedupePolicy(
+        aTool('a'),
+        { type: 'dedupe', tool_name: 'a', window_seconds: 5, mode: 'return_cached' },
+        { type: 'dedupe', tool_name: '*', window_seconds: 9, mode: 'reject' },
+        DEFAULT_SETTINGS,
+      ),
+      'return_cached 5000',
+    ],
+    [
+      'mode off',
+      dedupePolicy(
+        aTool('a', 'side_effecting'),
+        { type: 'dedupe', tool_name: 'a', window_seconds: 5, mode: 'off' },
+        undefined,
+        DEFAULT_SETTINGS,
+      ),
+      'off',
+    ],
+  ])('%s → %s', (_s, policy, expected) => {
+    expect(policy === null ? 'off' : `${policy.mode} ${policy.windowMs}`).toBe(expected);
+  });
+
+  it('the canonical key sorts keys', () => {
+    expect(canonicalKey('t', { b: 1, a: { d: 2, c: 3 } })).toBe('t|{"a":{"c":3,"d":2},"b":1}');
+  });
+
+  it('selectConditionalChild reads the message field of JSON outputs', () => {
+    const rule = {
+      type: 'conditional' as const,
+      tool_name: 'a',
+      child_output_mapping: { go: 'x' },
+    };
+    expect([
+      selectConditionalChild(rule, '{"message":"go"}'),
+      selectConditionalChild(rule, 'stop'),
+    ]).toEqual(['x', undefined]);
+  });
+
+  it('renders texts in one shape', () => {
+    expect(renderRefusal('NotFound', 'no tool named q', ['a', 'b'])).toBe(
+      '[ToolNotFound] no tool named q; available: a, b',
+    );
+    expect(renderRefusal('RuleViolation', 'x', [])).toBe(
+      '[ToolRuleViolation] x; allowed now: none',
+    );
+    expect(renderRefusal('Timeout', 'slow')).toBe('[ToolTimeout] slow');
+  });
+});
