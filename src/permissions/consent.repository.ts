@@ -11,33 +11,12 @@ import {
   ConsentStatus,
 } from './consent.entities';
 
-export type AuditEntry = Omit<
-  ConsentAuditEntity,
-  | 'id'
-  | 'requestId'
-  | 'grantId'
-  | 'runId'
-  | 'toolCallId'
-  | 'toolName'
-  | 'scope'
-  | 'decision'
-  | 'reason'
-> &
-  Partial<
-    Pick<
-      ConsentAuditEntity,
-      | 'requestId'
-      | 'grantId'
-      | 'runId'
-      | 'toolCallId'
-      | 'toolName'
-      | 'scope'
-      | 'decision'
-      | 'reason'
-    >
-  > & {
-    event: AuditEvent;
-  };
+/** The audit columns an entry may leave out (stored as null). */
+type OptionalAuditField =
+  'requestId' | 'grantId' | 'runId' | 'toolCallId' | 'toolName' | 'scope' | 'decision' | 'reason';
+
+export type AuditEntry = Omit<ConsentAuditEntity, 'id' | OptionalAuditField> &
+  Partial<Pick<ConsentAuditEntity, OptionalAuditField>> & { event: AuditEvent };
 
 export interface Resolution {
   status: Exclude<ConsentStatus, 'pending'>;

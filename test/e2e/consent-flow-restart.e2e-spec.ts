@@ -1,39 +1,26 @@
-/* eslint-disable @typescript-eslint/no-explicit-any -- frames and response bodies are free-form JSON that tests inspect */
 import { rmSync } from 'node:fs';
-import { createServer, Server } from 'node:http';
-import { AddressInfo } from 'node:net';
 import { startApp, TestApp } from '../support/app-harness';
 import { FakeModelServer, startFakeModelServer } from '../support/fake-model-server';
-import { api, WsClient } from './consent-helpers';
+import { api, startToolServer, WsClient } from './consent-helpers';
 
 /** A parked run survives a restart: the request is pushed again, its answer resumes the batch; cancel denies. */
 describe('consent end to end across a restart, racing dialogs and cancellation', () => {
   let fake: FakeModelServer;
-  let toolServer: Server;
+  let toolServer: Awaited<ReturnType<typeof startToolServer>>;
   let toolUrl: string;
-  const toolCalls: any[] = [];
 
   beforeAll(async () => {
     fake = await startFakeModelServer();
-    toolServer = createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        toolCalls.push(JSON.parse(Buffer.concat(chunks).toString() || '{}'));
-        res.setHeader('content-type', 'application/json');
-        res.end('{"ok":true}');
-      });
-    });
-    await new Promise<void>((r) => toolServer.listen(0, '127.0.0.1', r));
-    toolUrl = `http://127.0.0.1:${(toolServer.address() as AddressInfo).port}/pay`;
+    toolServer = await startToolServer();
+    toolUrl = `${toolServer.url}/pay`;
   });
   beforeEach(() => {
     fake.reset();
-    toolCalls.length = 0;
+    toolServer.calls.length = 0;
   });
   afterAll(async () => {
     await fake.close();
-    await new Promise((r) => toolServer.close(r));
+    await toolServer.close();
   });
 
   async function setup(t: TestApp): Promise<string> {
@@ -86,7 +73,7 @@ describe('consent end to end across a restart, racing dialogs and cancellation',
         const from = ws.frames.length;
         ws.send({ type: 'consent.decision', request_id: req.id, decision: 'approve_once' });
         await ws.next((f) => f.type === 'run.event' && f.event === 'run.completed', from, 10_000);
-        expect(toolCalls.map((c) => c.tool_call_id)).toEqual(['call_restart']);
+        expect(toolServer.calls.map((c) => c.body.tool_call_id)).toEqual(['call_restart']);
         await ws.close();
       } finally {
         await second.close();
@@ -120,7 +107,7 @@ describe('consent end to end across a restart, racing dialogs and cancellation',
       ]);
       expect(errs).toMatchObject({ code: 'ALREADY_RESOLVED', ref: req.id });
       await a.next((f) => f.type === 'run.event' && f.event === 'run.completed', fromA, 10_000);
-      expect(toolCalls.map((c) => c.tool_call_id)).toEqual(['call_race']);
+      expect(toolServer.calls.map((c) => c.body.tool_call_id)).toEqual(['call_race']);
       await a.close();
       await b.close();
     } finally {
@@ -149,7 +136,7 @@ describe('consent end to end across a restart, racing dialogs and cancellation',
         'error',
       );
       expect(late).toMatchObject({ code: 'ALREADY_RESOLVED' });
-      expect(toolCalls).toEqual([]);
+      expect(toolServer.calls).toEqual([]);
       await ws.close();
     } finally {
       await t.close();

@@ -1,10 +1,8 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- frames and response bodies are free-form JSON that tests inspect */
 import Letta from '@letta-ai/letta-client';
-import { createServer, Server } from 'node:http';
-import { AddressInfo } from 'node:net';
 import { startApp, TestApp } from '../support/app-harness';
 import { FakeModelServer, startFakeModelServer } from '../support/fake-model-server';
-import { api, broker, fakeClock, WsClient } from './consent-helpers';
+import { api, broker, fakeClock, startToolServer, WsClient } from './consent-helpers';
 
 /**
  * The whole consent loop: the fake model calls a tool that needs consent, the run parks, a person answers
@@ -15,27 +13,16 @@ describe('consent end to end: model → park → decision → tool', () => {
   let t: TestApp;
   let fake: FakeModelServer;
   let client: Letta;
-  let toolServer: Server;
+  let toolServer: Awaited<ReturnType<typeof startToolServer>>;
   let toolUrl: string;
-  const toolCalls: any[] = [];
+  let toolCalls: { path: string | undefined; body: any }[] = [];
   const sockets: WsClient[] = [];
 
   beforeAll(async () => {
     fake = await startFakeModelServer();
-    toolServer = createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        toolCalls.push({
-          path: req.url,
-          body: JSON.parse(Buffer.concat(chunks).toString() || '{}'),
-        });
-        res.setHeader('content-type', 'application/json');
-        res.end(JSON.stringify({ ok: true }));
-      });
-    });
-    await new Promise<void>((r) => toolServer.listen(0, '127.0.0.1', r));
-    toolUrl = `http://127.0.0.1:${(toolServer.address() as AddressInfo).port}`;
+    toolServer = await startToolServer();
+    toolUrl = toolServer.url;
+    toolCalls = toolServer.calls;
     t = await startApp();
     client = new Letta({ baseURL: t.baseUrl, apiKey: 'none', maxRetries: 0 });
     for (const name of ['pay', 'refund', 'notify'])
@@ -62,7 +49,7 @@ describe('consent end to end: model → park → decision → tool', () => {
   afterAll(async () => {
     await t.close();
     await fake.close();
-    await new Promise((r) => toolServer.close(r));
+    await toolServer.close();
   });
 
   async function anAgent(

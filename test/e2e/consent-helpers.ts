@@ -1,5 +1,7 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- frames and response bodies are free-form JSON that tests inspect */
 import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
+import { AddressInfo } from 'node:net';
 import WebSocket from 'ws';
 import { CLOCK } from '../../src/common/clock';
 import type { ConsentCheckRequest, ConsentPort } from '../../src/core/executor/contracts';
@@ -153,4 +155,28 @@ export async function api(
   });
   const text = await res.text();
   return { status: res.status, body: text ? JSON.parse(text) : null };
+}
+
+/** An http tool's server on 127.0.0.1: records each call's JSON body ("the tool ran" = it got the request). */
+export async function startToolServer(): Promise<{
+  url: string;
+  calls: { path: string | undefined; body: any }[];
+  close(): Promise<void>;
+}> {
+  const calls: { path: string | undefined; body: any }[] = [];
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      calls.push({ path: req.url, body: JSON.parse(Buffer.concat(chunks).toString() || '{}') });
+      res.setHeader('content-type', 'application/json');
+      res.end('{"ok":true}');
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    calls,
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
 }
