@@ -4,7 +4,7 @@ import { notFound } from './domain-error';
 
 // snowflake-id ships CommonJS without types; `require` hands back {default}.
 const SnowflakeCtor = // eslint-disable-next-line @typescript-eslint/no-require-imports
-(require('snowflake-id') as { default: new (opts?: object) => { generate(): string } }).default;
+  (require('snowflake-id') as { default: new (opts?: object) => { generate(): string } }).default;
 
 const snowflake = new SnowflakeCtor({ mid: 1, offset: 0 });
 

@@ -40,7 +40,10 @@ export class Permissions1763830000000 implements MigrationInterface {
     );
     await q.createIndex(
       'consent_requests',
-      new TableIndex({ name: 'idx_consent_requests_status', columnNames: ['status', 'expires_at'] }),
+      new TableIndex({
+        name: 'idx_consent_requests_status',
+        columnNames: ['status', 'expires_at'],
+      }),
     );
 
     await q.createTable(
