@@ -73,13 +73,16 @@ interface RunContext {
   /** The batch's user message: always kept in context. */
   currentMessageId: string | null;
   parked: ParkedCall[] | null;
+  produced: MessageEntity[];
   /** Set by a graceful shutdown: end at the next step boundary. */
   stopAtBoundary: boolean;
 }
 
 export interface RunResult {
-  status: RunEntity['status'];
-  stopReason: StopReason;
+  /** The run as it ended. */
+  run: RunEntity;
+  /** What the run produced (the request's own messages left out). */
+  messages: MessageEntity[];
 }
 
 /**
@@ -128,10 +131,12 @@ export class AgentProcessor {
   }
 
   /** Processes one queued run to its end; never throws (failures end the run as failed). */
-  async process(runId: string): Promise<RunResult | null> {
+  async process(runId: string, known?: RunEntity): Promise<RunResult | null> {
     const now = this.clock.now();
     if (!(await this.repo.claimRun(runId, now))) return null;
-    const run = (await this.repo.findRunById(runId))!;
+    const run: RunEntity = known
+      ? { ...known, status: 'running', started_at: now }
+      : (await this.repo.findRunById(runId))!;
     const controller = new AbortController();
     const ctx: RunContext = {
       run,
@@ -153,6 +158,7 @@ export class AgentProcessor {
       startedAt: now,
       currentMessageId: null,
       parked: null,
+      produced: [],
       stopAtBoundary: false,
     };
     this.active.set(run.id, ctx);
@@ -497,6 +503,8 @@ export class AgentProcessor {
   ): Promise<RunResult> {
     const { run } = ctx;
     const status = runStatusFor(stop);
+    const parked = stop === 'requires_approval' ? ctx.parked : null;
+    const completedAt = this.clock.now();
     try {
       if (stop !== 'requires_approval') await this.exec.executor.completeBatch(run.batch_id);
       await this.repo.finishRun(
@@ -506,9 +514,9 @@ export class AgentProcessor {
           stop_reason: stop,
           usage: ctx.usage,
           error: detail,
-          parked: stop === 'requires_approval' ? ctx.parked : null,
+          parked,
         },
-        this.clock.now(),
+        completedAt,
       );
       if (ctx.agent) await this.agents.setLastStopReason(run.tenant_id, run.agent_id, stop);
     } catch (e) {
@@ -522,7 +530,18 @@ export class AgentProcessor {
       usage: ctx.usage,
       error: detail,
     });
-    return { status, stopReason: stop };
+    return {
+      run: {
+        ...run,
+        status,
+        stop_reason: stop,
+        usage: ctx.usage,
+        error: detail,
+        parked,
+        completed_at: completedAt,
+      },
+      messages: ctx.produced,
+    };
   }
 
   private msg(
@@ -551,6 +570,7 @@ export class AgentProcessor {
   ): Promise<MessageEntity[]> {
     const stored = await this.repo.append(ctx.run.agent_id, rows, step);
     for (const m of stored) {
+      if (!m.payload._input) ctx.produced.push(m);
       this.publish(ctx, m.payload._input ? 'input_message' : 'message', toLettaMessage(m));
     }
     return stored;

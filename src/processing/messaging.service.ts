@@ -34,7 +34,9 @@ export interface BatchResult {
 export class MessagingService implements OnModuleInit {
   private readonly logger = new Logger('Messaging');
   readonly mailbox: Mailbox;
-  private readonly waiters = new Map<string, (() => void)[]>();
+  private readonly waiters = new Map<string, ((r: BatchResult | null) => void)[]>();
+  /** Runs queued by this process, so processing does not read them back. */
+  private readonly queuedRuns = new Map<string, RunEntity>();
   /** Decisions seen per parked run, until every parked call has one. */
   private readonly decided = new Map<string, Set<string>>();
 
@@ -48,10 +50,12 @@ export class MessagingService implements OnModuleInit {
     @Inject(CONSENT_BRIDGE) private readonly consent: ConsentBridge,
   ) {
     this.mailbox = new Mailbox(async (job) => {
+      let result: BatchResult | null = null;
       try {
-        await this.processor.process(job.runId);
+        result = await this.processor.process(job.runId, this.queuedRuns.get(job.runId));
       } finally {
-        this.settle(job.runId);
+        this.queuedRuns.delete(job.runId);
+        this.settle(job.runId, result);
       }
     });
   }
@@ -103,14 +107,17 @@ export class MessagingService implements OnModuleInit {
 
   /** Resolves when the run has ended (at once when it already has). */
   async waitFor(runId: string): Promise<BatchResult> {
-    const pending = new Promise<void>((resolve) => {
+    const pending = new Promise<BatchResult | null>((resolve) => {
       const list = this.waiters.get(runId) ?? [];
       list.push(resolve);
       this.waiters.set(runId, list);
     });
-    const current = await this.repo.findRunById(runId);
-    if (current && isFinal(current.status)) this.settle(runId);
-    await pending;
+    if (!this.queuedRuns.has(runId)) {
+      const current = await this.repo.findRunById(runId);
+      if (current && isFinal(current.status)) this.settle(runId, null);
+    }
+    const done = await pending;
+    if (done) return done;
     const run = (await this.repo.findRunById(runId))!;
     const messages = await this.repo.runMessages(run.tenant_id, runId);
     return { run, messages: messages.filter((m) => !m.payload._input) };
@@ -129,7 +136,8 @@ export class MessagingService implements OnModuleInit {
       if (await this.repo.cancelQueuedRun(id, this.clock.now())) {
         this.mailbox.remove(agentId, id);
         this.publishEnd(tenantId, agentId, id, 'cancelled');
-        this.settle(id);
+        this.queuedRuns.delete(id);
+        this.settle(id, null);
         out[id] = 'cancelled';
       }
     }
@@ -264,7 +272,9 @@ export class MessagingService implements OnModuleInit {
   // ------------------------------------------------------------ internals
 
   enqueue(run: RunEntity, priority: boolean): void {
+    this.queuedRuns.set(run.id, run);
     if (!this.mailbox.enqueue(run.agent_id, { runId: run.id, priority })) {
+      this.queuedRuns.delete(run.id);
       this.logger.warn(`run ${run.id} stays queued: shutting down`);
     }
   }
@@ -294,10 +304,10 @@ export class MessagingService implements OnModuleInit {
     };
   }
 
-  private settle(runId: string): void {
+  private settle(runId: string, result: BatchResult | null): void {
     const list = this.waiters.get(runId);
     this.waiters.delete(runId);
-    list?.forEach((r) => r());
+    list?.forEach((r) => r(result));
   }
 
   private publishEnd(tenantId: string, agentId: string, runId: string, stop: StopReason): void {

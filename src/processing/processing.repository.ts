@@ -9,6 +9,7 @@ import { Transactor } from '../database/transactor';
 import { MessageEntity } from './entities/message.entity';
 import { ParkedCall, RunEntity, RunUsage } from './entities/run.entity';
 import { StepEntity } from './entities/step.entity';
+import { GroupCommit } from './group-commit';
 import { toLettaMessage } from './message.mapper';
 
 export type NewMessage = Omit<MessageEntity, 'seq_id'>;
@@ -33,16 +34,21 @@ export class ProcessingRepository {
   private readonly seq = new Map<string, number>();
   private readonly seqInit = new Map<string, Promise<number>>();
   private readonly history = new LRUCache<string, HistoryMessage[]>({ max: 2000 });
+  private readonly writes: GroupCommit;
 
   constructor(
     @InjectDataSource() private readonly ds: DataSource,
-    private readonly tx: Transactor,
-  ) {}
+    tx: Transactor,
+  ) {
+    this.writes = new GroupCommit((work) => tx.run(work));
+  }
 
   // ------------------------------------------------------------ runs
 
   async insertRun(run: RunEntity): Promise<void> {
-    await this.ds.getRepository(RunEntity).insert(run as QueryDeepPartialEntity<RunEntity>);
+    await this.writes.run((em) =>
+      em.getRepository(RunEntity).insert(run as QueryDeepPartialEntity<RunEntity>),
+    );
   }
 
   findRun(tenantId: string, id: string): Promise<RunEntity | null> {
@@ -55,9 +61,11 @@ export class ProcessingRepository {
 
   /** created → running; false when the run is no longer queued (cancelled meanwhile). */
   async claimRun(id: string, at: number): Promise<boolean> {
-    const res = await this.ds
-      .getRepository(RunEntity)
-      .update({ id, status: 'created' }, { status: 'running', started_at: at });
+    const res = await this.writes.run((em) =>
+      em
+        .getRepository(RunEntity)
+        .update({ id, status: 'created' }, { status: 'running', started_at: at }),
+    );
     return (res.affected ?? 0) > 0;
   }
 
@@ -72,24 +80,27 @@ export class ProcessingRepository {
     },
     at: number,
   ): Promise<void> {
-    await this.ds.getRepository(RunEntity).update({ id }, {
+    const values = {
       status: fields.status,
       stop_reason: fields.stop_reason,
       usage: fields.usage,
       error: fields.error ?? null,
       parked: fields.parked ?? null,
       completed_at: at,
-    } as QueryDeepPartialEntity<RunEntity>);
+    } as QueryDeepPartialEntity<RunEntity>;
+    await this.writes.run((em) => em.getRepository(RunEntity).update({ id }, values));
   }
 
   /** Cancels a queued run; false when it already started. */
   async cancelQueuedRun(id: string, at: number): Promise<boolean> {
-    const res = await this.ds
-      .getRepository(RunEntity)
-      .update(
-        { id, status: 'created' },
-        { status: 'cancelled', stop_reason: 'cancelled', completed_at: at },
-      );
+    const res = await this.writes.run((em) =>
+      em
+        .getRepository(RunEntity)
+        .update(
+          { id, status: 'created' },
+          { status: 'cancelled', stop_reason: 'cancelled', completed_at: at },
+        ),
+    );
     return (res.affected ?? 0) > 0;
   }
 
@@ -172,7 +183,7 @@ export class ProcessingRepository {
 
   /** Inserts the continuation run and claims the parked one in one transaction. */
   async insertContinuation(parkedRunId: string, run: RunEntity): Promise<boolean> {
-    return this.tx.run(async (em) => {
+    return this.writes.run(async (em) => {
       const res = await em
         .getRepository(RunEntity)
         .update({ id: parkedRunId, continued_by: IsNull() }, { continued_by: run.id });
@@ -204,7 +215,7 @@ export class ProcessingRepository {
   ): Promise<MessageEntity[]> {
     if (messages.length === 0 && !step) return [];
     const rows = await this.withSeq(agentId, messages);
-    await this.tx.run(async (em: EntityManager) => {
+    await this.writes.run(async (em: EntityManager) => {
       if (step) await em.getRepository(StepEntity).insert(step);
       if (rows.length) {
         await em

@@ -137,7 +137,11 @@ export function toChatUnits(history: HistoryMessage[]): Unit[] {
 /** Everything the model gets: system prompt, then the newest history that fits. */
 export function buildContext(input: ContextInput): ChatMessage[] {
   const system = renderSystemPrompt(input.system, input.blocks);
-  const units = toChatUnits(input.history);
+  // every message costs at least 4 tokens: older ones than this could never fit
+  const maxMessages = Math.max(64, Math.ceil(input.contextWindow / 4));
+  const history =
+    input.history.length > maxMessages ? input.history.slice(-maxMessages) : input.history;
+  const units = toChatUnits(history);
   const cost = (u: Unit) =>
     u.messages.reduce((n, m) => {
       const calls = m.role === 'assistant' && m.tool_calls ? JSON.stringify(m.tool_calls) : '';
