@@ -1,52 +1,38 @@
 /* eslint-disable @typescript-eslint/no-explicit-any */
 import Letta from '@letta-ai/letta-client';
-import { startApp, TestApp } from '../support/app-harness';
-import { FakeModelServer, startFakeModelServer } from '../support/fake-model-server';
+import type { TestApp } from '../support/app-harness';
+import type { FakeModelServer } from '../support/fake-model-server';
 import {
   api,
   createAgent,
+  LoopEnv,
+  runEnded as waitForRun,
   say,
-  startToolServer,
+  startLoopEnv,
   ToolServer,
   types,
 } from '../support/processing-fixtures';
 
 /** Streaming, async, history, runs, cancellation and the mailbox, through the SDK and raw HTTP. */
 describe('messages API', () => {
+  let env: LoopEnv;
   let t: TestApp;
   let fake: FakeModelServer;
   let tools: ToolServer;
   let client: Letta;
 
   beforeAll(async () => {
-    fake = await startFakeModelServer();
-    tools = await startToolServer();
-    t = await startApp();
+    env = await startLoopEnv(['lookup', 'slow']);
+    ({ t, fake, tools } = env);
     client = new Letta({ baseURL: t.baseUrl, apiKey: 'none', maxRetries: 0 });
-    await tools.declare(t, 'lookup');
-    await tools.declare(t, 'slow');
   });
-  afterAll(async () => {
-    await t.close();
-    await fake.close();
-    await tools.close();
-  });
-  beforeEach(() => {
-    fake.reset();
-    tools.calls.length = 0;
-  });
+  afterAll(() => env.close());
+  beforeEach(() => env.reset());
 
   const agent = (over: Record<string, unknown> = {}) =>
     createAgent(t, fake, { tools: ['lookup', 'slow'], include_base_tools: false, ...over });
 
-  /** Waits until the run has ended (polls the API; no timing is asserted). */
-  async function runEnded(runId: string): Promise<any> {
-    for (;;) {
-      const r = await api(t, 'GET', `/v1/runs/${runId}`);
-      if (['completed', 'failed', 'cancelled'].includes(r.body.status)) return r.body;
-      await new Promise((res) => setTimeout(res, 10));
-    }
-  }
+  const runEnded = (runId: string) => waitForRun(t, runId);
 
   it('stream: one unnamed data frame per message, progress, stop reason, usage, [DONE]', async () => {
     const id = await agent();

@@ -1,40 +1,33 @@
 /* eslint-disable @typescript-eslint/no-explicit-any */
 import Letta from '@letta-ai/letta-client';
-import { startApp, TestApp } from '../support/app-harness';
-import { FakeModelServer, startFakeModelServer } from '../support/fake-model-server';
+import type { TestApp } from '../support/app-harness';
+import type { FakeModelServer } from '../support/fake-model-server';
 import {
   api,
   createAgent,
+  LoopEnv,
+  runEnded as waitForRun,
   say,
-  startToolServer,
+  startLoopEnv,
   ToolServer,
   types,
 } from '../support/processing-fixtures';
 
 /** Consent: the run parks with requires_approval, a decision continues the same batch in a new run. */
 describe('messages: consent park and resume', () => {
+  let env: LoopEnv;
   let t: TestApp;
   let fake: FakeModelServer;
   let tools: ToolServer;
   let client: Letta;
 
   beforeAll(async () => {
-    fake = await startFakeModelServer();
-    tools = await startToolServer();
-    t = await startApp();
+    env = await startLoopEnv([['pay', { safety: 'side_effecting' }], 'lookup']);
+    ({ t, fake, tools } = env);
     client = new Letta({ baseURL: t.baseUrl, apiKey: 'none', maxRetries: 0 });
-    await tools.declare(t, 'pay', { safety: 'side_effecting' });
-    await tools.declare(t, 'lookup');
   });
-  afterAll(async () => {
-    await t.close();
-    await fake.close();
-    await tools.close();
-  });
-  beforeEach(() => {
-    fake.reset();
-    tools.calls.length = 0;
-  });
+  afterAll(() => env.close());
+  beforeEach(() => env.reset());
 
   const agent = () =>
     createAgent(t, fake, {
@@ -56,13 +49,7 @@ describe('messages: consent park and resume', () => {
     return { res, toolCallId: last.tool_call.tool_call_id as string };
   }
 
-  async function runEnded(runId: string): Promise<any> {
-    for (;;) {
-      const r = await api(t, 'GET', `/v1/runs/${runId}`);
-      if (['completed', 'failed', 'cancelled'].includes(r.body.status)) return r.body;
-      await new Promise((res) => setTimeout(res, 10));
-    }
-  }
+  const runEnded = (runId: string) => waitForRun(t, runId);
 
   it('parks: run completed/requires_approval, pending_approval on the agent, 409 for a plain message', async () => {
     const id = await agent();

@@ -1,36 +1,29 @@
 /* eslint-disable @typescript-eslint/no-explicit-any */
-import { startApp, TestApp } from '../support/app-harness';
-import { FakeModelServer, startFakeModelServer } from '../support/fake-model-server';
+import type { TestApp } from '../support/app-harness';
+import type { FakeModelServer } from '../support/fake-model-server';
 import {
   api,
   createAgent,
+  LoopEnv,
   say,
-  startToolServer,
+  startLoopEnv,
   ToolServer,
   types,
 } from '../support/processing-fixtures';
 
 /** Each loop decision of issue 4, through the fake model server and real http tools. */
 describe('processing: loop decisions', () => {
+  let env: LoopEnv;
   let t: TestApp;
   let fake: FakeModelServer;
   let tools: ToolServer;
 
   beforeAll(async () => {
-    fake = await startFakeModelServer();
-    tools = await startToolServer();
-    t = await startApp();
-    for (const name of ['lookup', 'act', 'plan', 'finish', 'save']) await tools.declare(t, name);
+    env = await startLoopEnv(['lookup', 'act', 'plan', 'finish', 'save']);
+    ({ t, fake, tools } = env);
   });
-  afterAll(async () => {
-    await t.close();
-    await fake.close();
-    await tools.close();
-  });
-  beforeEach(() => {
-    fake.reset();
-    tools.calls.length = 0;
-  });
+  afterAll(() => env.close());
+  beforeEach(() => env.reset());
 
   const agent = (toolNames: string[], rules: unknown[] = [], over: Record<string, unknown> = {}) =>
     createAgent(t, fake, {
@@ -228,20 +221,16 @@ describe('processing: loop decisions', () => {
 });
 
 describe('processing: token budget', () => {
+  let env: LoopEnv;
   let t: TestApp;
   let fake: FakeModelServer;
-  let tools: ToolServer;
   beforeAll(async () => {
-    fake = await startFakeModelServer();
-    tools = await startToolServer();
-    t = await startApp({ overrides: { processing: { max_tokens_per_batch: 250 } } });
-    await tools.declare(t, 'lookup');
+    env = await startLoopEnv(['lookup'], {
+      overrides: { processing: { max_tokens_per_batch: 250 } },
+    });
+    ({ t, fake } = env);
   });
-  afterAll(async () => {
-    await t.close();
-    await fake.close();
-    await tools.close();
-  });
+  afterAll(() => env.close());
 
   it('stops with max_tokens_exceeded once the batch used its tokens', async () => {
     const id = await createAgent(t, fake, {

@@ -5,17 +5,16 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { OUTCOME_UNKNOWN } from '../../src/processing/processing-lifecycle.service';
 import { ProcessingRepository } from '../../src/processing/processing.repository';
-import { startApp, TestApp } from '../support/app-harness';
+import { startApp } from '../support/app-harness';
 import { FakeModelServer, startFakeModelServer } from '../support/fake-model-server';
-import { api, createAgent, say, startToolServer, ToolServer } from '../support/processing-fixtures';
-
-async function runEnded(t: TestApp, runId: string): Promise<any> {
-  for (;;) {
-    const r = await api(t, 'GET', `/v1/runs/${runId}`);
-    if (['completed', 'failed', 'cancelled'].includes(r.body.status)) return r.body;
-    await new Promise((res) => setTimeout(res, 10));
-  }
-}
+import {
+  api,
+  createAgent,
+  runEnded,
+  say,
+  startToolServer,
+  ToolServer,
+} from '../support/processing-fixtures';
 
 /** Crash and restart: nothing lost, nothing run twice. */
 describe('processing: restart recovery', () => {

@@ -5,8 +5,8 @@
  */
 import { createServer, IncomingMessage, ServerResponse } from 'node:http';
 import { AddressInfo, Socket } from 'node:net';
-import type { TestApp } from './app-harness';
-import type { FakeModelServer } from './fake-model-server';
+import { startApp, StartOptions, TestApp } from './app-harness';
+import { FakeModelServer, startFakeModelServer } from './fake-model-server';
 
 export interface Reply {
   status: number;
@@ -144,3 +144,49 @@ export async function startToolServer(): Promise<ToolServer> {
 
 /** Message types of a batch response, in order. */
 export const types = (messages: any[]) => messages.map((m) => m.message_type as string);
+
+/** Waits until the run has ended (polls the API; no timing is asserted). */
+export async function runEnded(t: TestApp, runId: string): Promise<any> {
+  for (;;) {
+    const r = await api(t, 'GET', `/v1/runs/${runId}`);
+    if (['completed', 'failed', 'cancelled'].includes(r.body.status)) return r.body;
+    await new Promise((res) => setTimeout(res, 10));
+  }
+}
+
+/** The app, the fake model server and the tool server of a processing suite. */
+export interface LoopEnv {
+  t: TestApp;
+  fake: FakeModelServer;
+  tools: ToolServer;
+  /** Between tests: clears the model queues and the tool calls seen. */
+  reset(): void;
+  close(): Promise<void>;
+}
+
+export async function startLoopEnv(
+  toolNames: (string | [string, Record<string, unknown>])[] = [],
+  opts: StartOptions = {},
+): Promise<LoopEnv> {
+  const fake = await startFakeModelServer();
+  const tools = await startToolServer();
+  const t = await startApp(opts);
+  for (const entry of toolNames) {
+    const [name, over] = typeof entry === 'string' ? [entry, {}] : entry;
+    await tools.declare(t, name, over);
+  }
+  return {
+    t,
+    fake,
+    tools,
+    reset() {
+      fake.reset();
+      tools.calls.length = 0;
+    },
+    async close() {
+      await t.close();
+      await fake.close();
+      await tools.close();
+    },
+  };
+}
