@@ -1,0 +1,69 @@
+import { Mailbox, MailboxJob } from '../../../src/processing/mailbox';
+
+/** A handler whose jobs finish when the test says so. */
+function harness() {
+  const started: string[] = [];
+  const finish = new Map<string, () => void>();
+  const box = new Mailbox(
+    (job: MailboxJob) =>
+      new Promise<void>((resolve) => {
+        started.push(job.runId);
+        finish.set(job.runId, resolve);
+      }),
+  );
+  const done = async (runId: string) => {
+    finish.get(runId)!();
+    await new Promise((r) => setImmediate(r));
+  };
+  return { box, started, done };
+}
+
+describe('Mailbox', () => {
+  it('one job at a time per agent, in arrival order', async () => {
+    const { box, started, done } = harness();
+    box.enqueue('a', { runId: 'r1', priority: false });
+    box.enqueue('a', { runId: 'r2', priority: false });
+    box.enqueue('a', { runId: 'r3', priority: false });
+    expect(started).toEqual(['r1']);
+    await done('r1');
+    expect(started).toEqual(['r1', 'r2']);
+    await done('r2');
+    await done('r3');
+    expect(started).toEqual(['r1', 'r2', 'r3']);
+  });
+
+  it('priority jobs (continuations) go ahead of waiting ones, after earlier priority jobs', async () => {
+    const { box, started, done } = harness();
+    box.enqueue('a', { runId: 'busy', priority: false });
+    box.enqueue('a', { runId: 'user1', priority: false });
+    box.enqueue('a', { runId: 'resume1', priority: true });
+    box.enqueue('a', { runId: 'resume2', priority: true });
+    for (const id of ['busy', 'resume1', 'resume2', 'user1']) await done(id);
+    expect(started).toEqual(['busy', 'resume1', 'resume2', 'user1']);
+  });
+
+  it('different agents run at the same time', () => {
+    const { box, started } = harness();
+    box.enqueue('a', { runId: 'a1', priority: false });
+    box.enqueue('b', { runId: 'b1', priority: false });
+    expect(started).toEqual(['a1', 'b1']);
+  });
+
+  it('remove drops a waiting job; close stops intake and whenIdle waits for running jobs', async () => {
+    const { box, started, done } = harness();
+    box.enqueue('a', { runId: 'r1', priority: false });
+    box.enqueue('a', { runId: 'r2', priority: false });
+    box.enqueue('a', { runId: 'r3', priority: false });
+    expect(box.remove('a', 'r2')).toBe(true);
+    expect(box.remove('a', 'r1')).toBe(false); // running
+    box.close();
+    expect(box.enqueue('a', { runId: 'r4', priority: false })).toBe(false);
+    let idle = false;
+    const waiting = box.whenIdle().then(() => (idle = true));
+    await new Promise((r) => setImmediate(r));
+    expect(idle).toBe(false);
+    await done('r1');
+    await waiting;
+    expect(started).toEqual(['r1']); // r3 stays queued (its run row stays `created`)
+  });
+});
