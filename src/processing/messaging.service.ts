@@ -34,7 +34,7 @@ export interface BatchResult {
 export class MessagingService implements OnModuleInit {
   private readonly logger = new Logger('Messaging');
   readonly mailbox: Mailbox;
-  private readonly waiters = new Map<string, ((r: BatchResult | null) => void)[]>();
+  private readonly waiters = new Map<string, ((r: Settled) => void)[]>();
   /** Runs queued by this process, so processing does not read them back. */
   private readonly queuedRuns = new Map<string, RunEntity>();
   /** Decisions seen per parked run, until every parked call has one. */
@@ -107,7 +107,7 @@ export class MessagingService implements OnModuleInit {
 
   /** Resolves when the run has ended (at once when it already has). */
   async waitFor(runId: string): Promise<BatchResult> {
-    const pending = new Promise<BatchResult | null>((resolve) => {
+    const pending = new Promise<Settled>((resolve) => {
       const list = this.waiters.get(runId) ?? [];
       list.push(resolve);
       this.waiters.set(runId, list);
@@ -117,6 +117,14 @@ export class MessagingService implements OnModuleInit {
       if (current && isFinal(current.status)) this.settle(runId, null);
     }
     const done = await pending;
+    if (done === 'shutdown') {
+      throw new DomainError(
+        'unavailable',
+        'SHUTTING_DOWN',
+        `the server is shutting down; run ${runId} stays queued and runs after the restart`,
+        { run_id: runId },
+      );
+    }
     if (done) return done;
     const run = (await this.repo.findRunById(runId))!;
     const messages = await this.repo.runMessages(run.tenant_id, runId);
@@ -304,7 +312,25 @@ export class MessagingService implements OnModuleInit {
     };
   }
 
-  private settle(runId: string, result: BatchResult | null): void {
+  /** Shutdown: callers waiting on runs that will not start now get 503 (the runs stay queued). */
+  releaseQueuedWaiters(): void {
+    for (const runId of [...this.waiters.keys()]) {
+      if (!this.processor.isActive(runId)) this.settle(runId, 'shutdown');
+    }
+    for (const run of this.queuedRuns.values()) {
+      if (this.processor.isActive(run.id)) continue;
+      // open streams of queued runs end with an error frame instead of hanging the shutdown
+      this.bus.publish({
+        tenantId: run.tenant_id,
+        agentId: run.agent_id,
+        runId: run.id,
+        type: 'run.deferred',
+        data: { reason: 'shutting down; the run stays queued' },
+      });
+    }
+  }
+
+  private settle(runId: string, result: Settled): void {
     const list = this.waiters.get(runId);
     this.waiters.delete(runId);
     list?.forEach((r) => r(result));
@@ -320,6 +346,9 @@ export class MessagingService implements OnModuleInit {
     });
   }
 }
+
+/** How a wait ends: the result in memory, null (read it back), or the server going down. */
+type Settled = BatchResult | null | 'shutdown';
 
 const isFinal = (s: RunEntity['status']) =>
   s === 'completed' || s === 'failed' || s === 'cancelled';

@@ -114,6 +114,7 @@ export class ProcessingLifecycle implements OnApplicationBootstrap, BeforeApplic
    */
   async beforeApplicationShutdown(signal?: string): Promise<void> {
     this.messaging.mailbox.close();
+    this.messaging.releaseQueuedWaiters();
     this.processor.stopAllAtBoundary();
     const graceMs = this.config.processing.shutdown_grace_seconds * 1000;
     const idle = this.messaging.mailbox.whenIdle();

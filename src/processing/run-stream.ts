@@ -63,6 +63,9 @@ export class RunStream {
         break;
       case 'input_message':
         break;
+      case 'run.deferred':
+        this.fail({ code: 'SHUTTING_DOWN', message: String(e.data.reason) });
+        break;
       case 'run.completed':
         this.frame({ message_type: 'stop_reason', stop_reason: e.data.stop_reason });
         this.frame(toLettaUsage((e.data.usage as RunUsage | null) ?? null));

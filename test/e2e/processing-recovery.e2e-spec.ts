@@ -118,7 +118,7 @@ describe('processing: restart recovery', () => {
     }
   });
 
-  it('shutdown: a run stuck in a tool past the grace period is interrupted; a queued run waits for the next boot', async () => {
+  it('shutdown: a run stuck in a tool past the grace period is interrupted; queued runs wait for the next boot', async () => {
     let t = await startApp({
       keepDir: true,
       overrides: { processing: { shutdown_grace_seconds: 0 } },
@@ -137,9 +137,18 @@ describe('processing: restart recovery', () => {
     const running = (await api(t, 'POST', `/v1/agents/${id}/messages/async`, say('one'))).body.id;
     await toolStarted;
     const waiting = (await api(t, 'POST', `/v1/agents/${id}/messages/async`, say('two'))).body.id;
+    const syncWaiting = api(t, 'POST', `/v1/agents/${id}/messages`, say('three'));
+    while ((await api(t, 'GET', `/v1/runs/?agent_id=${id}`)).body.length < 3) {
+      await new Promise((r) => setTimeout(r, 10));
+    }
     await t.close();
+    // a caller waiting on a run that could not start is told, and its run stays queued
+    const answered = await syncWaiting;
+    expect(answered.status).toBe(503);
+    expect(answered.body.code).toBe('SHUTTING_DOWN');
+    const third = answered.body.details.run_id as string;
 
-    fake.push({ content: 'two done' });
+    fake.push({ content: 'two done' }, { content: 'three done' });
     t = await startApp({ dir });
     try {
       const r1 = (await api(t, 'GET', `/v1/runs/${running}`)).body;
@@ -148,6 +157,9 @@ describe('processing: restart recovery', () => {
       expect(msgs.at(-1)).toMatchObject({ message_type: 'tool_return_message', status: 'error' });
       const r2 = await runEnded(t, waiting);
       expect(r2).toMatchObject({ status: 'completed', stop_reason: 'end_turn' });
+      const r3 = await runEnded(t, third);
+      expect(r3).toMatchObject({ status: 'completed', stop_reason: 'end_turn' });
+      expect(r3.created_at >= r2.created_at).toBe(true);
       expect(tools.calls.filter((c) => c.name === 'slow')).toHaveLength(1);
     } finally {
       await t.close();
