@@ -19,6 +19,8 @@ export async function createApp(config: AppConfig): Promise<INestApplication> {
   const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config), {
     bodyParser: false,
     logger: LEVELS[config.log_level],
+    // Throw instead of process.exit(1): main.ts prints one line and exits; tests see the error.
+    abortOnError: false,
   });
   app.use(...jsonBodyMiddleware(config.server.body_limit_bytes, config.server.json_max_depth));
   app.useWebSocketAdapter(new WsAdapter(app));

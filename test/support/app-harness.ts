@@ -68,7 +68,14 @@ export async function startApp(opts: StartOptions = {}): Promise<TestApp> {
     ...opts.overrides,
   });
   const app = await createApp(config);
-  await app.listen(0, '127.0.0.1');
+  try {
+    await app.listen(0, '127.0.0.1');
+  } catch (e) {
+    // A boot that fails (e.g. a broken agent file) must not leave the database pool and timers behind.
+    await app.close().catch(() => undefined);
+    if (!opts.keepDir && !opts.dir) rmSync(dir, { recursive: true, force: true });
+    throw e;
+  }
   const address = app.getHttpServer().address() as { port: number };
   const baseUrl = `http://127.0.0.1:${address.port}`;
   return {
