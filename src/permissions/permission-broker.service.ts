@@ -72,8 +72,6 @@ type Listener<T> = (event: T) => void | Promise<void>;
 const SWEEP_INTERVAL_MS = 1000;
 const SYSTEM = 'system';
 const MAX_CACHED_PENDING = 10_000;
-const NOT_CONSTRUCTED =
-  'PermissionBrokerService used before it was constructed: inject it (PermissionsModule is global) or resolve it lazily (onModuleInit), not in a provider factory';
 
 /**
  * The PermissionBroker: answers the executor's consent checks (standing grant, earlier decision, or a new
@@ -105,30 +103,6 @@ export class PermissionBrokerService
     @Inject(ID_GENERATOR) private readonly ids: IdGenerator,
   ) {
     this.writes = new GroupCommit(tx);
-    PermissionBrokerService.live = this;
-  }
-
-  /** The instance of the app that booted last (see `target`). */
-  private static live: PermissionBrokerService | null = null;
-  private static warned = false;
-
-  /**
-   * Nest hands out an unconstructed placeholder (`Object.create(prototype)`) when a provider is fetched with
-   * ModuleRef inside another provider's factory. Such a caller is forwarded to the live instance instead of
-   * failing; the right fix on its side is to inject PermissionBrokerService (PermissionsModule is global).
-   */
-  static resolve(self: PermissionBrokerService): PermissionBrokerService {
-    return Array.isArray(self.decisionListeners) ? self : PermissionBrokerService.liveInstance();
-  }
-
-  static liveInstance(): PermissionBrokerService {
-    const live = PermissionBrokerService.live;
-    if (!live) throw new Error(NOT_CONSTRUCTED);
-    if (!PermissionBrokerService.warned) {
-      PermissionBrokerService.warned = true;
-      new Logger('Permissions').warn(NOT_CONSTRUCTED + ' (forwarding to the live instance)');
-    }
-    return live;
   }
 
   // ------------------------------------------------------------ listeners
@@ -140,8 +114,6 @@ export class PermissionBrokerService
    * Returns an unsubscribe function.
    */
   onDecision(listener: Listener<ConsentResolved>): () => void {
-    const self = PermissionBrokerService.resolve(this);
-    if (self !== this) return self.onDecision(listener);
     return add(this.decisionListeners, listener);
   }
 
@@ -159,8 +131,6 @@ export class PermissionBrokerService
   // ------------------------------------------------------------ the executor's port
 
   async check(req: ConsentCheckRequest): Promise<ConsentCheck> {
-    const self = PermissionBrokerService.resolve(this);
-    if (self !== this) return self.check(req);
     const now = this.clock.now();
     const existing = await this.repo.findRequestForCall(req.tenantId, req.agentId, req.toolCallId);
     if (existing) return this.recheck(existing, req);
@@ -304,8 +274,6 @@ export class PermissionBrokerService
     d: ToolCallDecision,
     channel: Exclude<ConsentChannel, 'system'> = 'rest',
   ): Promise<{ request: ConsentRequestEntity; grant: ConsentGrantEntity | null }> {
-    const self = PermissionBrokerService.resolve(this);
-    if (self !== this) return self.decideByToolCall(tenantId, agentId, toolCallId, d, channel);
     const row = await this.repo.findRequestForCall(tenantId, agentId, toolCallId);
     if (!row)
       throw badRequest('NO_PENDING_APPROVAL', `no consent request for tool_call_id ${toolCallId}`, {
@@ -450,8 +418,6 @@ export class PermissionBrokerService
     toolCallIds: string[],
     reason: string,
   ): Promise<number> {
-    const self = PermissionBrokerService.resolve(this);
-    if (self !== this) return self.denyPendingForCalls(tenantId, agentId, toolCallIds, reason);
     const rows = (await this.repo.pendingFor(tenantId, [agentId])).filter((r) =>
       toolCallIds.includes(r.toolCallId),
     );
@@ -459,14 +425,10 @@ export class PermissionBrokerService
   }
 
   async denyPendingForRun(tenantId: string, runId: string, reason: string): Promise<number> {
-    const self = PermissionBrokerService.resolve(this);
-    if (self !== this) return self.denyPendingForRun(tenantId, runId, reason);
     return this.cancelAll(await this.repo.pendingForRun(tenantId, runId), reason);
   }
 
   async denyPendingForAgent(tenantId: string, agentId: string, reason: string): Promise<number> {
-    const self = PermissionBrokerService.resolve(this);
-    if (self !== this) return self.denyPendingForAgent(tenantId, agentId, reason);
     return this.cancelAll(await this.repo.pendingFor(tenantId, [agentId]), reason);
   }
 
@@ -486,8 +448,6 @@ export class PermissionBrokerService
   // ------------------------------------------------------------ queries (REST, gateway, processing)
 
   pendingForAgent(tenantId: string, agentId: string): Promise<ConsentRequestEntity[]> {
-    const self = PermissionBrokerService.resolve(this);
-    if (self !== this) return self.pendingForAgent(tenantId, agentId);
     return this.repo.pendingFor(tenantId, [agentId]);
   }
 
@@ -562,7 +522,6 @@ export class PermissionBrokerService
   }
 
   async onApplicationShutdown(): Promise<void> {
-    if (PermissionBrokerService.live === this) PermissionBrokerService.live = null;
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
     await this.sweeping;
@@ -620,10 +579,7 @@ export class PermissionBrokerService
   }
 }
 
-function add<T>(list: T[] | undefined, item: T): () => void {
-  if (!Array.isArray(list))
-    // Nest hands out an unconstructed placeholder when a provider is fetched (ModuleRef.get) in a factory
-    throw new Error(NOT_CONSTRUCTED);
+function add<T>(list: T[], item: T): () => void {
   list.push(item);
   return () => {
     const i = list.indexOf(item);
@@ -671,17 +627,4 @@ export function alreadyResolved(row: ConsentRequestEntity) {
     reason: row.decisionReason,
     decided_by: row.decidedBy,
   });
-}
-
-/**
- * CONSENT_PORT: the broker as the executor's port. A class provider (not an alias) so that a placeholder
- * fetched too early (see PermissionBrokerService.resolve) still reaches the live broker.
- */
-@Injectable()
-export class BrokerConsentPort implements ConsentPort {
-  constructor(private readonly broker: PermissionBrokerService) {}
-
-  check(req: ConsentCheckRequest): Promise<ConsentCheck> {
-    return (this.broker ?? PermissionBrokerService.liveInstance()).check(req);
-  }
 }

@@ -5,7 +5,7 @@ import { ConsentController } from './consent.controller';
 import { ConsentGateway } from './consent.gateway';
 import { ConsentRepository } from './consent.repository';
 import { GrantsController } from './grants.controller';
-import { BrokerConsentPort, PermissionBrokerService } from './permission-broker.service';
+import { PermissionBrokerService } from './permission-broker.service';
 
 /** The PermissionBroker (also the executor's CONSENT_PORT), the consent WebSocket and its REST side. */
 @Global()
@@ -16,7 +16,8 @@ import { BrokerConsentPort, PermissionBrokerService } from './permission-broker.
     ConsentRepository,
     PermissionBrokerService,
     ConsentGateway,
-    { provide: CONSENT_PORT, useClass: BrokerConsentPort },
+    // the broker is the executor's consent port: the same instance, not a copy
+    { provide: CONSENT_PORT, useExisting: PermissionBrokerService },
   ],
   exports: [PermissionBrokerService, CONSENT_PORT],
 })

@@ -371,3 +371,31 @@ describe('PermissionBroker and the consent REST API', () => {
     });
   });
 });
+
+/** Tests boot several apps in one process: each app's executor must reach its own broker, and only it. */
+describe('two apps in one process', () => {
+  it("each app's CONSENT_PORT is that app's broker; closing one leaves the other working", async () => {
+    const [a, b] = await Promise.all([
+      startApp({ overrides: KEYS }),
+      startApp({ overrides: KEYS }),
+    ]);
+    try {
+      expect(port(a)).toBe(broker(a));
+      expect(port(b)).toBe(broker(b));
+      expect(port(a)).not.toBe(port(b));
+
+      const inB = await port(b).check(aCheck({ tenantId: 'team-a' }));
+      expect(inB.kind).toBe('pending');
+      expect((await api(a, 'GET', '/v1/consent/requests', undefined, A)).body).toEqual([]);
+
+      await b.close();
+      const inA = await port(a).check(aCheck({ tenantId: 'team-a' }));
+      expect(inA.kind).toBe('pending');
+      const listed = await api(a, 'GET', '/v1/consent/requests', undefined, A);
+      expect(listed.body.map((r: any) => r.id)).toEqual([(inA as { requestId: string }).requestId]);
+    } finally {
+      await a.close();
+      await b.close().catch(() => undefined);
+    }
+  });
+});
