@@ -198,7 +198,7 @@ export class AgentProcessor {
     const { run } = ctx;
     let pass = this.exec.executor.newPass(ctx.setup, run.batch_id);
     if (run.input.kind === 'resume') {
-      const early = await this.resumeParked(ctx, pass);
+      const early = await this.resumeParked(ctx);
       if (early) return early;
     }
     if (run.input.messages.length > 0) {
@@ -226,11 +226,18 @@ export class AgentProcessor {
     }
   }
 
-  /** A continuation of a parked batch: the parked calls run (or are refused) through the executor first. */
-  private async resumeParked(ctx: RunContext, pass: PassState): Promise<StopReason | null> {
+  /**
+   * A continuation of a parked batch: the parked calls run (or are refused) through the executor first,
+   * in the pass they were made in; the caller then continues the batch in a new pass.
+   */
+  private async resumeParked(ctx: RunContext): Promise<StopReason | null> {
     const { run } = ctx;
     const parkedRun = await this.repo.findRunById(run.input.resumes_run_id ?? '');
     const calls = parkedRun?.parked ?? [];
+    const parkedPass = calls[0]?.pass;
+    const pass: PassState = parkedPass
+      ? structuredClone(parkedPass)
+      : this.exec.executor.newPass(ctx.setup, run.batch_id);
     if (run.input.approvals?.length) {
       const approvals = run.input.approvals.map((a) => ({
         type: 'approval',
@@ -252,6 +259,7 @@ export class AgentProcessor {
         ctx,
         calls.map((c) => deniedOutcome(c, 'cancelled by the user')),
         (id) => calls.find((c) => c.tool_call_id === id)?.step_id ?? null,
+        pass,
       );
       return 'cancelled';
     }
@@ -267,7 +275,12 @@ export class AgentProcessor {
         ctx.meta,
       );
       const stepOf = new Map(calls.map((c) => [c.tool_call_id, c.step_id]));
-      const parkedAgain = await this.persistOutcomes(ctx, outcomes, (id) => stepOf.get(id) ?? null);
+      const parkedAgain = await this.persistOutcomes(
+        ctx,
+        outcomes,
+        (id) => stepOf.get(id) ?? null,
+        pass,
+      );
       if (parkedAgain.length) {
         ctx.parked = parkedAgain;
         return 'requires_approval';
@@ -358,7 +371,7 @@ export class AgentProcessor {
       if (calls.length > 0) {
         this.publish(ctx, 'tools.executing', { step: stepNumber, tools: calls.map((c) => c.name) });
         outcomes = await this.exec.executor.executeBatch(ctx.setup, pass, calls, ctx.meta);
-        const parked = await this.persistOutcomes(ctx, outcomes, () => stepId);
+        const parked = await this.persistOutcomes(ctx, outcomes, () => stepId, pass);
         if (parked.length) ctx.parked = parked;
         if (outcomes.some((o) => o.kind === 'executed' && o.toolName.startsWith('core_memory'))) {
           ctx.agent = await this.agents.get(ctx.run.tenant_id, ctx.run.agent_id);
@@ -437,7 +450,9 @@ export class AgentProcessor {
     ctx: RunContext,
     outcomes: ToolOutcome[],
     stepOf: (toolCallId: string) => string | null,
+    pass: PassState,
   ): Promise<ParkedCall[]> {
+    const { batch: _cache, ...passSnapshot } = pass;
     const rows: NewMessage[] = [];
     const parked: ParkedCall[] = [];
     for (const o of outcomes) {
@@ -459,6 +474,7 @@ export class AgentProcessor {
           arguments: o.arguments,
           request_id: o.consentRequestId ?? null,
           step_id: stepId,
+          pass: passSnapshot,
         });
         continue;
       }

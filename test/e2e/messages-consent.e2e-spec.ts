@@ -104,6 +104,40 @@ describe('messages: consent park and resume', () => {
     expect((await api(t, 'GET', `/v1/agents/${id}`)).body.pending_approval ?? null).toBeNull();
   });
 
+  it('an approved call runs in the pass it was made in: ordering rules met there still hold', async () => {
+    // lookup must precede pay in the pass; lookup continues the loop, so pay comes in the same pass and parks.
+    const id = await createAgent(t, fake, {
+      tools: ['pay', 'lookup'],
+      tool_rules: [
+        { type: 'requires_preceding_tools', tool_name: 'pay', tools: ['lookup'] },
+        { type: 'continue_loop', tool_name: 'lookup' },
+        { type: 'requires_approval', tool_name: 'pay' },
+      ],
+      include_base_tools: false,
+    });
+    fake.push(
+      { tool_calls: [{ name: 'lookup', arguments: { q: 'order' } }] },
+      { tool_calls: [{ name: 'pay', arguments: { q: '5' } }] },
+    );
+    const parked = (await api(t, 'POST', `/v1/agents/${id}/messages`, say('pay it'))).body;
+    expect(parked.stop_reason.stop_reason).toBe('requires_approval');
+    const toolCallId = parked.messages.at(-1).tool_call.tool_call_id as string;
+    fake.push({ content: 'paid' });
+    const res = (
+      await api(t, 'POST', `/v1/agents/${id}/messages`, {
+        messages: [
+          {
+            type: 'approval',
+            approvals: [{ type: 'approval', tool_call_id: toolCallId, approve: true }],
+          },
+        ],
+      })
+    ).body;
+    expect(res.messages[1]).toMatchObject({ tool_call_id: toolCallId, status: 'success' });
+    expect(tools.calls.map((c) => c.name)).toEqual(['lookup', 'pay']);
+    expect(res.stop_reason.stop_reason).toBe('end_turn');
+  });
+
   it("denial: not executed, the person's reason reaches the model as an error return", async () => {
     const id = await agent();
     const { toolCallId } = await park(id);

@@ -1,5 +1,7 @@
+import type { PassState } from '../../core/executor/contracts';
 import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
 import { EpochMsColumn, JsonColumn } from '../../database/columns';
+import type { BudgetFields } from '../../core/loop/budgets';
 import type { RunStatus, StopReason } from '../../core/loop/stop-reason';
 
 export interface RunUsage {
@@ -17,6 +19,8 @@ export interface RunInput {
   /** The user messages of the request, as `{role, content}` with text content. */
   messages: { role: string; content: string }[];
   max_steps?: number | null;
+  /** The request's own budgets (each over the agent's, which are over the config's). */
+  budgets?: Partial<BudgetFields>;
   /** resume: the parked run continued by this one. */
   resumes_run_id?: string;
   /** Approvals as the client sent them (in-band), for the approval_response_message. */
@@ -32,6 +36,11 @@ export interface ParkedCall {
   arguments: Record<string, unknown>;
   request_id: string | null;
   step_id: string | null;
+  /**
+   * The pass the call was made in (without its batch cache): the approved call runs in that pass, whose
+   * ordering rules it already satisfied, and the batch then continues in a new pass.
+   */
+  pass?: Omit<PassState, 'batch'>;
 }
 
 @Entity('runs')
