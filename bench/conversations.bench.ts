@@ -8,10 +8,9 @@
  * clients (one agent per client: an agent processes one batch at a time). Prints one line per concurrency:
  *   clients=50 conv_per_s=820 us_per_step=240 p50_ms=55 p99_ms=140 rss_mb=180
  * us_per_step is wall time divided by the steps completed (throughput, all clients together).
- * Env: CONVERSATIONS (default 400), CLIENTS (default "1,50"), SYNC_NORMAL=1 (see main).
+ * Env: CONVERSATIONS (default 400), CLIENTS (default "1,50").
  */
 import { performance } from 'node:perf_hooks';
-import { DataSource } from 'typeorm';
 import { startApp } from '../test/support/app-harness';
 
 const CONVERSATIONS = Number(process.env.CONVERSATIONS ?? 400);
@@ -98,8 +97,6 @@ async function converse(base: string, agentId: string): Promise<void> {
 
 async function main(): Promise<void> {
   const t = await startApp();
-  // SYNC_NORMAL=1: WAL without an fsync per commit (what the server would run with `synchronous=NORMAL`)
-  if (process.env.SYNC_NORMAL) await t.app.get(DataSource).query('PRAGMA synchronous = NORMAL');
   try {
     for (const clients of CLIENTS) {
       process.stdout.write(`${await runLevel(t.baseUrl, clients, CONVERSATIONS)}\n`);

@@ -4,6 +4,7 @@ import type { DataSourceOptions } from 'typeorm';
 import type { AppConfig } from '../config/app-config';
 import { ENTITIES } from './entities';
 import { MIGRATIONS } from './migrations';
+import { SQLITE_DRIVER } from './sqlite-driver';
 
 /** One description of the database for the app and the TypeORM CLI. Never `synchronize`. */
 export function dataSourceOptions(config: AppConfig): DataSourceOptions {
@@ -29,6 +30,7 @@ export function dataSourceOptions(config: AppConfig): DataSourceOptions {
   mkdirSync(path.dirname(config.database.sqlite_path), { recursive: true });
   return {
     type: 'sqlite',
+    driver: SQLITE_DRIVER,
     database: config.database.sqlite_path,
     enableWAL: true,
     busyErrorRetry: 50,
