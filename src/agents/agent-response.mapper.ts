@@ -39,6 +39,7 @@ export function toAgentResponse(v: AgentView): Record<string, unknown> {
     tool_executor: a.tool_executor,
     model_script: a.model_script,
     max_steps: a.max_steps,
+    budgets: a.budgets,
     source: a.source,
     last_stop_reason: a.last_stop_reason,
     pending_approval: v.pendingApproval ?? null,

@@ -1,6 +1,7 @@
 import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
 import { EpochMsColumn, JsonColumn } from '../database/columns';
 import type { LlmConfig, ScriptedTurn } from '../models/model-provider';
+import type { BudgetFields } from '../core/loop/budgets';
 import type { StoredToolRule } from '../core/rules/validate-tool-rules';
 import type {
   AgentSource,
@@ -55,6 +56,10 @@ export class AgentEntity {
 
   @Column({ type: 'integer', nullable: true })
   max_steps!: number | null;
+
+  /** null for agents stored before budgets existed: none set. */
+  @JsonColumn({ nullable: true })
+  budgets!: BudgetFields | null;
 
   @Column({ type: 'varchar', length: 64, nullable: true })
   last_stop_reason!: string | null;

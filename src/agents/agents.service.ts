@@ -8,6 +8,7 @@ import { AppConfig, DEFAULT_TENANT } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
 import type { AgentRecord, MemoryBlock } from '../core/agents/agent-record';
 import { parseListAgentsQuery } from '../core/agents/list-agents-query';
+import { NO_BUDGETS } from '../core/loop/budgets';
 import { nulBytePaths } from '../core/agents/nul-bytes';
 import {
   AgentDraft,
@@ -59,6 +60,7 @@ const draftOf = (a: AgentEntity): AgentDraft => ({
   tool_executor: a.tool_executor,
   model_script: a.model_script,
   max_steps: a.max_steps,
+  budgets: a.budgets ?? NO_BUDGETS,
 });
 
 /** Agents: create, read, update, delete, memory edits; the single owner of the agents tables. */

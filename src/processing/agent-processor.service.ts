@@ -14,6 +14,7 @@ import {
   LoopDecision,
   reminderText,
 } from '../core/loop/loop-decision';
+import { BatchBudgets, exhaustedBudget, resolveBudgets } from '../core/loop/budgets';
 import { runStatusFor, StopReason } from '../core/loop/stop-reason';
 import type { Clock, IdGenerator } from '../core/ports';
 import type { ToolDefinition } from '../core/tools/tool-definition';
@@ -68,7 +69,9 @@ interface RunContext {
   usage: RunUsage;
   /** Model calls already made in this batch (earlier runs of a resumed batch included). */
   batchSteps: number;
-  maxSteps: number;
+  /** Tokens used by earlier runs of a resumed batch (this run's are in `usage`). */
+  earlierTokens: number;
+  budgets: BatchBudgets;
   startedAt: number;
   /** The batch's user message: always kept in context. */
   currentMessageId: string | null;
@@ -154,7 +157,8 @@ export class AgentProcessor {
       },
       usage: { ...EMPTY_USAGE },
       batchSteps: 0,
-      maxSteps: this.config.processing.default_max_steps,
+      earlierTokens: 0,
+      budgets: resolveBudgets({}, {}, this.config.processing),
       startedAt: now,
       currentMessageId: null,
       parked: null,
@@ -162,17 +166,16 @@ export class AgentProcessor {
       stopAtBoundary: false,
     };
     this.active.set(run.id, ctx);
-    const wallTimer = setTimeout(
-      () => this.abort(run.id, 'max_wall_time'),
-      this.config.processing.max_batch_seconds * 1000,
-    );
-    wallTimer.unref();
     this.publish(ctx, 'run.started', { batch_id: run.batch_id });
 
     let stop: StopReason;
     let detail: string | null = null;
+    let wallTimer: NodeJS.Timeout | undefined;
     try {
       await this.load(ctx);
+      // the CLOCK is checked between steps; this timer aborts a model call or tool that outlasts the budget
+      wallTimer = setTimeout(() => this.abort(run.id, 'max_wall_time'), ctx.budgets.maxBatchMs);
+      wallTimer.unref();
       stop = await this.runBatch(ctx);
     } catch (e) {
       ({ stop, detail } = this.stopFor(ctx, e));
@@ -188,10 +191,16 @@ export class AgentProcessor {
     ctx.tools = await this.toolsPort.resolve(run.tenant_id, ctx.agent.tools);
     ctx.setup = this.exec.setupFor(ctx.agent, ctx.tools);
     ctx.provider = this.models.providerFor(ctx.agent.llm_config);
-    ctx.maxSteps =
-      run.input.max_steps ?? ctx.agent.max_steps ?? this.config.processing.default_max_steps;
-    ctx.batchSteps =
-      run.input.kind === 'resume' ? await this.repo.countBatchSteps(run.batch_id) : 0;
+    ctx.budgets = resolveBudgets(
+      { max_steps: run.input.max_steps, ...run.input.budgets },
+      { max_steps: ctx.agent.max_steps, ...ctx.agent.budgets },
+      this.config.processing,
+    );
+    if (run.input.kind === 'resume') {
+      const spent = await this.repo.batchSpent(run.batch_id);
+      ctx.batchSteps = spent.steps;
+      ctx.earlierTokens = spent.tokens;
+    }
   }
 
   private async runBatch(ctx: RunContext): Promise<StopReason> {
@@ -337,6 +346,7 @@ export class AgentProcessor {
           script: ctx.agent.model_script ?? undefined,
           batchStep: ctx.batchSteps,
           signal: ctx.controller.signal,
+          timeoutMs: ctx.budgets.modelCallTimeoutMs,
         });
       } catch (e) {
         throwIfAborted(ctx);
@@ -408,14 +418,12 @@ export class AgentProcessor {
   private checkBudgets(ctx: RunContext): void {
     throwIfAborted(ctx);
     if (ctx.stopAtBoundary) throw new RunStop('error', 'interrupted');
-    if (ctx.batchSteps >= ctx.maxSteps) throw new RunStop('max_steps');
-    const maxTokens = this.config.processing.max_tokens_per_batch;
-    if (maxTokens > 0 && ctx.usage.total_tokens >= maxTokens) {
-      throw new RunStop('max_tokens_exceeded', `token budget of ${maxTokens} reached`);
-    }
-    if (this.clock.now() - ctx.startedAt >= this.config.processing.max_batch_seconds * 1000) {
-      throw new RunStop('max_wall_time');
-    }
+    const over = exhaustedBudget(ctx.budgets, {
+      steps: ctx.batchSteps,
+      tokens: ctx.earlierTokens + ctx.usage.total_tokens,
+      elapsedMs: this.clock.now() - ctx.startedAt,
+    });
+    if (over) throw new RunStop(over.reason, over.detail);
   }
 
   /** The model's turn as Letta messages: reasoning, text, one tool_call_message per call. */

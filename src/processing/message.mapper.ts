@@ -59,7 +59,7 @@ export function toLettaRun(r: RunEntity) {
     resumes_run_id: r.input.resumes_run_id ?? null,
     total_duration_ns:
       r.completed_at != null && r.started_at != null ? (r.completed_at - r.started_at) * 1e6 : null,
-    request_config: { max_steps: r.input.max_steps ?? null },
+    request_config: { max_steps: r.input.max_steps ?? null, ...r.input.budgets },
   };
 }
 

@@ -98,6 +98,7 @@ export class MessagingService implements OnModuleInit {
       mode,
       messages: req.messages,
       max_steps: req.maxSteps,
+      budgets: req.budgets,
     });
     await this.repo.insertRun(run);
     beforeQueue?.(run);
@@ -224,6 +225,7 @@ export class MessagingService implements OnModuleInit {
       mode,
       messages: req.messages,
       max_steps: req.maxSteps,
+      budgets: req.budgets,
       resumes_run_id: parked.id,
       approvals: approvals.map((a) => ({
         tool_call_id: a.tool_call_id,

@@ -195,8 +195,15 @@ export class ProcessingRepository {
 
   // ------------------------------------------------------------ steps
 
-  countBatchSteps(batchId: string): Promise<number> {
-    return this.ds.getRepository(StepEntity).countBy({ batch_id: batchId });
+  /** Model calls and tokens a batch has used so far, over all its runs (its budgets count them all). */
+  async batchSpent(batchId: string): Promise<{ steps: number; tokens: number }> {
+    const steps = await this.ds
+      .getRepository(StepEntity)
+      .find({ where: { batch_id: batchId }, select: { usage: true } });
+    return {
+      steps: steps.length,
+      tokens: steps.reduce((n, s) => n + (s.usage?.total_tokens ?? 0), 0),
+    };
   }
 
   runSteps(tenantId: string, runId: string): Promise<StepEntity[]> {

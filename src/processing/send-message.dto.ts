@@ -1,4 +1,5 @@
 import { validationFailed, type ValidationProblem } from '../common/domain-error';
+import { BUDGET_FIELD_NAMES, BudgetFields, parseBudgetValue } from '../core/loop/budgets';
 import type { InBandApproval } from './processing.ports';
 
 /** A validated `POST /v1/agents/{id}/messages` body. */
@@ -8,6 +9,8 @@ export interface SendMessageRequest {
   /** Legacy single approval: `{type:'approval', approval_request_id, approve, reason}`. */
   approvalRequestId: string | null;
   maxSteps: number | null;
+  /** Our extension: budgets for this request, over the agent's (only the ones given). */
+  budgets: Partial<BudgetFields>;
   streaming: boolean;
   includePings: boolean;
 }
@@ -53,6 +56,7 @@ export function parseSendMessage(body: unknown, opts: { streamPath: boolean }): 
     approvals: null,
     approvalRequestId: null,
     maxSteps: null,
+    budgets: {},
     streaming: opts.streamPath || body.streaming === true,
     includePings: body.include_pings !== false,
   };
@@ -112,6 +116,11 @@ export function parseSendMessage(body: unknown, opts: { streamPath: boolean }): 
     if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > 10000) {
       problems.push({ path: 'max_steps', message: 'must be a whole number from 1 to 10000' });
     } else out.maxSteps = n;
+  }
+  const bad = (path: string, message: string) => problems.push({ path, message });
+  for (const k of BUDGET_FIELD_NAMES) {
+    const v = parseBudgetValue(k, body[k], k, bad);
+    if (v !== null) out.budgets[k] = v;
   }
   if (problems.length) throw validationFailed(problems);
   return out;

@@ -1,4 +1,5 @@
 import type { LlmConfig, ScriptedTurn } from '../../models/model-provider';
+import type { BudgetFields } from '../loop/budgets';
 import type { StoredToolRule } from '../rules/validate-tool-rules';
 
 /** Built-in tools every agent gets unless created with `include_base_tools: false`. */
@@ -51,6 +52,8 @@ export interface AgentRecord {
   tool_executor: AgentToolExecutorSettings;
   model_script: ScriptedTurn[] | null;
   max_steps: number | null;
+  /** The agent's own budgets (null = the request's, else the config's). */
+  budgets: BudgetFields;
   last_stop_reason: string | null;
   source: AgentSource;
   created_at: number;

@@ -1,4 +1,5 @@
 import type { LlmConfig, ScriptedTurn } from '../../models/model-provider';
+import { NO_BUDGETS, parseBudgets } from '../loop/budgets';
 import { ValidationProblem, validateToolRules } from '../rules/validate-tool-rules';
 import {
   AgentRecord,
@@ -175,6 +176,10 @@ export function validateAgentInput(
     else max_steps = v;
   }
 
+  // like tool_executor, a given object replaces the agent's budgets; null clears them
+  let budgets = current?.budgets ?? NO_BUDGETS;
+  if (has(input, 'budgets')) budgets = parseBudgets(input.budgets, 'budgets', bad) ?? budgets;
+
   if (
     problems.length ||
     name === undefined ||
@@ -197,6 +202,7 @@ export function validateAgentInput(
       tool_executor,
       model_script,
       max_steps,
+      budgets,
     },
     problems,
   };

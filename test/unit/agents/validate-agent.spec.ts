@@ -29,6 +29,11 @@ describe('validateAgentInput: create', () => {
       tool_rules: [],
       blocks: [],
       max_steps: null,
+      budgets: {
+        max_tokens_per_batch: null,
+        max_batch_seconds: null,
+        model_call_timeout_seconds: null,
+      },
     });
   });
 
@@ -130,6 +135,15 @@ describe('validateAgentInput: create', () => {
     ['script content not a string', { model_script: [{ content: 3 }] }, 'model_script[0].content'],
     ['max_steps zero', { max_steps: 0 }, 'max_steps'],
     ['max_steps fractional', { max_steps: 1.5 }, 'max_steps'],
+    ['budgets not an object', { budgets: 5 }, 'budgets'],
+    ['unknown budget', { budgets: { max_cost: 1 } }, 'budgets.max_cost'],
+    ['token budget zero', { budgets: { max_tokens_per_batch: 0 } }, 'budgets.max_tokens_per_batch'],
+    ['wall time fractional', { budgets: { max_batch_seconds: 1.5 } }, 'budgets.max_batch_seconds'],
+    [
+      'model call timeout too long',
+      { budgets: { model_call_timeout_seconds: 3601 } },
+      'budgets.model_call_timeout_seconds',
+    ],
   ];
   it.each(bad)('%s → 400 at %s', (_n, input, path) => {
     const { draft, problems } = validateAgentInput(input, ctx);
@@ -149,6 +163,23 @@ describe('validateAgentInput: update', () => {
     },
     ctx,
   ).draft!;
+
+  it("budgets: a given object replaces the agent's; null clears them; absent keeps them", () => {
+    const set = validateAgentInput({ budgets: { max_tokens_per_batch: 500 } }, ctx, current).draft!;
+    expect(set.budgets).toEqual({
+      max_tokens_per_batch: 500,
+      max_batch_seconds: null,
+      model_call_timeout_seconds: null,
+    });
+    const replaced = validateAgentInput({ budgets: { max_batch_seconds: 9 } }, ctx, set).draft!;
+    expect(replaced.budgets).toEqual({ ...current.budgets, max_batch_seconds: 9 });
+    expect(validateAgentInput({ name: 'b' }, ctx, replaced).draft!.budgets).toEqual(
+      replaced.budgets,
+    );
+    expect(validateAgentInput({ budgets: null }, ctx, replaced).draft!.budgets).toEqual(
+      current.budgets,
+    );
+  });
 
   it('is partial: untouched fields stay', () => {
     const { draft } = validateAgentInput({ description: 'new' }, ctx, current);

@@ -24,6 +24,17 @@ describe('parseSendMessage', () => {
       { messages: [{ role: 'user', content: 'ab' }] },
     ],
     ['max_steps', { messages: [{ role: 'user', content: 'x' }], max_steps: 7 }, { maxSteps: 7 }],
+    ['no budgets', { messages: [{ role: 'user', content: 'x' }] }, { budgets: {} }],
+    [
+      'budgets (null = not given)',
+      {
+        messages: [{ role: 'user', content: 'x' }],
+        max_tokens_per_batch: 900,
+        max_batch_seconds: 30,
+        model_call_timeout_seconds: null,
+      },
+      { budgets: { max_tokens_per_batch: 900, max_batch_seconds: 30 } },
+    ],
     [
       'streaming flag',
       { messages: [{ role: 'user', content: 'x' }], streaming: true },
@@ -80,6 +91,21 @@ describe('parseSendMessage', () => {
     ],
     ['an unknown role', { messages: [{ role: 'tool', content: 'x' }] }, 'messages[0].role'],
     ['max_steps 0', { messages: [{ role: 'user', content: 'x' }], max_steps: 0 }, 'max_steps'],
+    [
+      'a token budget of 0',
+      { messages: [{ role: 'user', content: 'x' }], max_tokens_per_batch: 0 },
+      'max_tokens_per_batch',
+    ],
+    [
+      'a wall time as text',
+      { messages: [{ role: 'user', content: 'x' }], max_batch_seconds: '30' },
+      'max_batch_seconds',
+    ],
+    [
+      'a fractional model call timeout',
+      { messages: [{ role: 'user', content: 'x' }], model_call_timeout_seconds: 0.5 },
+      'model_call_timeout_seconds',
+    ],
     [
       'an approval without approve',
       { messages: [{ type: 'approval', approvals: [{ tool_call_id: 'c' }] }] },
