@@ -3,6 +3,7 @@ import { TypeOrmModule } from '@nestjs/typeorm';
 import { AppConfig } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
 import { dataSourceOptions } from './data-source-options';
+import { GroupCommit } from './group-commit';
 import { Transactor } from './transactor';
 
 @Global()
@@ -14,7 +15,7 @@ import { Transactor } from './transactor';
       useFactory: (config: AppConfig) => ({ ...dataSourceOptions(config), migrationsRun: true }),
     }),
   ],
-  providers: [Transactor],
-  exports: [Transactor],
+  providers: [Transactor, GroupCommit],
+  exports: [Transactor, GroupCommit],
 })
 export class DatabaseModule {}

@@ -29,8 +29,8 @@ import {
   TIMEOUT_REASON,
 } from '../core/permissions/request-state';
 import type { Clock, IdGenerator } from '../core/ports';
+import { GroupCommit } from '../database/group-commit';
 import { Transactor } from '../database/transactor';
-import { GroupCommit } from './group-commit';
 import {
   AuditEvent,
   ConsentAuditEntity,
@@ -87,8 +87,6 @@ export class PermissionBrokerService
   private readonly decisionListeners: Listener<ConsentResolved>[] = [];
   private readonly requestListeners: Listener<ConsentRequestEntity>[] = [];
   private timer: NodeJS.Timeout | null = null;
-  /** Request, decision and consumption writes share transactions when they arrive together. */
-  private readonly writes: GroupCommit;
   /**
    * Pending requests created by this process, by id: a decision needs no read first. Only a hint: the
    * conditional UPDATE decides who wins, so a stale entry (another server resolved it) cannot do harm.
@@ -101,9 +99,9 @@ export class PermissionBrokerService
     private readonly tx: Transactor,
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(ID_GENERATOR) private readonly ids: IdGenerator,
-  ) {
-    this.writes = new GroupCommit(tx);
-  }
+    /** Request, decision and consumption writes share transactions with each other and the app's. */
+    private readonly writes: GroupCommit,
+  ) {}
 
   // ------------------------------------------------------------ listeners
 

@@ -5,11 +5,10 @@ import { DataSource, EntityManager, In, IsNull, Not } from 'typeorm';
 import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
 import type { HistoryMessage } from '../core/loop/context-builder';
 import type { RunStatus, StopReason } from '../core/loop/stop-reason';
-import { Transactor } from '../database/transactor';
+import { GroupCommit } from '../database/group-commit';
 import { MessageEntity } from './entities/message.entity';
 import { ParkedCall, RunEntity, RunUsage } from './entities/run.entity';
 import { StepEntity } from './entities/step.entity';
-import { GroupCommit } from './group-commit';
 import { toLettaMessage } from './message.mapper';
 
 export type NewMessage = Omit<MessageEntity, 'seq_id'>;
@@ -34,14 +33,11 @@ export class ProcessingRepository {
   private readonly seq = new Map<string, number>();
   private readonly seqInit = new Map<string, Promise<number>>();
   private readonly history = new LRUCache<string, HistoryMessage[]>({ max: 2000 });
-  private readonly writes: GroupCommit;
 
   constructor(
     @InjectDataSource() private readonly ds: DataSource,
-    tx: Transactor,
-  ) {
-    this.writes = new GroupCommit((work) => tx.run(work));
-  }
+    private readonly writes: GroupCommit,
+  ) {}
 
   // ------------------------------------------------------------ runs
 

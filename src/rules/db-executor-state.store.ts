@@ -4,7 +4,7 @@ import { DataSource, LessThanOrEqual } from 'typeorm';
 import type { BatchState, ExecutorStateStore, MaybePromise } from '../core/executor/contracts';
 import { cloneBatch } from '../core/executor/in-memory-state-store';
 import { DEFAULT_TENANT } from '../config/app-config';
-import type { Transactor } from '../database/transactor';
+import type { GroupCommit } from '../database/group-commit';
 import {
   BatchStateEntity,
   DedupeEntryEntity,
@@ -27,9 +27,10 @@ const hashKey = (key: string) => createHash('sha256').update(key).digest('hex');
 
 /**
  * ExecutorStateStore on the database: every write goes through to the database before the call
- * returns (so a restart loses nothing); reads are served from bounded LRU caches, which answer
- * synchronously on a hit. Only this process writes these tables' rows for its agents, so a cached
- * "absent" stays true until this store writes the row.
+ * returns (so a restart loses nothing), through the app's group commit so that the claims and batch
+ * states of concurrent conversations share transactions with their messages. Reads are served from
+ * bounded LRU caches, which answer synchronously on a hit. Only this process writes these tables' rows
+ * for its agents, so a cached "absent" stays true until this store writes the row.
  */
 export class DbExecutorStateStore implements ExecutorStateStore {
   private readonly dedupe: LRUCache<string, DedupeEntry | Absent>;
@@ -39,7 +40,7 @@ export class DbExecutorStateStore implements ExecutorStateStore {
 
   constructor(
     private readonly ds: DataSource,
-    private readonly tx: Pick<Transactor, 'run'>,
+    private readonly tx: Pick<GroupCommit, 'run'>,
     maxEntries: number,
   ) {
     this.dedupe = new LRUCache({ max: maxEntries });

@@ -15,7 +15,7 @@ import type { AgentToolExecutorSettings } from '../core/agents/agent-record';
 import type { ConsentPort, ExecutorSettings, ToolInvoker } from '../core/executor/contracts';
 import { ToolExecutor } from '../core/executor/tool-executor';
 import type { Clock, IdGenerator } from '../core/ports';
-import { Transactor } from '../database/transactor';
+import { GroupCommit } from '../database/group-commit';
 import { DbExecutorStateStore } from './db-executor-state.store';
 import { CONSENT_PORT, TOOL_INVOKER } from './tokens';
 
@@ -48,12 +48,12 @@ export class ToolExecutorService implements OnModuleInit, OnModuleDestroy {
     @Inject(CLOCK) clock: Clock,
     @Inject(ID_GENERATOR) ids: IdGenerator,
     dataSource: DataSource,
-    transactor: Transactor,
+    writes: GroupCommit,
     @Optional() @Inject(TOOL_INVOKER) invoker?: ToolInvoker,
     @Optional() @Inject(CONSENT_PORT) consent?: ConsentPort,
   ) {
     const d = config.tool_executor;
-    this.store = new DbExecutorStateStore(dataSource, transactor, d.cache_max_entries);
+    this.store = new DbExecutorStateStore(dataSource, writes, d.cache_max_entries);
     this.executor = new ToolExecutor({
       clock,
       ids,

@@ -1,15 +1,17 @@
 import type { EntityManager } from 'typeorm';
 import type { Transactor } from '../../../src/database/transactor';
-import { GroupCommit } from '../../../src/permissions/group-commit';
+import { GroupCommit } from '../../../src/database/group-commit';
 
-/** A transactor that records each transaction's jobs and can fail a transaction containing a poisoned job. */
+/** A transactor that records each committed transaction's jobs (a failing job rolls its transaction back). */
 function fakeTransactor() {
   const transactions: string[][] = [];
+  let attempts = 0;
   let current: string[] | null = null;
   let tail: Promise<unknown> = Promise.resolve();
   const tx = {
     run<T>(work: (em: EntityManager) => Promise<T>): Promise<T> {
       const next = tail.then(async () => {
+        attempts++;
         current = [];
         try {
           const r = await work({
@@ -25,7 +27,7 @@ function fakeTransactor() {
       return next;
     },
   };
-  return { tx: tx as unknown as Transactor, transactions };
+  return { tx: tx as unknown as Transactor, transactions, attempts: () => attempts };
 }
 
 const job =
@@ -54,7 +56,7 @@ describe('GroupCommit', () => {
   });
 
   it('a failing job fails alone: its batch is retried job by job', async () => {
-    const { tx, transactions } = fakeTransactor();
+    const { tx, transactions, attempts } = fakeTransactor();
     const g = new GroupCommit(tx);
     const outcomes = await Promise.allSettled([
       g.run(job('a')),
@@ -70,5 +72,16 @@ describe('GroupCommit', () => {
     ]);
     // the shared transaction was rolled back (not recorded) and the good jobs committed one by one
     expect(transactions).toEqual([['a'], ['b'], ['c']]);
+    // a alone, the failed group [b, bad, c], then b, bad and c one by one
+    expect(attempts()).toBe(1 + 1 + 3);
+  });
+
+  it('a transaction takes at most 256 jobs', async () => {
+    const { tx, transactions } = fakeTransactor();
+    const g = new GroupCommit(tx);
+    const names = Array.from({ length: 300 }, (_, i) => `j${i}`);
+    await Promise.all(names.map((n) => g.run(job(n))));
+    expect(transactions.map((t) => t.length)).toEqual([1, 256, 43]);
+    expect(transactions.flat()).toEqual(names);
   });
 });

@@ -1,6 +1,6 @@
 import type { DataSource } from 'typeorm';
 import { loadConfig } from '../../../src/config/app-config';
-import type { Transactor } from '../../../src/database/transactor';
+import type { GroupCommit } from '../../../src/database/group-commit';
 import { settingsFor, ToolExecutorService } from '../../../src/rules/tool-executor.service';
 import { aSetup, aTool, code, FakeClock } from '../core/executor/executor-harness';
 
@@ -17,7 +17,9 @@ const ds = {
     existsBy: () => Promise.resolve(false),
   }),
 } as unknown as DataSource;
-const tx = { run: (work: (e: typeof em) => Promise<unknown>) => work(em) } as unknown as Transactor;
+const tx = {
+  run: (work: (e: typeof em) => Promise<unknown>) => work(em),
+} as unknown as GroupCommit;
 const ids = { prefixed: (p: string) => `${p}-1`, snowflake: () => '1' };
 
 describe('ToolExecutorService', () => {
