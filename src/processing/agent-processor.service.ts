@@ -334,6 +334,9 @@ export class AgentProcessor {
 
       const stepNumber = ctx.batchSteps + 1;
       const stepId = this.ids.prefixed('step');
+      // token streaming: the text's deltas go out under the id its stored message will have
+      const textId = this.ids.prefixed('message');
+      const streamTokens = ctx.run.input.stream_tokens === true;
       this.publish(ctx, 'step.started', { step: stepNumber, step_id: stepId });
       let response: ModelResponse;
       try {
@@ -342,7 +345,8 @@ export class AgentProcessor {
           messages,
           tools: schemas,
           toolChoice,
-          stream: false,
+          stream: streamTokens,
+          onTextDelta: streamTokens ? (d) => this.publishDelta(ctx, textId, stepId, d) : undefined,
           script: ctx.agent.model_script ?? undefined,
           batchStep: ctx.batchSteps,
           signal: ctx.controller.signal,
@@ -375,7 +379,7 @@ export class AgentProcessor {
         finish_reason: response.finishReason,
         created_at: this.clock.now(),
       };
-      await this.write(ctx, this.assistantTurn(ctx, stepId, response), step);
+      await this.write(ctx, this.assistantTurn(ctx, stepId, textId, response), step);
 
       let outcomes: ToolOutcome[] = [];
       if (calls.length > 0) {
@@ -427,11 +431,20 @@ export class AgentProcessor {
   }
 
   /** The model's turn as Letta messages: reasoning, text, one tool_call_message per call. */
-  private assistantTurn(ctx: RunContext, stepId: string, r: ModelResponse): NewMessage[] {
+  private assistantTurn(
+    ctx: RunContext,
+    stepId: string,
+    textId: string,
+    r: ModelResponse,
+  ): NewMessage[] {
     const out: NewMessage[] = [];
     if (r.reasoning)
       out.push(this.msg(ctx, 'reasoning_message', { reasoning: r.reasoning }, stepId));
-    if (r.content) out.push(this.msg(ctx, 'assistant_message', { content: r.content }, stepId));
+    if (r.content)
+      out.push({
+        ...this.msg(ctx, 'assistant_message', { content: r.content }, stepId),
+        id: textId,
+      });
     for (const c of r.toolCalls) {
       out.push(
         this.msg(
@@ -598,6 +611,12 @@ export class AgentProcessor {
       this.publish(ctx, m.payload._input ? 'input_message' : 'message', toLettaMessage(m));
     }
     return stored;
+  }
+
+  /** A chunk of the model's text, as Letta streams tokens: an assistant_message with the final message's id. */
+  private publishDelta(ctx: RunContext, id: string, stepId: string, content: string): void {
+    const m = { ...this.msg(ctx, 'assistant_message', { content }, stepId), id, seq_id: null };
+    this.publish(ctx, 'message.delta', toLettaMessage(m));
   }
 
   private publish(ctx: RunContext, type: string, data: Record<string, unknown>): void {

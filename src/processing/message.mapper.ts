@@ -6,8 +6,13 @@ export type LettaMessage = Record<string, unknown> & { id: string; message_type:
 
 const iso = (ms: number | null) => (ms == null ? null : new Date(ms).toISOString());
 
-/** A stored message as Letta returns it; payload keys starting with `_` are internal and left out. */
-export function toLettaMessage(m: MessageEntity): LettaMessage {
+/**
+ * A stored message as Letta returns it; payload keys starting with `_` are internal and left out. A
+ * token-streaming chunk is not stored yet: no seq_id.
+ */
+export function toLettaMessage(
+  m: Omit<MessageEntity, 'seq_id'> & { seq_id: number | null },
+): LettaMessage {
   const out: LettaMessage = {
     id: m.id,
     date: iso(m.created_at),

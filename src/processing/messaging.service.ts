@@ -99,6 +99,7 @@ export class MessagingService implements OnModuleInit {
       messages: req.messages,
       max_steps: req.maxSteps,
       budgets: req.budgets,
+      ...(req.streamTokens ? { stream_tokens: true } : {}),
     });
     await this.repo.insertRun(run);
     beforeQueue?.(run);
@@ -226,6 +227,7 @@ export class MessagingService implements OnModuleInit {
       messages: req.messages,
       max_steps: req.maxSteps,
       budgets: req.budgets,
+      ...(req.streamTokens ? { stream_tokens: true } : {}),
       resumes_run_id: parked.id,
       approvals: approvals.map((a) => ({
         tool_call_id: a.tool_call_id,

@@ -9,7 +9,8 @@ const PING_MS = 15000;
 
 /**
  * Streams a run as Letta does: unnamed `data:` frames only (the SDK drops named events), one per
- * message as it is stored, progress frames, then the stop reason, the usage and `[DONE]`.
+ * message as it is stored (with `stream_tokens`, the model's text as several chunks sharing the
+ * message's id instead), progress frames, then the stop reason, the usage and `[DONE]`.
  */
 export class RunStream {
   private sub: Subscription | null = null;
@@ -17,6 +18,8 @@ export class RunStream {
   private runId: string | null = null;
   private ended = false;
   private readonly early: RunEvent[] = [];
+  /** Messages already sent as token-streaming chunks: their stored copy is not sent again. */
+  private readonly chunked = new Set<string>();
 
   constructor(
     private readonly res: Response,
@@ -58,8 +61,12 @@ export class RunStream {
 
   private onEvent(e: RunEvent): void {
     switch (e.type) {
-      case 'message':
+      case 'message.delta':
+        this.chunked.add(String(e.data.id));
         this.frame(e.data);
+        break;
+      case 'message':
+        if (!this.chunked.delete(String(e.data.id))) this.frame(e.data);
         break;
       case 'input_message':
         break;

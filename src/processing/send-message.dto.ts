@@ -12,6 +12,8 @@ export interface SendMessageRequest {
   /** Our extension: budgets for this request, over the agent's (only the ones given). */
   budgets: Partial<BudgetFields>;
   streaming: boolean;
+  /** Letta's token streaming: assistant text in several frames sharing the message id (streaming only). */
+  streamTokens: boolean;
   includePings: boolean;
 }
 
@@ -58,8 +60,10 @@ export function parseSendMessage(body: unknown, opts: { streamPath: boolean }): 
     maxSteps: null,
     budgets: {},
     streaming: opts.streamPath || body.streaming === true,
+    streamTokens: false,
     includePings: body.include_pings !== false,
   };
+  out.streamTokens = out.streaming && body.stream_tokens === true;
   if (!Array.isArray(body.messages) || body.messages.length === 0) {
     problems.push({ path: 'messages', message: 'must be a non-empty array' });
   } else {

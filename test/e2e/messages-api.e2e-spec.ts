@@ -93,6 +93,81 @@ describe('messages API', () => {
     expect(chunks.find((c) => c.message_type === 'assistant_message').content).toBe('two');
   });
 
+  it('stream_tokens: the text arrives as several assistant_message chunks sharing the stored id', async () => {
+    const id = await agent();
+    fake.push(
+      {
+        content: 'let me look that up',
+        tool_calls: [{ name: 'lookup', arguments: { q: 'a', request_heartbeat: true } }],
+      },
+      { content: 'found it for you' },
+    );
+    const stream = await client.agents.messages.stream(id, {
+      messages: [{ role: 'user', content: 'hi' }],
+      stream_tokens: true,
+    });
+    const seen: any[] = [];
+    for await (const chunk of stream) seen.push(chunk);
+    expect(fake.requests.every((r) => r.stream)).toBe(true);
+    const frames = seen.filter((c) => c.message_type !== 'progress');
+    const texts = frames.filter((c) => c.message_type === 'assistant_message');
+    // the fake model sends each text in several deltas: one frame per delta, none repeated whole
+    const ids = [...new Set(texts.map((c) => c.id))];
+    expect(ids).toHaveLength(2);
+    const textOf = (mid: string) =>
+      texts
+        .filter((c) => c.id === mid)
+        .map((c) => c.content)
+        .join('');
+    expect(texts.filter((c) => c.id === ids[0]).length).toBeGreaterThan(1);
+    expect(ids.map(textOf)).toEqual(['let me look that up', 'found it for you']);
+    // tool messages stay whole, in order between the two texts
+    expect(frames.map((c) => c.message_type).filter((k, i, all) => k !== all[i - 1])).toEqual([
+      'assistant_message',
+      'tool_call_message',
+      'tool_return_message',
+      'user_message',
+      'assistant_message',
+      'stop_reason',
+      'usage_statistics',
+    ]);
+    // the chunks carry the id the stored message has
+    const history = (await api(t, 'GET', `/v1/agents/${id}/messages?order=asc`)).body;
+    const stored = history.filter((m: any) => m.message_type === 'assistant_message');
+    expect(stored.map((m: any) => [m.id, m.content])).toEqual([
+      [ids[0], 'let me look that up'],
+      [ids[1], 'found it for you'],
+    ]);
+  });
+
+  it('stream_tokens with streaming: true on the plain endpoint; ignored without streaming', async () => {
+    const id = await agent();
+    fake.push({ content: 'chunked reply' }, { content: 'whole reply' });
+    const res = await api(
+      t,
+      'POST',
+      `/v1/agents/${id}/messages`,
+      say('hi', { streaming: true, stream_tokens: true }),
+    );
+    const frames = String(res.body)
+      .split('\n\n')
+      .filter((f) => f.startsWith('data: {'))
+      .map((f) => JSON.parse(f.slice(6)))
+      .filter((f) => f.message_type === 'assistant_message');
+    expect(frames.length).toBeGreaterThan(1);
+    expect(new Set(frames.map((f) => f.id)).size).toBe(1);
+    expect(frames.map((f) => f.content).join('')).toBe('chunked reply');
+
+    const sync = await api(
+      t,
+      'POST',
+      `/v1/agents/${id}/messages`,
+      say('again', { stream_tokens: true }),
+    );
+    expect(sync.body.messages.map((m: any) => m.content)).toEqual(['whole reply']);
+    expect(fake.requests.map((r) => r.stream)).toEqual([true, false]);
+  });
+
   it('async: the run is stored and answered at once, then processed', async () => {
     const id = await agent();
     fake.push({ content: 'later' });

@@ -21,6 +21,8 @@ export interface RunInput {
   max_steps?: number | null;
   /** The request's own budgets (each over the agent's, which are over the config's). */
   budgets?: Partial<BudgetFields>;
+  /** Stream the model's text as it is generated (Letta's `stream_tokens`, on streaming requests). */
+  stream_tokens?: boolean;
   /** resume: the parked run continued by this one. */
   resumes_run_id?: string;
   /** Approvals as the client sent them (in-band), for the approval_response_message. */

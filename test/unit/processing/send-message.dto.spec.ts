@@ -24,6 +24,16 @@ describe('parseSendMessage', () => {
       { messages: [{ role: 'user', content: 'ab' }] },
     ],
     ['max_steps', { messages: [{ role: 'user', content: 'x' }], max_steps: 7 }, { maxSteps: 7 }],
+    [
+      'stream_tokens on a streaming request',
+      { messages: [{ role: 'user', content: 'x' }], streaming: true, stream_tokens: true },
+      { streaming: true, streamTokens: true },
+    ],
+    [
+      'stream_tokens without streaming is ignored',
+      { messages: [{ role: 'user', content: 'x' }], stream_tokens: true },
+      { streaming: false, streamTokens: false },
+    ],
     ['no budgets', { messages: [{ role: 'user', content: 'x' }] }, { budgets: {} }],
     [
       'budgets (null = not given)',
