@@ -98,13 +98,6 @@ export class ConsentRepository {
     });
   }
 
-  pendingForRun(tenantId: string, runId: string) {
-    return this.ds.manager.find(ConsentRequestEntity, {
-      where: { tenantId, status: 'pending', runId },
-      order: { createdAt: 'ASC' },
-    });
-  }
-
   /** Pending requests whose time is up, across tenants (the expiry sweep). */
   pendingExpiredBy(now: number, limit = 500) {
     return this.ds.manager

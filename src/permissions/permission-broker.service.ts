@@ -83,7 +83,7 @@ export class PermissionBrokerService
   implements ConsentPort, OnApplicationBootstrap, OnApplicationShutdown
 {
   private readonly logger = new Logger('Permissions');
-  readonly constraints = new ConstraintCompiler();
+  private readonly constraints = new ConstraintCompiler();
   private readonly decisionListeners: Listener<ConsentResolved>[] = [];
   private readonly requestListeners: Listener<ConsentRequestEntity>[] = [];
   private timer: NodeJS.Timeout | null = null;
@@ -108,7 +108,7 @@ export class PermissionBrokerService
   /**
    * Called once per resolution by a person or by the expiry (after it is stored). Register in a constructor
    * or onModuleInit: requests that expired while the server was down are denied in onApplicationBootstrap.
-   * Denials made through denyPendingFor* are not reported here: their caller continues the batch itself.
+   * Denials made through denyPendingForCalls are not reported here: their caller continues the batch itself.
    * Returns an unsubscribe function.
    */
   onDecision(listener: Listener<ConsentResolved>): () => void {
@@ -419,18 +419,6 @@ export class PermissionBrokerService
     const rows = (await this.repo.pendingFor(tenantId, [agentId])).filter((r) =>
       toolCallIds.includes(r.toolCallId),
     );
-    return this.cancelAll(rows, reason);
-  }
-
-  async denyPendingForRun(tenantId: string, runId: string, reason: string): Promise<number> {
-    return this.cancelAll(await this.repo.pendingForRun(tenantId, runId), reason);
-  }
-
-  async denyPendingForAgent(tenantId: string, agentId: string, reason: string): Promise<number> {
-    return this.cancelAll(await this.repo.pendingFor(tenantId, [agentId]), reason);
-  }
-
-  private async cancelAll(rows: ConsentRequestEntity[], reason: string): Promise<number> {
     const now = this.clock.now();
     let n = 0;
     for (const row of rows) {
@@ -444,10 +432,6 @@ export class PermissionBrokerService
   }
 
   // ------------------------------------------------------------ queries (REST, gateway, processing)
-
-  pendingForAgent(tenantId: string, agentId: string): Promise<ConsentRequestEntity[]> {
-    return this.repo.pendingFor(tenantId, [agentId]);
-  }
 
   /** Pending requests of a tenant, for all agents (null) or some: redelivered on subscribe. */
   pendingFor(tenantId: string, agentIds: string[] | null): Promise<ConsentRequestEntity[]> {

@@ -51,7 +51,6 @@ export const PROCESSING_ADAPTERS: Provider[] = [
     inject: [ToolExecutorService],
     useFactory: (svc: ToolExecutorService): ExecutorPort => ({
       executor: svc.executor,
-      settingsFor: (agent: AgentRecord) => svc.settingsFor(agent.tool_executor),
       setupFor: (agent: AgentRecord, tools: ToolDefinition[]) => ({
         tenantId: agent.tenant_id,
         agentId: agent.id,
@@ -66,10 +65,9 @@ export const PROCESSING_ADAPTERS: Provider[] = [
     inject: [PermissionBrokerService],
     useFactory: (broker: PermissionBrokerService): ConsentBridge => {
       return {
+        // cancellation denials are not decisions (the broker tells only onCancelled): MessagingService.cancel resumes
         onDecision: (listener) => {
           broker.onDecision((e) => {
-            // a cancellation resumes through MessagingService.cancel itself
-            if (e.cause === 'cancelled') return;
             listener({
               tenantId: e.tenantId,
               agentId: e.agentId,

@@ -1,5 +1,5 @@
 import type { AgentRecord } from '../core/agents/agent-record';
-import type { AgentToolSetup, ExecutorSettings } from '../core/executor/contracts';
+import type { AgentToolSetup } from '../core/executor/contracts';
 import type { ToolExecutor } from '../core/executor/tool-executor';
 import type { ToolDefinition } from '../core/tools/tool-definition';
 import type { LlmConfig, ModelProvider, ToolSchema } from '../models/model-provider';
@@ -28,7 +28,6 @@ export interface ModelsPort {
 
 export interface ExecutorPort {
   readonly executor: ToolExecutor;
-  settingsFor(agent: AgentRecord): ExecutorSettings;
   setupFor(agent: AgentRecord, tools: ToolDefinition[]): AgentToolSetup;
 }
 

@@ -322,15 +322,19 @@ describe('PermissionBroker and the consent REST API', () => {
   });
 
   describe('cancellation', () => {
-    it('denyPendingForRun / ForAgent deny pending requests with the reason', async () => {
+    it('denyPendingForCalls denies the pending requests of the given calls with the reason, no others', async () => {
       const agentId = newAgentId();
       const a = await pending({ agentId });
       const b = await pending({ agentId });
-      expect(await broker(t).denyPendingForRun('team-a', a.check.runId, 'cancelled')).toBe(1);
+      const deny = (ids: string[]) =>
+        broker(t).denyPendingForCalls('team-a', agentId, ids, 'cancelled');
+      expect(await deny([a.check.toolCallId])).toBe(1);
       expect(await port(t).check(a.check)).toMatchObject({ kind: 'denied', reason: 'cancelled' });
-      expect(await broker(t).denyPendingForAgent('team-a', agentId, 'cancelled')).toBe(1);
+      const left = await broker(t).pendingFor('team-a', [agentId]);
+      expect(left.map((r) => r.id)).toEqual([b.requestId]);
+      expect(await deny([a.check.toolCallId, b.check.toolCallId])).toBe(1);
       expect(await port(t).check(b.check)).toMatchObject({ kind: 'denied', reason: 'cancelled' });
-      expect(await broker(t).pendingForAgent('team-a', agentId)).toEqual([]);
+      expect(await broker(t).pendingFor('team-a', [agentId])).toEqual([]);
     });
   });
 

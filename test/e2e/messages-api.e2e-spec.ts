@@ -33,6 +33,12 @@ describe('messages API', () => {
     createAgent(t, fake, { tools: ['lookup', 'slow'], include_base_tools: false, ...over });
 
   const runEnded = (runId: string) => waitForRun(t, runId);
+  /** The `data:` payloads of an SSE body, in order (`[DONE]` last). */
+  const sseData = (text: string) =>
+    text
+      .split('\n\n')
+      .filter(Boolean)
+      .map((f) => f.replace(/^data: /, ''));
 
   it('stream: one unnamed data frame per message, progress, stop reason, usage, [DONE]', async () => {
     const id = await agent();
@@ -48,10 +54,7 @@ describe('messages API', () => {
     expect(res.headers.get('content-type')).toContain('text/event-stream');
     const text = await res.text();
     expect(text).not.toMatch(/^event:/m);
-    const frames = text
-      .split('\n\n')
-      .filter(Boolean)
-      .map((f) => f.replace(/^data: /, ''));
+    const frames = sseData(text);
     expect(frames.at(-1)).toBe('[DONE]');
     const parsed = frames.slice(0, -1).map((f) => JSON.parse(f));
     const kinds = parsed.map((p) => p.message_type).filter((k) => k !== 'progress');
@@ -149,10 +152,9 @@ describe('messages API', () => {
       `/v1/agents/${id}/messages`,
       say('hi', { streaming: true, stream_tokens: true }),
     );
-    const frames = String(res.body)
-      .split('\n\n')
-      .filter((f) => f.startsWith('data: {'))
-      .map((f) => JSON.parse(f.slice(6)))
+    const frames = sseData(String(res.body))
+      .filter((f) => f.startsWith('{'))
+      .map((f) => JSON.parse(f))
       .filter((f) => f.message_type === 'assistant_message');
     expect(frames.length).toBeGreaterThan(1);
     expect(new Set(frames.map((f) => f.id)).size).toBe(1);
