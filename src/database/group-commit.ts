@@ -1,24 +1,41 @@
 import { Injectable } from '@nestjs/common';
-import type { EntityManager } from 'typeorm';
+import type { EntityManager, EntityTarget, ObjectLiteral } from 'typeorm';
 import { Transactor } from './transactor';
 
+/** Rows for one table. */
+export interface InsertSet {
+  entity: EntityTarget<ObjectLiteral>;
+  rows: ObjectLiteral[];
+  /** An upsert: on a conflict on these (primary key) columns the row's other given columns replace the stored ones. */
+  conflictPaths?: string[];
+}
+
 interface Job {
-  work: (em: EntityManager) => Promise<unknown>;
+  /** Inserts and upserts, merged with the other jobs' rows into one multi-row statement per table. */
+  inserts: InsertSet[];
+  work: ((em: EntityManager) => Promise<unknown>) | null;
   resolve: (v: unknown) => void;
   reject: (e: unknown) => void;
 }
 
 /** Most jobs one transaction takes (bounds a transaction's size and its rollback-and-retry cost). */
 const MAX_BATCH = 256;
+/** Most rows one INSERT statement carries (well under SQLite's and PostgreSQL's bound-parameter limits). */
+const MAX_ROWS_PER_INSERT = 500;
 
 /**
  * Group commit, one for the whole app: small units of work (a run's messages, a tool-call claim, a
  * consent decision, …) that arrive while a transaction is being written go together in the next one.
- * SQLite has one connection and a commit is the expensive part, so concurrent conversations then share
- * commits instead of queueing one transaction each. Every job resolves only after its transaction
- * committed ("written before the next step" holds), and its own writes stay atomic. A failing job does
- * not fail its neighbours: the group is rolled back and retried job by job, so a job must only touch the
- * database inside `work` (it may run twice). Jobs must not call `run` from inside `work` (deadlock).
+ * SQLite has one connection, and every statement and commit on it is a round trip, so concurrent
+ * conversations then share commits, and their inserts share statements: the rows of every `insert`
+ * job of a group go into one multi-row INSERT (or upsert) per table. Every job resolves only after its
+ * transaction committed ("written before the next step" holds), and its own writes stay atomic.
+ *
+ * Jobs of one group run in no particular order (inserts first): all of them were issued before any of
+ * them committed, so none depends on another; a caller that needs an order awaits the first write.
+ * A failing job does not fail its neighbours: the group is rolled back and retried job by job, so a
+ * job must only touch the database inside the transaction (it may run twice). Jobs must not call
+ * `run` or `insert` from inside `work` (deadlock).
  */
 @Injectable()
 export class GroupCommit {
@@ -28,8 +45,20 @@ export class GroupCommit {
   constructor(private readonly tx: Transactor) {}
 
   run<T>(work: (em: EntityManager) => Promise<T>): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      this.queue.push({ work, resolve: resolve as (v: unknown) => void, reject });
+    return this.enqueue([], work) as Promise<T>;
+  }
+
+  /** Inserts (or upserts) rows, several tables atomically; a duplicate key rejects as the INSERT would. */
+  async insert(...sets: InsertSet[]): Promise<void> {
+    await this.enqueue(
+      sets.filter((s) => s.rows.length > 0),
+      null,
+    );
+  }
+
+  private enqueue(inserts: InsertSet[], work: Job['work']): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ inserts, work, resolve, reject });
       if (!this.flushing) void this.flush();
     });
   }
@@ -43,11 +72,8 @@ export class GroupCommit {
           await this.one(jobs[0]);
           continue;
         }
-        const results: unknown[] = [];
         try {
-          await this.tx.run(async (em) => {
-            for (const j of jobs) results.push(await j.work(em));
-          });
+          const results = await this.tx.run((em) => execute(em, jobs));
           jobs.forEach((j, i) => j.resolve(results[i]));
         } catch {
           for (const j of jobs) await this.one(j);
@@ -60,9 +86,42 @@ export class GroupCommit {
 
   private async one(j: Job): Promise<void> {
     try {
-      j.resolve(await this.tx.run(j.work));
+      const [result] = await this.tx.run((em) => execute(em, [j]));
+      j.resolve(result);
     } catch (e) {
       j.reject(e);
     }
   }
+}
+
+/** One group in one transaction: the merged inserts, then each job's work; the jobs' results in order. */
+async function execute(em: EntityManager, jobs: Job[]): Promise<unknown[]> {
+  const byTable = new Map<EntityTarget<ObjectLiteral>, Map<string, InsertSet>>();
+  for (const j of jobs) {
+    for (const set of j.inserts) {
+      let kinds = byTable.get(set.entity);
+      if (!kinds) byTable.set(set.entity, (kinds = new Map<string, InsertSet>()));
+      const kind = set.conflictPaths?.join() ?? '';
+      const merged = kinds.get(kind);
+      if (merged) merged.rows.push(...set.rows);
+      else kinds.set(kind, { ...set, rows: [...set.rows] });
+    }
+  }
+  for (const kinds of byTable.values()) {
+    for (const { entity, rows, conflictPaths } of kinds.values()) {
+      for (let i = 0; i < rows.length; i += MAX_ROWS_PER_INSERT) {
+        const chunk = rows.slice(i, i + MAX_ROWS_PER_INSERT);
+        const qb = em.createQueryBuilder().insert().into(entity).values(chunk);
+        if (conflictPaths) {
+          const given = Object.keys(chunk[0]).filter((c) => !conflictPaths.includes(c));
+          qb.orUpdate(given, conflictPaths);
+        }
+        // nothing is generated by the database: no need to read values back into the row objects
+        await qb.updateEntity(false).execute();
+      }
+    }
+  }
+  const results: unknown[] = [];
+  for (const j of jobs) results.push(j.work ? await j.work(em) : undefined);
+  return results;
 }

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { LRUCache } from 'lru-cache';
-import { DataSource, EntityManager, In, IsNull, Not } from 'typeorm';
+import { DataSource, In, IsNull, Not } from 'typeorm';
 import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
 import type { HistoryMessage } from '../core/loop/context-builder';
 import type { RunStatus, StopReason } from '../core/loop/stop-reason';
@@ -41,10 +41,8 @@ export class ProcessingRepository {
 
   // ------------------------------------------------------------ runs
 
-  async insertRun(run: RunEntity): Promise<void> {
-    await this.writes.run((em) =>
-      em.getRepository(RunEntity).insert(run as QueryDeepPartialEntity<RunEntity>),
-    );
+  insertRun(run: RunEntity): Promise<void> {
+    return this.writes.insert({ entity: RunEntity, rows: [run] });
   }
 
   findRun(tenantId: string, id: string): Promise<RunEntity | null> {
@@ -218,14 +216,10 @@ export class ProcessingRepository {
   ): Promise<MessageEntity[]> {
     if (messages.length === 0 && !step) return [];
     const rows = await this.withSeq(agentId, messages);
-    await this.writes.run(async (em: EntityManager) => {
-      if (step) await em.getRepository(StepEntity).insert(step);
-      if (rows.length) {
-        await em
-          .getRepository(MessageEntity)
-          .insert(rows as QueryDeepPartialEntity<MessageEntity>[]);
-      }
-    });
+    await this.writes.insert(
+      { entity: StepEntity, rows: step ? [step] : [] },
+      { entity: MessageEntity, rows },
+    );
     const cached = this.history.get(agentId);
     if (cached) {
       cached.push(...rows.map(toHistory));

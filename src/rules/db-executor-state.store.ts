@@ -40,7 +40,7 @@ export class DbExecutorStateStore implements ExecutorStateStore {
 
   constructor(
     private readonly ds: DataSource,
-    private readonly tx: Pick<GroupCommit, 'run'>,
+    private readonly tx: Pick<GroupCommit, 'run' | 'insert'>,
     maxEntries: number,
   ) {
     this.dedupe = new LRUCache({ max: maxEntries });
@@ -126,7 +126,7 @@ export class DbExecutorStateStore implements ExecutorStateStore {
       created_at: copy.createdAt,
       updated_at: copy.updatedAt,
     };
-    await this.tx.run((em) => em.upsert(BatchStateEntity, row, ['batch_id']));
+    await this.tx.insert({ entity: BatchStateEntity, rows: [row], conflictPaths: ['batch_id'] });
     this.batches.set(batchId, copy);
   }
 
@@ -145,15 +145,15 @@ export class DbExecutorStateStore implements ExecutorStateStore {
     if (this.claims.has(ck)) return false;
     const where = { agent_id: agentId, tool_call_id: toolCallId };
     try {
-      const inserted = await this.tx.run(async (em) => {
-        if (await em.existsBy(ToolCallClaimEntity, where)) return false;
-        await em.insert(ToolCallClaimEntity, { ...where, tenant_id: tenantId, at });
-        return true;
+      // The primary key decides: a plain insert (shared with other claims' rows) fails when the id was
+      // claimed before, by an earlier process or a concurrent caller.
+      await this.tx.insert({
+        entity: ToolCallClaimEntity,
+        rows: [{ ...where, tenant_id: tenantId, at }],
       });
       this.claims.set(ck, true);
-      return inserted;
+      return true;
     } catch (e) {
-      // A concurrent claim (PostgreSQL) loses on the primary key: it was claimed.
       if (await this.ds.getRepository(ToolCallClaimEntity).existsBy(where)) {
         this.claims.set(ck, true);
         return false;

@@ -14,8 +14,10 @@ function fakeTransactor() {
         attempts++;
         current = [];
         try {
+          const log = (s: string) => current!.push(s);
           const r = await work({
-            log: (s: string) => current!.push(s),
+            log,
+            createQueryBuilder: () => insertBuilder(log),
           } as unknown as EntityManager);
           transactions.push(current);
           return r;
@@ -28,6 +30,24 @@ function fakeTransactor() {
     },
   };
   return { tx: tx as unknown as Transactor, transactions, attempts: () => attempts };
+}
+
+/** The insert query builder chain, logging each statement as `<table> <rows> [upsert on <key>]`. */
+function insertBuilder(log: (s: string) => void) {
+  let stmt = '';
+  const qb = {
+    insert: () => qb,
+    into: (entity: string) => ((stmt = entity), qb),
+    values: (rows: { name: string }[]) => ((stmt += ' ' + rows.map((r) => r.name).join('+')), qb),
+    orUpdate: (_cols: string[], key: string[]) => ((stmt += ` upsert on ${key.join()}`), qb),
+    updateEntity: () => qb,
+    execute: () => {
+      if (stmt.includes('dup')) return Promise.reject(new Error('UNIQUE constraint failed'));
+      log(stmt);
+      return Promise.resolve();
+    },
+  };
+  return qb;
 }
 
 const job =
@@ -83,5 +103,36 @@ describe('GroupCommit', () => {
     await Promise.all(names.map((n) => g.run(job(n))));
     expect(transactions.map((t) => t.length)).toEqual([1, 256, 43]);
     expect(transactions.flat()).toEqual(names);
+  });
+
+  it('inserts of a group share one statement per table and kind; a duplicate fails only its own job', async () => {
+    const { tx, transactions } = fakeTransactor();
+    const g = new GroupCommit(tx);
+    const row = (name: string) => ({ name });
+    const outcomes = await Promise.allSettled([
+      g.run(job('first')),
+      g.insert(
+        { entity: 'messages', rows: [row('m1'), row('m2')] },
+        { entity: 'steps', rows: [row('s1')] },
+      ),
+      g.run(job('update')),
+      g.insert({ entity: 'messages', rows: [row('m3')] }),
+      g.insert({ entity: 'batches', rows: [row('b1')], conflictPaths: ['batch_id'] }),
+      g.insert({ entity: 'batches', rows: [row('b2')], conflictPaths: ['batch_id'] }),
+    ]);
+    expect(outcomes.every((o) => o.status === 'fulfilled')).toBe(true);
+    expect(transactions).toEqual([
+      ['first'],
+      ['messages m1+m2+m3', 'steps s1', 'batches b1+b2 upsert on batch_id', 'update'],
+    ]);
+
+    transactions.length = 0;
+    const again = await Promise.allSettled([
+      g.run(job('first')),
+      g.insert({ entity: 'claims', rows: [row('c1')] }),
+      g.insert({ entity: 'claims', rows: [row('dup')] }),
+    ]);
+    expect(again.map((o) => o.status)).toEqual(['fulfilled', 'fulfilled', 'rejected']);
+    expect(transactions).toEqual([['first'], ['claims c1']]);
   });
 });

@@ -19,6 +19,7 @@ const ds = {
 } as unknown as DataSource;
 const tx = {
   run: (work: (e: typeof em) => Promise<unknown>) => work(em),
+  insert: () => Promise.resolve(),
 } as unknown as GroupCommit;
 const ids = { prefixed: (p: string) => `${p}-1`, snowflake: () => '1' };
 
