@@ -1,3 +1,4 @@
+import type { MemoryBlock } from '../core/agents/agent-record';
 import type { LlmConfig } from '../models/model-provider';
 import { toToolResponse } from '../tools/tool-response.mapper';
 import type { AgentView } from './agents.service';
@@ -12,6 +13,18 @@ function safeLlmConfig(c: LlmConfig): LlmConfig {
 }
 
 /** An agent in Letta's response shape (fields whitelisted), plus our extension fields. */
+/** A memory block as Letta shows it. */
+export function toBlockResponse(b: MemoryBlock): Record<string, unknown> {
+  return {
+    id: b.id,
+    label: b.label,
+    value: b.value,
+    limit: b.limit,
+    description: b.description,
+    read_only: b.read_only,
+  };
+}
+
 export function toAgentResponse(v: AgentView): Record<string, unknown> {
   const a = v.record;
   return {
@@ -23,14 +36,7 @@ export function toAgentResponse(v: AgentView): Record<string, unknown> {
     tools: v.tools.map(toToolResponse),
     tool_rules: a.tool_rules,
     memory: {
-      blocks: a.blocks.map((b) => ({
-        id: b.id,
-        label: b.label,
-        value: b.value,
-        limit: b.limit,
-        description: b.description,
-        read_only: b.read_only,
-      })),
+      blocks: a.blocks.map(toBlockResponse),
     },
     llm_config: safeLlmConfig(a.llm_config),
     model: a.model,

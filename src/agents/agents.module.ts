@@ -6,12 +6,13 @@ import { AgentEntity } from './agent.entity';
 import { AgentsController } from './agents.controller';
 import { AgentsRepository } from './agents.repository';
 import { AgentsService } from './agents.service';
+import { MemoryBlocksController } from './memory-blocks.controller';
 import { registerMemoryTools } from './memory-tool.handlers';
 
 /** Needs ToolsModule (global) for tool look-ups; registers the core memory tools' handlers there. */
 @Module({
   imports: [TypeOrmModule.forFeature([AgentEntity])],
-  controllers: [AgentsController],
+  controllers: [AgentsController, MemoryBlocksController],
   providers: [AgentsRepository, AgentsService, AgentFilesLoader],
   exports: [AgentsService],
 })

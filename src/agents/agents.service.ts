@@ -8,6 +8,7 @@ import { AppConfig, DEFAULT_TENANT } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
 import type { AgentRecord, MemoryBlock } from '../core/agents/agent-record';
 import { parseListAgentsQuery } from '../core/agents/list-agents-query';
+import { applyBlockPatch } from '../core/agents/validate-block-patch';
 import { NO_BUDGETS } from '../core/loop/budgets';
 import { nulBytePaths } from '../core/agents/nul-bytes';
 import {
@@ -128,6 +129,39 @@ export class AgentsService {
       agent.blocks = agent.blocks.map((b, j) => (j === i ? next : b));
       agent.updated_at = now;
       return next;
+    });
+    if (!done) throw notFound('agent', agentId);
+    return done.result;
+  }
+
+  /** The agent's memory blocks (Letta's `core-memory/blocks`). */
+  async blocks(tenantId: string, agentId: string): Promise<MemoryBlock[]> {
+    return (await this.load(tenantId, agentId)).blocks;
+  }
+
+  async block(tenantId: string, agentId: string, label: string): Promise<MemoryBlock> {
+    const found = (await this.blocks(tenantId, agentId)).find((b) => b.label === label);
+    if (!found) throw notFound('memory block', label);
+    return found;
+  }
+
+  /** An owner's edit of one block over the API: value, limit, description, read_only. */
+  async patchBlock(
+    tenantId: string,
+    agentId: string,
+    label: string,
+    body: unknown,
+  ): Promise<MemoryBlock> {
+    assertPrefixedId('agent', 'agent', agentId);
+    const now = this.clock.now();
+    const done = await this.agents.modify(tenantId, agentId, (agent) => {
+      const i = agent.blocks.findIndex((b) => b.label === label);
+      if (i < 0) throw notFound('memory block', label);
+      const { block, problems } = applyBlockPatch(agent.blocks[i], body);
+      if (!block) throw validationFailed(problems);
+      agent.blocks = agent.blocks.map((b, j) => (j === i ? block : b));
+      agent.updated_at = now;
+      return block;
     });
     if (!done) throw notFound('agent', agentId);
     return done.result;
