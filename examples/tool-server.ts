@@ -45,7 +45,7 @@ export function startExampleToolServers(): Promise<Server[]> {
   return Promise.all(
     Object.entries(ROUTES).map(
       ([port, routes]) =>
-        new Promise<Server>((resolve) => {
+        new Promise<Server>((resolve, reject) => {
           const server = createServer((req: IncomingMessage, res: ServerResponse) => {
             void readBody(req).then((raw) => {
               const handler = routes[(req.url ?? '').split('?')[0]];
@@ -66,6 +66,7 @@ export function startExampleToolServers(): Promise<Server[]> {
               }
             });
           });
+          server.once('error', reject); // e.g. EADDRINUSE: another example tool server runs already
           server.listen(Number(port), '127.0.0.1', () => resolve(server));
         }),
     ),
