@@ -433,6 +433,18 @@ export class PermissionBrokerService
 
   // ------------------------------------------------------------ queries (REST, gateway, processing)
 
+  /** Which of these calls still wait for a decision (processing resumes a parked batch when none do). */
+  async undecidedCalls(
+    tenantId: string,
+    agentId: string,
+    toolCallIds: string[],
+  ): Promise<string[]> {
+    const waiting = new Set(
+      (await this.repo.pendingFor(tenantId, [agentId])).map((r) => r.toolCallId),
+    );
+    return toolCallIds.filter((id) => waiting.has(id));
+  }
+
   /** Pending requests of a tenant, for all agents (null) or some: redelivered on subscribe. */
   pendingFor(tenantId: string, agentIds: string[] | null): Promise<ConsentRequestEntity[]> {
     return this.repo.pendingFor(tenantId, agentIds);

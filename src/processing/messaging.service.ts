@@ -15,7 +15,6 @@ import {
   AgentPort,
   CONSENT_BRIDGE,
   ConsentBridge,
-  ConsentDecisionEvent,
   InBandApproval,
 } from './processing.ports';
 import type { SendMessageRequest } from './send-message.dto';
@@ -37,8 +36,6 @@ export class MessagingService implements OnModuleInit {
   private readonly waiters = new Map<string, ((r: Settled) => void)[]>();
   /** Runs queued by this process, so processing does not read them back. */
   private readonly queuedRuns = new Map<string, RunEntity>();
-  /** Decisions seen per parked run, until every parked call has one. */
-  private readonly decided = new Map<string, Set<string>>();
 
   constructor(
     @Inject(CLOCK) private readonly clock: Clock,
@@ -57,12 +54,14 @@ export class MessagingService implements OnModuleInit {
         this.queuedRuns.delete(job.runId);
         this.settle(job.runId, result);
       }
+      // A person may have decided while the run was still parking (the request is pushed as it is made).
+      if (result?.run.parked) await this.resumeIfDecided(result.run.tenant_id, result.run.agent_id);
     });
   }
 
   onModuleInit(): void {
     this.consent.onDecision((e) => {
-      this.onDecision(e).catch((err: unknown) =>
+      this.resumeIfDecided(e.tenantId, e.agentId).catch((err: unknown) =>
         this.logger.error(`resume after decision on ${e.toolCallId}: ${String(err)}`),
       );
     });
@@ -250,14 +249,16 @@ export class MessagingService implements OnModuleInit {
     return cont;
   }
 
-  private async onDecision(e: ConsentDecisionEvent): Promise<void> {
-    const parked = await this.repo.findParkedRun(e.tenantId, e.agentId);
-    if (!parked?.parked?.some((c) => c.tool_call_id === e.toolCallId)) return;
-    const seen = this.decided.get(parked.id) ?? new Set<string>();
-    seen.add(e.toolCallId);
-    this.decided.set(parked.id, seen);
-    if (parked.parked.every((c) => seen.has(c.tool_call_id))) {
-      this.decided.delete(parked.id);
+  /**
+   * Continues the agent's parked batch once every parked call has a stored decision. Asked after each
+   * decision, after a run parks, and at boot, and answered from the database alone, so a decision that
+   * lands while its run is still parking, or just before a crash, is never lost.
+   */
+  async resumeIfDecided(tenantId: string, agentId: string): Promise<void> {
+    const parked = await this.repo.findParkedRun(tenantId, agentId);
+    if (!parked?.parked?.length) return;
+    const ids = parked.parked.map((c) => c.tool_call_id);
+    if ((await this.consent.undecided(tenantId, agentId, ids)).length === 0) {
       await this.resume(parked, {});
     }
   }

@@ -45,6 +45,10 @@ export class ProcessingLifecycle implements OnApplicationBootstrap, BeforeApplic
     const queued = await this.repo.runsWithStatus('created');
     for (const run of queued) this.messaging.enqueue(run, run.input.kind === 'resume');
     if (queued.length) this.logger.log(`resuming ${queued.length} queued run(s)`);
+    // decisions stored before a crash whose continuation was not yet created
+    for (const run of await this.repo.allParkedRuns()) {
+      await this.messaging.resumeIfDecided(run.tenant_id, run.agent_id);
+    }
   }
 
   /** Ends a run the last process left running; its unanswered tool calls get an error return. */

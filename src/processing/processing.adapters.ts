@@ -87,6 +87,8 @@ export const PROCESSING_ADAPTERS: Provider[] = [
             'rest',
           );
         },
+        undecided: (tenantId, agentId, toolCallIds) =>
+          broker.undecidedCalls(tenantId, agentId, toolCallIds),
         denyPending: async (tenantId, agentId, toolCallIds, reason) => {
           await broker.denyPendingForCalls(tenantId, agentId, toolCallIds, reason);
         },

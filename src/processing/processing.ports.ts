@@ -53,6 +53,8 @@ export interface ConsentBridge {
   onDecision(listener: (event: ConsentDecisionEvent) => void): void;
   /** Records a decision that came in band on the messages endpoint (channel `rest`). */
   decide(tenantId: string, agentId: string, approval: InBandApproval): Promise<void>;
+  /** The calls among these whose consent request still waits for a decision. */
+  undecided(tenantId: string, agentId: string, toolCallIds: string[]): Promise<string[]>;
   /** Denies the agent's pending requests (cancellation). */
   denyPending(
     tenantId: string,
