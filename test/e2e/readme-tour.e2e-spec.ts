@@ -15,7 +15,11 @@ describe('README tour', () => {
   let servers: Server[] = [];
 
   beforeAll(async () => {
-    servers = await startExampleToolServers();
+    servers = await startExampleToolServers().catch((e: NodeJS.ErrnoException) => {
+      // `npm run example:tools` already serves the same routes on these ports: use it
+      if (e.code === 'EADDRINUSE') return [];
+      throw e;
+    });
     t = await startApp({
       env: {
         AGENTS_DIR: path.join(root, 'config', 'agents'),
