@@ -2,8 +2,14 @@ import { ALLOW, deny, RuleOf, RuleView, Verdict } from './verdict';
 
 export type ExclusiveGroupRule = RuleOf<'exclusive_group'>;
 
-/** The key the batch state stores the group's claim under. */
-export const groupKey = (rule: ExclusiveGroupRule): string => rule.group ?? rule.tools.join(',');
+const keys = new WeakMap<ExclusiveGroupRule, string>();
+
+/** The key the batch state stores the group's claim under (memoised: it is on every call's path). */
+export function groupKey(rule: ExclusiveGroupRule): string {
+  let key = keys.get(rule);
+  if (key === undefined) keys.set(rule, (key = rule.group ?? rule.tools.join(',')));
+  return key;
+}
 
 /** exclusive_group (batch): the first tool of the group used in a batch claims it for the batch. */
 export function checkExclusiveGroup(
