@@ -68,6 +68,7 @@ const draftOf = (a: AgentEntity): AgentDraft => ({
 @Injectable()
 export class AgentsService {
   private pendingApprovalSource: PendingApprovalSource | null = null;
+  private readonly beforeDelete: ((tenantId: string, agentId: string) => Promise<void>)[] = [];
 
   constructor(
     private readonly agents: AgentsRepository,
@@ -82,6 +83,11 @@ export class AgentsService {
   /** Lets another module (processing) fill `pending_approval` in agent responses. */
   registerPendingApprovalSource(fn: PendingApprovalSource): void {
     this.pendingApprovalSource = fn;
+  }
+
+  /** Lets another module stop an agent's work before the agent is deleted (processing cancels its runs). */
+  registerBeforeDelete(fn: (tenantId: string, agentId: string) => Promise<void>): void {
+    this.beforeDelete.push(fn);
   }
 
   /** The agent as a plain record; 404 for a malformed id or another tenant's agent. */
@@ -215,7 +221,8 @@ export class AgentsService {
   }
 
   async delete(tenantId: string, agentId: string): Promise<void> {
-    assertPrefixedId('agent', 'agent', agentId);
+    await this.load(tenantId, agentId); // 404 before anything is stopped
+    for (const stop of this.beforeDelete) await stop(tenantId, agentId);
     if (!(await this.agents.remove(tenantId, agentId))) throw notFound('agent', agentId);
   }
 

@@ -139,6 +139,19 @@ export class MessagingService implements OnModuleInit {
     runIds: string[] | null,
   ): Promise<Record<string, string>> {
     await this.agents.get(tenantId, agentId);
+    const out = await this.stopRuns(tenantId, agentId, runIds);
+    if (Object.keys(out).length === 0) {
+      throw conflict('NO_ACTIVE_RUN', `agent ${agentId} has no queued, running or parked run`);
+    }
+    return out;
+  }
+
+  /** Cancels the queued, running and parked runs (all, or the given ones); answers what it cancelled. */
+  async stopRuns(
+    tenantId: string,
+    agentId: string,
+    runIds: string[] | null,
+  ): Promise<Record<string, string>> {
     const out: Record<string, string> = {};
     const wanted = (id: string) => !runIds || runIds.includes(id);
     for (const id of this.mailbox.queued(agentId).filter(wanted)) {
@@ -164,9 +177,6 @@ export class MessagingService implements OnModuleInit {
       );
       const cont = await this.resume(parked, { cancel: true });
       if (cont) out[parked.id] = 'cancelled';
-    }
-    if (Object.keys(out).length === 0) {
-      throw conflict('NO_ACTIVE_RUN', `agent ${agentId} has no queued, running or parked run`);
     }
     return out;
   }

@@ -32,12 +32,17 @@ export class ProcessingModule implements OnModuleInit {
     private readonly handlers: BuiltinToolHandlers,
     private readonly repo: ProcessingRepository,
     private readonly agents: AgentsService,
+    private readonly messaging: MessagingService,
   ) {}
 
   onModuleInit(): void {
     this.agents.registerPendingApprovalSource((tenantId, agentId) =>
       this.repo.pendingApproval(tenantId, agentId),
     );
+    // a deleted agent leaves nothing running, queued or waiting for a person (its rows stay for the audit)
+    this.agents.registerBeforeDelete(async (tenantId, agentId) => {
+      await this.messaging.stopRuns(tenantId, agentId, null);
+    });
     this.handlers.register('conversation_search', async (args, ctx) => {
       const query = typeof args.query === 'string' ? args.query : '';
       const limit = typeof args.limit === 'number' && args.limit > 0 ? Math.min(args.limit, 50) : 5;

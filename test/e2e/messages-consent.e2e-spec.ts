@@ -217,6 +217,19 @@ describe('messages: consent park and resume', () => {
     expect(tools.calls).toHaveLength(1);
   });
 
+  it('deleting a parked agent denies its pending request; the tool never runs', async () => {
+    const id = await agent();
+    const { toolCallId } = await park(id);
+    expect((await api(t, 'DELETE', `/v1/agents/${id}`)).status).toBe(200);
+    const requests = (await api(t, 'GET', '/v1/consent/requests?status=all')).body;
+    const mine = requests.find((r: any) => r.tool_call_id === toolCallId);
+    expect(mine).toMatchObject({ status: 'denied', decision_reason: 'cancelled' });
+    const pending = (await api(t, 'GET', '/v1/consent/requests?status=pending')).body;
+    expect(pending.filter((r: any) => r.agent_id === id)).toEqual([]);
+    expect((await api(t, 'GET', `/v1/agents/${id}`)).status).toBe(404);
+    expect(tools.calls).toHaveLength(0);
+  });
+
   it('cancelling while pending denies the call; the agent is free again', async () => {
     const id = await agent();
     const { res: parked, toolCallId } = await park(id);
