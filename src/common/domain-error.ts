@@ -1,3 +1,4 @@
+import type { ValidationProblem } from '../core/rules/validate-tool-rules';
 /**
  * Every failure the API reports is a DomainError with a stable `code`.
  * The HTTP status is chosen at the edge (DomainErrorFilter) from the code's kind, never in the core.
@@ -23,10 +24,8 @@ export class DomainError extends Error {
   }
 }
 
-export interface ValidationProblem {
-  path: string;
-  message: string;
-}
+// One shape for validation problems: the pure validators in src/core define it.
+export type { ValidationProblem } from '../core/rules/validate-tool-rules';
 
 export const badRequest = (code: string, message: string, details?: Record<string, unknown>) =>
   new DomainError('bad_request', code, message, details);

@@ -33,7 +33,7 @@ import type { MessageEntity, MessageType } from './entities/message.entity';
 import type { ParkedCall, RunEntity, RunUsage } from './entities/run.entity';
 import type { StepEntity } from './entities/step.entity';
 import { EMPTY_USAGE, toLettaMessage } from './message.mapper';
-import { NewMessage, ProcessingRepository } from './processing.repository';
+import { NewMessage, newMessageRow, ProcessingRepository } from './processing.repository';
 import {
   AGENT_PORT,
   AgentPort,
@@ -587,17 +587,14 @@ export class AgentProcessor {
     payload: Record<string, unknown>,
     stepId: string | null = null,
   ): NewMessage {
-    return {
-      id: this.ids.prefixed('message'),
-      tenant_id: ctx.run.tenant_id,
-      agent_id: ctx.run.agent_id,
-      run_id: ctx.run.id,
-      step_id: stepId,
-      batch_id: ctx.run.batch_id,
-      message_type: type,
+    return newMessageRow(
+      this.ids.prefixed('message'),
+      ctx.run,
+      type,
       payload,
-      created_at: this.clock.now(),
-    };
+      stepId,
+      this.clock.now(),
+    );
   }
 
   private async write(

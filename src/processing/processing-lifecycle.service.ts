@@ -14,7 +14,7 @@ import { AgentProcessor } from './agent-processor.service';
 import type { RunEntity } from './entities/run.entity';
 import { EMPTY_USAGE } from './message.mapper';
 import { MessagingService } from './messaging.service';
-import { ProcessingRepository } from './processing.repository';
+import { newMessageRow, ProcessingRepository } from './processing.repository';
 import { AGENT_PORT, AgentPort, EXECUTOR_PORT, ExecutorPort } from './processing.ports';
 
 export const OUTCOME_UNKNOWN =
@@ -74,23 +74,20 @@ export class ProcessingLifecycle implements OnApplicationBootstrap, BeforeApplic
       run.agent_id,
       orphans.map((m) => {
         const call = m.payload.tool_call as { tool_call_id: string; name: string };
-        return {
-          id: this.ids.prefixed('message'),
-          tenant_id: run.tenant_id,
-          agent_id: run.agent_id,
-          run_id: run.id,
-          step_id: m.step_id,
-          batch_id: run.batch_id,
-          message_type: 'tool_return_message' as const,
-          payload: {
+        return newMessageRow(
+          this.ids.prefixed('message'),
+          run,
+          'tool_return_message',
+          {
             tool_return: OUTCOME_UNKNOWN,
             status: 'error',
             tool_call_id: call.tool_call_id,
             name: call.name,
             error_type: 'ToolError',
           },
-          created_at: now,
-        };
+          m.step_id,
+          now,
+        );
       }),
     );
     await this.repo.finishRun(

@@ -13,6 +13,28 @@ import { toLettaMessage } from './message.mapper';
 
 export type NewMessage = Omit<MessageEntity, 'seq_id'>;
 
+/** A message row of a run, before its per-agent seq_id is given. */
+export function newMessageRow(
+  id: string,
+  run: Pick<RunEntity, 'id' | 'tenant_id' | 'agent_id' | 'batch_id'>,
+  type: MessageEntity['message_type'],
+  payload: Record<string, unknown>,
+  stepId: string | null,
+  at: number,
+): NewMessage {
+  return {
+    id,
+    tenant_id: run.tenant_id,
+    agent_id: run.agent_id,
+    run_id: run.id,
+    step_id: stepId,
+    batch_id: run.batch_id,
+    message_type: type,
+    payload,
+    created_at: at,
+  };
+}
+
 export interface MessagePage {
   limit: number;
   before?: string;
