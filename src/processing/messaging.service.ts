@@ -62,7 +62,7 @@ export class MessagingService implements OnModuleInit {
   onModuleInit(): void {
     this.consent.onDecision((e) => {
       this.resumeIfDecided(e.tenantId, e.agentId).catch((err: unknown) =>
-        this.logger.error(`resume after decision on ${e.toolCallId}: ${String(err)}`),
+        this.logger.error(`resume after a decision for ${e.agentId}: ${String(err)}`),
       );
     });
   }

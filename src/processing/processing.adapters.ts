@@ -67,16 +67,7 @@ export const PROCESSING_ADAPTERS: Provider[] = [
       return {
         // cancellation denials are not decisions (the broker tells only onCancelled): MessagingService.cancel resumes
         onDecision: (listener) => {
-          broker.onDecision((e) => {
-            listener({
-              tenantId: e.tenantId,
-              agentId: e.agentId,
-              toolCallId: e.toolCallId,
-              requestId: e.requestId,
-              approve: e.approve,
-              reason: e.reason,
-            });
-          });
+          broker.onDecision((e) => listener({ tenantId: e.tenantId, agentId: e.agentId }));
         },
         decide: async (tenantId, agentId, a) => {
           await broker.decideByToolCall(

@@ -32,13 +32,10 @@ export interface ExecutorPort {
 }
 
 /** A person's decision on a parked call, as the broker reports it. */
+/** A decision was stored for one of the agent's requests; what it was is read back from the store. */
 export interface ConsentDecisionEvent {
   tenantId: string;
   agentId: string;
-  toolCallId: string;
-  requestId: string;
-  approve: boolean;
-  reason?: string | null;
 }
 
 export interface InBandApproval {
