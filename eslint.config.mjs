@@ -11,6 +11,7 @@ export default tseslint.config(
       'data/',
       'eslint.config.mjs',
       'jest.config.js',
+      'console/vite.config.mjs',
     ],
   },
   eslint.configs.recommended,

@@ -1,11 +1,17 @@
 /**
  * The example agents' http tools, served on 127.0.0.1 so the README tour runs end to end offline:
  * 8290 answers the refund desk (lookup_order, issue_refund), 8291 the release bot (run_tests, deploy, rollback).
- * Run it beside the server: `npm run example:tools`.
+ * Run it beside the server: `npm run example:tools`. The refunds route wants `Authorization: Bearer demo`,
+ * the token `issue_refund` gets from the tenant secret REFUNDS_API_TOKEN (config/default.yaml `secrets.config`).
  */
 import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
 
 type Handler = (args: Record<string, unknown>) => unknown;
+
+/** The example refunds service's API token. */
+const REFUNDS_TOKEN = 'demo';
+/** Routes that want the token. */
+const AUTHORIZED = new Set(['/refunds']);
 
 const ROUTES: Record<number, Record<string, Handler>> = {
   8290: {
@@ -53,7 +59,10 @@ export function startExampleToolServers(): Promise<Server[]> {
                 res.writeHead(status, { 'content-type': 'application/json' });
                 res.end(JSON.stringify(value));
               };
+              const route = (req.url ?? '').split('?')[0];
               if (!handler) return send(404, { error: 'no such tool route' });
+              if (AUTHORIZED.has(route) && req.headers.authorization !== `Bearer ${REFUNDS_TOKEN}`)
+                return send(401, { error: 'a bearer token is required' });
               try {
                 const { arguments: args } = JSON.parse(raw || '{}') as {
                   arguments?: Record<string, unknown>;

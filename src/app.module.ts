@@ -2,18 +2,25 @@ import { DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
 import { AgentsModule } from './agents/agents.module';
 import { AuthModule } from './auth/auth.module';
+import { ClusterModule } from './cluster/cluster.module';
 import { DomainErrorFilter } from './common/domain-error.filter';
 import { AppConfig } from './config/app-config';
 import { ConfigModule } from './config/config.module';
 import { CoreProvidersModule } from './common/core-providers.module';
 import { DatabaseModule } from './database/database.module';
 import { HealthController } from './health/health.controller';
+import { ConsoleController } from './console/console.controller';
+import { SecretsModule } from './secrets/secrets.module';
 import { ToolsModule } from './tools/tools.module';
+import { McpModule } from './mcp/mcp.module';
 import { RunEventsModule } from './common/run-events';
 import { ModelsModule } from './models/models.module';
+import { ObservabilityModule } from './observability/observability.module';
 import { PermissionsModule } from './permissions/permissions.module';
 import { ProcessingModule } from './processing/processing.module';
+import { ConversationsModule } from './conversations/conversations.module';
 import { RulesModule } from './rules/rules.module';
+import { WebhooksModule } from './webhooks/webhooks.module';
 
 @Module({})
 export class AppModule {
@@ -24,16 +31,22 @@ export class AppModule {
         ConfigModule.forRoot(config),
         CoreProvidersModule,
         DatabaseModule,
+        ClusterModule,
         AuthModule,
+        SecretsModule,
         ToolsModule,
+        McpModule,
         AgentsModule,
         RunEventsModule,
         ModelsModule,
         PermissionsModule,
         RulesModule,
         ProcessingModule,
+        ConversationsModule,
+        WebhooksModule,
+        ObservabilityModule,
       ],
-      controllers: [HealthController],
+      controllers: [HealthController, ConsoleController],
       providers: [{ provide: APP_FILTER, useClass: DomainErrorFilter }],
     };
   }

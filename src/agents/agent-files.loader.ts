@@ -1,5 +1,7 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { existsSync } from 'node:fs';
 import { DomainError } from '../common/domain-error';
+import { unknownAgentFileFields } from '../core/agents/agent-file-fields';
 import { AppConfig } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
 import { readYamlFile, yamlFilesIn } from '../tools/yaml-files';
@@ -21,6 +23,7 @@ export class AgentFilesLoader implements OnApplicationBootstrap {
 
   async onApplicationBootstrap(): Promise<void> {
     const dir = this.config.paths.agents_dir;
+    if (!existsSync(dir)) this.logger.warn(`no agents folder at ${dir}: no agent files loaded`);
     const files = yamlFilesIn(dir);
     const names = new Map<string, string>();
     let changed = 0;
@@ -35,7 +38,8 @@ export class AgentFilesLoader implements OnApplicationBootstrap {
         throw new Error(`agent file ${file}: name: "${name}" is also used by ${names.get(name)}`);
       names.set(name, file);
       try {
-        if ((await this.agents.upsertFromFile(doc)).changed) changed++;
+        // unknown fields (typos) are reported together with invalid values
+        if ((await this.agents.upsertFromFile(doc, unknownAgentFileFields(doc))).changed) changed++;
       } catch (e) {
         if (e instanceof DomainError && Array.isArray(e.details.problems)) {
           const problems = e.details.problems as { path: string; message: string }[];

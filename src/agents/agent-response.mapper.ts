@@ -27,6 +27,7 @@ export function toBlockResponse(b: MemoryBlock): Record<string, unknown> {
 
 export function toAgentResponse(v: AgentView): Record<string, unknown> {
   const a = v.record;
+  const blocks = a.blocks.map(toBlockResponse);
   return {
     id: a.id,
     name: a.name,
@@ -35,9 +36,10 @@ export function toAgentResponse(v: AgentView): Record<string, unknown> {
     agent_type: 'letta_v1_agent',
     tools: v.tools.map(toToolResponse),
     tool_rules: a.tool_rules,
-    memory: {
-      blocks: a.blocks.map(toBlockResponse),
-    },
+    memory: { blocks },
+    // fields Letta's AgentState requires: the blocks again at the top level, and no data sources here
+    blocks,
+    sources: [],
     llm_config: safeLlmConfig(a.llm_config),
     model: a.model,
     tags: a.tags,
@@ -46,6 +48,7 @@ export function toAgentResponse(v: AgentView): Record<string, unknown> {
     model_script: a.model_script,
     max_steps: a.max_steps,
     budgets: a.budgets,
+    client_tools: a.client_tools,
     source: a.source,
     last_stop_reason: a.last_stop_reason,
     pending_approval: v.pendingApproval ?? null,

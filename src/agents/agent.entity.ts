@@ -61,6 +61,10 @@ export class AgentEntity {
   @JsonColumn({ nullable: true })
   budgets!: BudgetFields | null;
 
+  /** Names of client tools (Letta's per-request `client_tools`) its rules may name; null for older rows. */
+  @JsonColumn({ nullable: true })
+  client_tools!: string[] | null;
+
   @Column({ type: 'varchar', length: 64, nullable: true })
   last_stop_reason!: string | null;
 

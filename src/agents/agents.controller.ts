@@ -3,6 +3,7 @@ import { Tenant } from '../auth/tenant.guard';
 import { badRequest } from '../common/domain-error';
 import { toToolResponse } from '../tools/tool-response.mapper';
 import { toAgentResponse } from './agent-response.mapper';
+import { SecretView } from '../secrets/secrets.service';
 import { AgentsService } from './agents.service';
 
 type Json = Record<string, unknown>;
@@ -52,6 +53,12 @@ export class AgentsController {
   async delete(@Tenant() tenant: string, @Param('id') id: string): Promise<Json> {
     await this.agents.delete(tenant, id);
     return { message: `Agent id=${id} successfully deleted` };
+  }
+
+  /** Letta's agent-level secrets: names only, never values. */
+  @Get(':id/secrets')
+  secrets(@Tenant() tenant: string, @Param('id') id: string): Promise<SecretView[]> {
+    return this.agents.secretNames(tenant, id);
   }
 
   @Get(':id/tools')

@@ -1,5 +1,6 @@
 import { Module, OnModuleInit } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
+import { ModelsModule } from '../models/models.module';
 import { BuiltinToolHandlers } from '../tools/builtin-tool-handlers';
 import { AgentFilesLoader } from './agent-files.loader';
 import { AgentEntity } from './agent.entity';
@@ -8,11 +9,12 @@ import { AgentsRepository } from './agents.repository';
 import { AgentsService } from './agents.service';
 import { MemoryBlocksController } from './memory-blocks.controller';
 import { registerMemoryTools } from './memory-tool.handlers';
+import { TagsController } from './tags.controller';
 
 /** Needs ToolsModule (global) for tool look-ups; registers the core memory tools' handlers there. */
 @Module({
-  imports: [TypeOrmModule.forFeature([AgentEntity])],
-  controllers: [AgentsController, MemoryBlocksController],
+  imports: [TypeOrmModule.forFeature([AgentEntity]), ModelsModule],
+  controllers: [AgentsController, MemoryBlocksController, TagsController],
   providers: [AgentsRepository, AgentsService, AgentFilesLoader],
   exports: [AgentsService],
 })

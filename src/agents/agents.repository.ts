@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { containsPattern } from '../database/like-pattern';
 import { InjectRepository } from '@nestjs/typeorm';
 import { EntityManager, Repository } from 'typeorm';
 import type { ListAgentsQuery } from '../core/agents/list-agents-query';
@@ -8,6 +9,8 @@ import { AgentEntity, AgentTagEntity } from './agent.entity';
 /** Agents and their tag index; every read is scoped to one tenant. */
 @Injectable()
 export class AgentsRepository {
+  private readonly changeListeners: ((agentId: string) => void)[] = [];
+
   constructor(
     @InjectRepository(AgentEntity) private readonly agents: Repository<AgentEntity>,
     private readonly tx: Transactor,
@@ -15,6 +18,28 @@ export class AgentsRepository {
 
   findForTenant(tenantId: string, id: string): Promise<AgentEntity | null> {
     return this.agents.findOne({ where: { tenant_id: tenantId, id } });
+  }
+
+  /** The tenant's distinct agent tags by name (Letta's `GET /v1/tags/`); `after` is relative to the order. */
+  async listTags(
+    tenantId: string,
+    q: { text?: string; after?: string; limit: number; order: 'asc' | 'desc' },
+  ): Promise<string[]> {
+    const qb = this.agents.manager
+      .getRepository(AgentTagEntity)
+      .createQueryBuilder('t')
+      .select('DISTINCT t.tag', 'tag')
+      .where('t.tenant_id = :tenantId', { tenantId });
+    if (q.text) {
+      const like = containsPattern(q.text);
+      qb.andWhere("LOWER(t.tag) LIKE :like ESCAPE '\\'", { like });
+    }
+    if (q.after) qb.andWhere(`t.tag ${q.order === 'asc' ? '>' : '<'} :after`, { after: q.after });
+    const rows = await qb
+      .orderBy('t.tag', q.order === 'asc' ? 'ASC' : 'DESC')
+      .limit(q.limit)
+      .getRawMany<{ tag: string }>();
+    return rows.map((r) => r.tag);
   }
 
   findOldestByName(tenantId: string, name: string): Promise<AgentEntity | null> {
@@ -36,11 +61,14 @@ export class AgentsRepository {
 
   /** Inserts or updates an agent and rewrites its tag rows, in one transaction. */
   save(agent: AgentEntity): Promise<AgentEntity> {
-    return this.tx.run(async (em) => {
-      const saved = await em.save(AgentEntity, agent);
-      await this.writeTags(em, agent);
-      return saved;
-    });
+    return this.notifying(
+      agent.id,
+      this.tx.run(async (em) => {
+        const saved = await em.save(AgentEntity, agent);
+        await this.writeTags(em, agent);
+        return saved;
+      }),
+    );
   }
 
   /** Read-modify-write of one agent in a transaction (memory edits, rule toggles). */
@@ -49,13 +77,16 @@ export class AgentsRepository {
     id: string,
     change: (agent: AgentEntity) => T,
   ): Promise<{ agent: AgentEntity; result: T } | null> {
-    return this.tx.run(async (em) => {
-      const agent = await em.findOne(AgentEntity, { where: { tenant_id: tenantId, id } });
-      if (!agent) return null;
-      const result = change(agent);
-      await em.save(AgentEntity, agent);
-      return { agent, result };
-    });
+    return this.notifying(
+      id,
+      this.tx.run(async (em) => {
+        const agent = await em.findOne(AgentEntity, { where: { tenant_id: tenantId, id } });
+        if (!agent) return null;
+        const result = change(agent);
+        await em.save(AgentEntity, agent);
+        return { agent, result };
+      }),
+    );
   }
 
   async setLastStopReason(
@@ -72,11 +103,27 @@ export class AgentsRepository {
   }
 
   remove(tenantId: string, id: string): Promise<boolean> {
-    return this.tx.run(async (em) => {
-      const r = await em.delete(AgentEntity, { tenant_id: tenantId, id });
-      await em.delete(AgentTagEntity, { agent_id: id });
-      return (r.affected ?? 0) > 0;
-    });
+    return this.notifying(
+      id,
+      this.tx.run(async (em) => {
+        const r = await em.delete(AgentEntity, { tenant_id: tenantId, id });
+        await em.delete(AgentTagEntity, { agent_id: id });
+        return (r.affected ?? 0) > 0;
+      }),
+    );
+  }
+
+  /** Calls `fn` after every write of an agent's row (a cache of records derived from it listens). */
+  onChange(fn: (agentId: string) => void): void {
+    this.changeListeners.push(fn);
+  }
+
+  private async notifying<T>(agentId: string, write: Promise<T>): Promise<T> {
+    try {
+      return await write;
+    } finally {
+      for (const fn of this.changeListeners) fn(agentId);
+    }
   }
 
   /** One page of a tenant's agents, ordered by (created_at, id); cursors are agents already looked up. */
@@ -87,6 +134,10 @@ export class AgentsRepository {
   ): Promise<AgentEntity[]> {
     const qb = this.agents.createQueryBuilder('a').where('a.tenant_id = :tenantId', { tenantId });
     if (q.name !== null) qb.andWhere('a.name = :name', { name: q.name });
+    if (q.queryText !== null) {
+      const like = containsPattern(q.queryText);
+      qb.andWhere("LOWER(a.name) LIKE :like ESCAPE '\\'", { like });
+    }
     if (q.tags.length) {
       // Built with the query builder so the table name carries the schema on PostgreSQL.
       const sub = qb

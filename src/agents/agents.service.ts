@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import { Inject, Injectable } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import stableStringify from 'json-stable-stringify';
@@ -9,6 +10,7 @@ import { APP_CONFIG } from '../config/config.module';
 import type { AgentRecord, MemoryBlock } from '../core/agents/agent-record';
 import { parseListAgentsQuery } from '../core/agents/list-agents-query';
 import { applyBlockPatch } from '../core/agents/validate-block-patch';
+import { countProblem } from '../core/limits';
 import { NO_BUDGETS } from '../core/loop/budgets';
 import { nulBytePaths } from '../core/agents/nul-bytes';
 import {
@@ -20,10 +22,13 @@ import {
 } from '../core/agents/validate-agent';
 import type { Clock, IdGenerator } from '../core/ports';
 import { canonicalRuleType } from '../core/rules/tool-rule';
-import type { StoredToolRule } from '../core/rules/validate-tool-rules';
+import type { StoredToolRule, ValidationProblem } from '../core/rules/validate-tool-rules';
 import { ToolsService, ToolView } from '../tools/tools.service';
 import { AgentEntity } from './agent.entity';
+import { ModelProvidersService } from '../models/providers/model-providers.service';
+import { SecretsService, SecretView } from '../secrets/secrets.service';
 import { AgentsRepository } from './agents.repository';
+import { isUniqueViolation } from '../database/unique-violation';
 
 /** Supplies `pending_approval` for an agent's responses (the processing module registers one). */
 export type PendingApprovalSource = (tenantId: string, agentId: string) => Promise<unknown>;
@@ -62,6 +67,7 @@ const draftOf = (a: AgentEntity): AgentDraft => ({
   model_script: a.model_script,
   max_steps: a.max_steps,
   budgets: a.budgets ?? NO_BUDGETS,
+  client_tools: a.client_tools ?? [],
 });
 
 /** Agents: create, read, update, delete, memory edits; the single owner of the agents tables. */
@@ -76,7 +82,16 @@ export class AgentsService {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(ID_GENERATOR) private readonly ids: IdGenerator,
-  ) {}
+    private readonly models: ModelProvidersService,
+    private readonly secrets: SecretsService,
+  ) {
+    // Agent records are cached only where this process is the database's only writer (SQLite, one
+    // process): with several instances an update served by another one would not reach this cache.
+    this.records = config.database.url ? null : new LRUCache({ max: 10_000 });
+    agents.onChange((id) => this.forget(id));
+  }
+
+  private readonly records: LRUCache<string, AgentRecord> | null;
 
   // ------------------------------------------------------------ hooks and reads for other modules
 
@@ -91,8 +106,18 @@ export class AgentsService {
   }
 
   /** The agent as a plain record; 404 for a malformed id or another tenant's agent. */
+  /** The agent as the processor uses it; served from `records` when this process is the only writer. */
   async getForTenant(tenantId: string, agentId: string): Promise<AgentRecord> {
-    return this.toRecord(await this.load(tenantId, agentId));
+    const hit = this.records?.get(agentId);
+    if (hit?.tenant_id === tenantId) return hit;
+    const record = this.toRecord(await this.load(tenantId, agentId));
+    this.records?.set(agentId, record);
+    return record;
+  }
+
+  /** Drops the cached record of the agent (its row was written elsewhere, or its owner changed). */
+  forget(agentId: string): void {
+    this.records?.delete(agentId);
   }
 
   /** Replaces a block's value; respects the block's limit and read_only (DomainError otherwise). */
@@ -163,7 +188,7 @@ export class AgentsService {
     const done = await this.agents.modify(tenantId, agentId, (agent) => {
       const i = agent.blocks.findIndex((b) => b.label === label);
       if (i < 0) throw notFound('memory block', label);
-      const { block, problems } = applyBlockPatch(agent.blocks[i], body);
+      const { block, problems } = applyBlockPatch(agent.blocks[i], body, this.config.limits);
       if (!block) throw validationFailed(problems);
       agent.blocks = agent.blocks.map((b, j) => (j === i ? block : b));
       agent.updated_at = now;
@@ -173,21 +198,32 @@ export class AgentsService {
     return done.result;
   }
 
-  async setLastStopReason(tenantId: string, agentId: string, reason: string | null): Promise<void> {
-    if (!(await this.agents.setLastStopReason(tenantId, agentId, reason, this.clock.now())))
-      throw notFound('agent', agentId);
+  /** False when the agent is gone: a run may end after its agent was deleted (it stops the run first). */
+  async setLastStopReason(
+    tenantId: string,
+    agentId: string,
+    reason: string | null,
+  ): Promise<boolean> {
+    const at = this.clock.now();
+    const done = await this.agents.setLastStopReason(tenantId, agentId, reason, at);
+    // the cached record stays, with the two fields this write changed
+    const hit = this.records?.get(agentId);
+    if (hit) this.records!.set(agentId, { ...hit, last_stop_reason: reason, updated_at: at });
+    return done;
   }
 
   // ------------------------------------------------------------ the REST API
 
   async create(tenantId: string, body: unknown): Promise<AgentView> {
     const draft = await this.validate(tenantId, body);
+    const secrets = this.secrets.agentSecretsIn(body);
     const agent = await this.agents.save(await this.newEntity(tenantId, draft, 'api', null));
+    if (secrets) await this.secrets.replaceOwned(tenantId, agent.id, secrets);
     return this.view(tenantId, agent);
   }
 
   async list(tenantId: string, rawQuery: Record<string, unknown>): Promise<AgentView[]> {
-    const { query, problems } = parseListAgentsQuery(rawQuery);
+    const { query, problems } = parseListAgentsQuery(rawQuery, this.config.limits);
     problems.push(...nulBytePaths(rawQuery));
     if (problems.length) throw validationFailed(problems, 'query is invalid');
     const cursor = async (id: string | null) => {
@@ -216,14 +252,24 @@ export class AgentsService {
   async update(tenantId: string, agentId: string, body: unknown): Promise<AgentView> {
     const agent = await this.load(tenantId, agentId);
     const draft = await this.validate(tenantId, body, draftOf(agent));
+    const secrets = this.secrets.agentSecretsIn(body);
     Object.assign(agent, draft, { updated_at: this.clock.now() });
-    return this.view(tenantId, await this.agents.save(agent));
+    const saved = await this.agents.save(agent);
+    if (secrets) await this.secrets.replaceOwned(tenantId, agentId, secrets);
+    return this.view(tenantId, saved);
+  }
+
+  /** Names (never values) of the agent's own secrets (Letta's agent-level secrets). */
+  async secretNames(tenantId: string, agentId: string): Promise<SecretView[]> {
+    await this.load(tenantId, agentId);
+    return this.secrets.list(tenantId, agentId);
   }
 
   async delete(tenantId: string, agentId: string): Promise<void> {
     await this.load(tenantId, agentId); // 404 before anything is stopped
     for (const stop of this.beforeDelete) await stop(tenantId, agentId);
     if (!(await this.agents.remove(tenantId, agentId))) throw notFound('agent', agentId);
+    await this.secrets.deleteOwner(tenantId, agentId);
   }
 
   /** Letta's approval toggle: adds or removes the tool's requires_approval rule. */
@@ -279,9 +325,26 @@ export class AgentsService {
    * validated content is what was loaded last time; otherwise the file's content replaces the agent's.
    * Throws DomainError(VALIDATION_FAILED) with the problems' paths.
    */
-  async upsertFromFile(doc: unknown): Promise<{ agent: AgentEntity; changed: boolean }> {
+  /** `fileProblems`: what is wrong with the file beyond the agent's fields (reported with them). */
+  async upsertFromFile(
+    doc: unknown,
+    fileProblems: ValidationProblem[] = [],
+  ): Promise<{ agent: AgentEntity; changed: boolean }> {
+    try {
+      return await this.upsertFileAgent(doc, fileProblems);
+    } catch (e) {
+      // another instance booting at once created it first (one file agent per name): update that one
+      if (!isUniqueViolation(e)) throw e;
+      return this.upsertFileAgent(doc, fileProblems);
+    }
+  }
+
+  private async upsertFileAgent(
+    doc: unknown,
+    fileProblems: ValidationProblem[],
+  ): Promise<{ agent: AgentEntity; changed: boolean }> {
     const tenantId = DEFAULT_TENANT;
-    const draft = await this.validate(tenantId, doc);
+    const draft = await this.validate(tenantId, doc, undefined, fileProblems);
     const existing = await this.agents.findOldestByName(tenantId, draft.name);
     // Block ids are generated, so they are left out of the hash.
     const hash = createHash('sha256')
@@ -317,8 +380,14 @@ export class AgentsService {
   ): Promise<AgentView> {
     assertPrefixedId('agent', 'agent', agentId);
     const now = this.clock.now();
+    const limits = this.config.limits;
     const done = await this.agents.modify(tenantId, agentId, (agent) => {
       change(agent);
+      const tooMany = [
+        countProblem('tools', agent.tools.length, 'max_tools_per_agent', limits),
+        countProblem('tool_rules', agent.tool_rules.length, 'max_rules_per_agent', limits),
+      ].filter((p): p is ValidationProblem => p !== null);
+      if (tooMany.length) throw validationFailed(tooMany, 'agent is invalid');
       agent.updated_at = now;
     });
     if (!done) throw notFound('agent', agentId);
@@ -336,18 +405,21 @@ export class AgentsService {
     tenantId: string,
     body: unknown,
     current?: AgentDraft,
+    earlierProblems: ValidationProblem[] = [],
   ): Promise<AgentDraft> {
     const ctx: AgentValidationContext = {
       availableTools: await this.tools.availableNames(tenantId),
-      openaiBaseUrl: this.config.models.openai.base_url,
+      models: this.models,
       newBlockId: () => this.ids.prefixed('block'),
       newName: () => `agent-${this.ids.prefixed('x').slice(2, 10)}`,
+      limits: this.config.limits,
     };
     const nul = nulBytePaths(body);
     if (nul.length) throw validationFailed(nul, 'agent is invalid');
     body = await this.withToolIdsAsNames(tenantId, body);
     const { draft, problems } = validateAgentInput(body, ctx, current);
-    if (!draft) throw validationFailed(problems, 'agent is invalid');
+    if (!draft || earlierProblems.length > 0)
+      throw validationFailed([...earlierProblems, ...problems], 'agent is invalid');
     return draft;
   }
 
@@ -358,6 +430,8 @@ export class AgentsService {
     if (ids === undefined || ids === null) return body;
     if (!Array.isArray(ids))
       throw validationFailed([{ path: 'tool_ids', message: 'must be a list of tool ids' }]);
+    const tooMany = countProblem('tool_ids', ids.length, 'max_tools_per_agent', this.config.limits);
+    if (tooMany) throw validationFailed([tooMany], 'agent is invalid');
     const names: string[] = [];
     for (const [i, id] of ids.entries()) {
       const tool = isPrefixedId('tool', id)

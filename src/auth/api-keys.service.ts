@@ -6,10 +6,14 @@ import { APP_CONFIG } from '../config/config.module';
 /** Maps API keys to tenants. With no keys configured the server is open, as one default tenant. */
 @Injectable()
 export class ApiKeysService {
-  private readonly keys: { key: Buffer; tenant: string }[];
+  private readonly keys: { key: Buffer; tenant: string; index: number }[];
 
   constructor(@Inject(APP_CONFIG) config: AppConfig) {
-    this.keys = config.auth.api_keys.map((k) => ({ key: Buffer.from(k.key), tenant: k.tenant }));
+    this.keys = config.auth.api_keys.map((k, index) => ({
+      key: Buffer.from(k.key),
+      tenant: k.tenant,
+      index,
+    }));
     if (this.keys.length === 0) {
       new Logger('Auth').warn(
         `no API keys configured: the server is open, as tenant "${DEFAULT_TENANT}"`,
@@ -23,11 +27,20 @@ export class ApiKeysService {
 
   /** The tenant for a presented key, or null. In open mode every caller is the default tenant. */
   tenantFor(presented: string | undefined | null): string | null {
-    if (this.open) return DEFAULT_TENANT;
+    return this.principalFor(presented)?.tenant ?? null;
+  }
+
+  /**
+   * The tenant and a stable name of the configured key that matched (`key#<n>`; open mode: `open`), or
+   * null. Per-key limits count under that name, so a caller cannot mint new buckets by varying the key.
+   */
+  principalFor(presented: string | undefined | null): { tenant: string; key: string } | null {
+    if (this.open) return { tenant: DEFAULT_TENANT, key: 'open' };
     if (!presented) return null;
     const p = Buffer.from(presented);
     for (const k of this.keys)
-      if (k.key.length === p.length && timingSafeEqual(k.key, p)) return k.tenant;
+      if (k.key.length === p.length && timingSafeEqual(k.key, p))
+        return { tenant: k.tenant, key: `key#${k.index}` };
     return null;
   }
 

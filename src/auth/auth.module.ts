@@ -1,11 +1,12 @@
 import { Global, Module } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
 import { ApiKeysService } from './api-keys.service';
+import { RequestRateLimiter } from './request-rate.limiter';
 import { TenantGuard } from './tenant.guard';
 
 @Global()
 @Module({
-  providers: [ApiKeysService, { provide: APP_GUARD, useClass: TenantGuard }],
-  exports: [ApiKeysService],
+  providers: [ApiKeysService, RequestRateLimiter, { provide: APP_GUARD, useClass: TenantGuard }],
+  exports: [ApiKeysService, RequestRateLimiter],
 })
 export class AuthModule {}

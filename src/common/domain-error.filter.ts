@@ -5,10 +5,14 @@ import { DomainError, ErrorKind } from './domain-error';
 const STATUS: Record<ErrorKind, number> = {
   bad_request: 400,
   unauthorized: 401,
+  forbidden: 403,
   not_found: 404,
   conflict: 409,
+  gone: 410,
   payload_too_large: 413,
+  too_many_requests: 429,
   unavailable: 503,
+  bad_gateway: 502,
   internal: 500,
 };
 
@@ -69,7 +73,9 @@ export class DomainErrorFilter implements ExceptionFilter {
     if (host.getType() !== 'http') return;
     const res = host.switchToHttp().getResponse<Response>();
     const { status, body } = toErrorBody(exception);
-    if (status >= 500)
+    // An upstream that failed (bad_gateway) is the upstream's problem, answered plainly; not our error.
+    const upstream = exception instanceof DomainError && exception.kind === 'bad_gateway';
+    if (status >= 500 && !upstream)
       this.logger.error(exception instanceof Error ? exception.stack : String(exception));
     if (res.headersSent) {
       res.end();

@@ -6,10 +6,14 @@ import type { ValidationProblem } from '../core/rules/validate-tool-rules';
 export type ErrorKind =
   | 'bad_request'
   | 'unauthorized'
+  | 'forbidden'
   | 'not_found'
   | 'conflict'
+  | 'gone'
   | 'payload_too_large'
+  | 'too_many_requests'
   | 'unavailable'
+  | 'bad_gateway'
   | 'internal';
 
 export class DomainError extends Error {
@@ -30,15 +34,19 @@ export type { ValidationProblem } from '../core/rules/validate-tool-rules';
 export const badRequest = (code: string, message: string, details?: Record<string, unknown>) =>
   new DomainError('bad_request', code, message, details);
 
-export const validationFailed = (problems: ValidationProblem[], message = 'request is invalid') =>
-  new DomainError(
+/**
+ * A request with problems: `VALIDATION_FAILED`, or `LIMIT_EXCEEDED` when a count passed a configured bound
+ * (`details.limits` names the settings, e.g. `limits.max_tags_per_agent`).
+ */
+export const validationFailed = (problems: ValidationProblem[], message = 'request is invalid') => {
+  const limits = [...new Set(problems.flatMap((p) => (p.limit ? [p.limit] : [])))];
+  return new DomainError(
     'bad_request',
-    'VALIDATION_FAILED',
+    limits.length ? 'LIMIT_EXCEEDED' : 'VALIDATION_FAILED',
     `${message}: ${problems.map((p) => `${p.path} ${p.message}`).join('; ')}`,
-    {
-      problems,
-    },
+    limits.length ? { problems, limits } : { problems },
   );
+};
 
 export const notFound = (what: string, id: string) =>
   new DomainError('not_found', 'NOT_FOUND', `${what} ${JSON.stringify(id)} not found`, { id });

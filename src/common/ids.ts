@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomInt, randomUUID } from 'node:crypto';
 import type { IdGenerator } from '../core/ports';
 import { notFound } from './domain-error';
 
@@ -6,7 +6,8 @@ import { notFound } from './domain-error';
 const SnowflakeCtor = // eslint-disable-next-line @typescript-eslint/no-require-imports
   (require('snowflake-id') as { default: new (opts?: object) => { generate(): string } }).default;
 
-const snowflake = new SnowflakeCtor({ mid: 1, offset: 0 });
+// a machine id per process, so that instances sharing a database do not make the same batch ids
+const snowflake = new SnowflakeCtor({ mid: randomInt(1024), offset: 0 });
 
 /** Letta-style prefixed ids (`agent-<uuid>`) and snowflake batch ids (decimal strings). */
 export class DefaultIdGenerator implements IdGenerator {

@@ -1,24 +1,52 @@
-import { Global, Injectable, Module } from '@nestjs/common';
+import { Global, Inject, Injectable, Module } from '@nestjs/common';
 import { Observable, Subject } from 'rxjs';
+import { EVENT_BUS, type EventBus } from '../cluster/event-bus';
 
 /** A progress or message event of a run, published by processing and forwarded by the WebSocket gateway. */
 export interface RunEvent {
   tenantId: string;
   agentId: string;
   runId: string;
-  /** e.g. run.started, step.started, tools.executing, message, run.completed */
+  /** e.g. run.started, step.started, step.completed, tools.executing, tools.completed, message, run.completed */
   type: string;
   data: Record<string, unknown>;
+  /** For a `message` of a send_message call: which of Letta's two presentations it belongs to. */
+  sendMessageForm?: 'assistant' | 'tool' | null;
 }
 
-/** In-process publish/subscribe for run events; publishing never blocks the loop. */
+/** `tools.completed` carries one of these per call. */
+export interface ToolOutcomeFacts {
+  tool_call_id: string;
+  tool: string;
+  /** executed, cached, refused, timeout, consent_required */
+  kind: string;
+  status: 'success' | 'error';
+  error_type: string | null;
+  /** The rule type that refused the call, if a rule did. */
+  rule: string | null;
+  duration_ms: number | null;
+}
+
+/**
+ * Run events as an observable, from this instance and the others (through the event bus, so an SSE
+ * stream or a waiting caller on one instance follows a run processed on another); publishing never
+ * blocks the loop.
+ */
 @Injectable()
 export class RunEventsBus {
   private readonly subject = new Subject<RunEvent>();
   readonly events$: Observable<RunEvent> = this.subject.asObservable();
+  private readonly localSubject = new Subject<RunEvent>();
+  /** Only the events this instance published (metrics, traces and logs count each run once). */
+  readonly local$: Observable<RunEvent> = this.localSubject.asObservable();
+
+  constructor(@Inject(EVENT_BUS) private readonly bus: EventBus) {
+    bus.subscribe('run.event', (e) => this.subject.next(e));
+  }
 
   publish(event: RunEvent): void {
-    this.subject.next(event);
+    this.localSubject.next(event);
+    this.bus.publish('run.event', event);
   }
 }
 

@@ -1,21 +1,37 @@
 import { existsSync, readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import * as path from 'node:path';
 import { parse as parseYaml } from 'yaml';
+import { unknownKeyMessage } from '../core/did-you-mean';
+import type { InputLimits } from '../core/limits';
+import { isHostPattern } from '../core/net/host-policy';
 
 /** The whole configuration, validated once at boot. Nothing else reads process.env. */
 export interface AppConfig {
   server: { host: string; port: number; body_limit_bytes: number; json_max_depth: number };
   database: { url: string | null; sqlite_path: string; schema: string | null };
   log_level: LogLevel;
+  log_format: 'json' | 'pretty' | 'auto';
+  observability: {
+    metrics: { enabled: boolean; token: string | null };
+    tracing: {
+      exporter: 'none' | 'otlp' | 'memory';
+      otlp_endpoint: string | null;
+      service_name: string;
+    };
+  };
   auth: { api_keys: ApiKeyEntry[] };
-  paths: { agents_dir: string; tools_dir: string };
+  paths: { agents_dir: string; tools_dir: string; mcp_dir: string };
   tool_executor: ToolExecutorDefaults;
+  mcp: McpSettings;
   processing: {
     default_max_steps: number;
     max_tokens_per_batch: number;
     max_batch_seconds: number;
     max_reminders: number;
     shutdown_grace_seconds: number;
+    max_client_tools: number;
+    max_client_tool_bytes: number;
   };
   models: {
     openai: {
@@ -24,9 +40,71 @@ export interface AppConfig {
       timeout_seconds: number;
       max_retries: number;
     };
+    /** Further operator-declared providers; `openai` (above) and `scripted` always exist. */
+    providers: ModelProviderConfig[];
+    /** A model response body larger than this fails the call (`llm_api_error`). */
+    max_response_bytes: number;
   };
-  /** Environment values that `${NAME}` placeholders (http tool headers) may resolve. */
+  webhooks: WebhookSettings;
+  rate_limit: { requests_per_second: number; burst: number };
+  websocket: {
+    max_connections_per_key: number;
+    max_subscriptions_per_connection: number;
+    max_frames_per_second: number;
+  };
+  consent: { max_pending_per_agent: number };
+  limits: InputLimits;
+  cluster: ClusterSettings;
+  secrets: SecretsSettings;
+  tools: { http: HttpToolSettings };
+  /** The allow-listed environment values (`tools.http.env_allowlist`) that `${NAME}` may resolve. */
   secrets_env: Record<string, string>;
+}
+
+export interface SecretsSettings {
+  /** AES-256-GCM key for secrets at rest; null: secrets cannot be stored over the API. */
+  encryption_key: Buffer | null;
+  max_per_tenant: number;
+  max_value_bytes: number;
+  /** Secrets the operator sets per tenant (read-only over the API). */
+  config: { tenant: string; name: string; value: string }[];
+}
+
+export interface HttpToolSettings {
+  env_allowlist: string[];
+  max_response_bytes: number;
+  allowed_hosts: string[];
+  denied_hosts: string[];
+  max_redirects: number;
+}
+
+/** What `${NAME}` may name: an environment variable or a tenant secret. */
+export const SECRET_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
+
+/** Several instances on one PostgreSQL database (docs/scale-out.md). */
+export interface ClusterSettings {
+  /** Unique among the running instances; a restart with the same id takes its own agents back at once. */
+  instance_id: string;
+  /** How long an agent's lease lasts without renewal: a dead instance's agents are taken over after it. */
+  lease_duration_ms: number;
+  /** Leases of busy agents are renewed, idle ones released, and orphaned agents looked for, this often. */
+  lease_renew_interval_ms: number;
+}
+
+/** A model provider the operator declares: agents pick it by name (`<name>/<model>`). */
+export interface ModelProviderConfig {
+  name: string;
+  type: 'openai';
+  base_url: string;
+  /** The operator's key (from the file or `api_key_env`), or null. */
+  api_key: string | null;
+  /** The key is the calling tenant's secret of this name (a tenant brings its own key). */
+  api_key_secret: string | null;
+  /** Model names offered (listed by the models API); empty = any name is passed through. */
+  models: string[];
+  context_window: number;
+  timeout_seconds: number;
+  max_retries: number;
 }
 
 export interface ToolExecutorDefaults {
@@ -38,6 +116,38 @@ export interface ToolExecutorDefaults {
   cache_max_entries: number;
 }
 
+export interface WebhookSettings {
+  max_per_tenant: number;
+  url_max_length: number;
+  secret_min_length: number;
+  secret_max_length: number;
+  max_attempts: number;
+  retry_base_seconds: number;
+  retry_max_seconds: number;
+  request_timeout_seconds: number;
+  poll_interval_seconds: number;
+  claim_seconds: number;
+  retention_days: number;
+  public_url: string | null;
+}
+
+export interface McpSettings {
+  max_servers_per_tenant: number;
+  max_tools_per_server: number;
+  max_tool_schema_bytes: number;
+  max_description_chars: number;
+  max_result_bytes: number;
+  max_message_bytes: number;
+  max_args: number;
+  max_entries: number;
+  max_string_chars: number;
+  connect_timeout_seconds: number;
+  idle_seconds: number;
+  max_running_stdio: number;
+  restart_backoff_max_seconds: number;
+  stdio: { allowed_commands: string[] };
+}
+
 export type LogLevel = 'error' | 'warn' | 'info' | 'debug';
 export interface ApiKeyEntry {
   key: string;
@@ -46,13 +156,27 @@ export interface ApiKeyEntry {
 
 export const DEFAULT_TENANT = 'default';
 
-/** Boot stops with this: one line naming the key and what is wrong. */
+export interface ConfigProblem {
+  key: string;
+  problem: string;
+}
+
+/** Boot stops with this: one line per problem, each naming the key and what is wrong. */
 export class ConfigError extends Error {
+  /** The first problem's key. */
+  readonly key: string;
+
   constructor(
-    readonly key: string,
+    key: string,
     problem: string,
+    readonly problems: ConfigProblem[] = [{ key, problem }],
   ) {
-    super(`invalid configuration: ${key}: ${problem}`);
+    super(problems.map((p) => `invalid configuration: ${p.key}: ${p.problem}`).join('\n'));
+    this.key = problems[0].key;
+  }
+
+  static of(problems: ConfigProblem[]): ConfigError {
+    return new ConfigError(problems[0].key, problems[0].problem, problems);
   }
 }
 
@@ -98,12 +222,17 @@ function parseApiKeys(raw: string): ApiKeyEntry[] {
 /** Reads config/default.yaml (or CONFIG_FILE), then an optional local file, then the environment. */
 export function loadConfig(env: Env = {}, overrides: Obj = {}, cwd = process.cwd()): AppConfig {
   const defaultsFile = path.join(projectRoot(), 'config', 'default.yaml');
-  let raw = readYaml(defaultsFile, 'config/default.yaml');
+  const defaults = readYaml(defaultsFile, 'config/default.yaml');
+  let raw = defaults;
+  const problems: ConfigProblem[] = [];
   if (env.CONFIG_FILE) {
     const file = path.resolve(cwd, env.CONFIG_FILE);
     if (!existsSync(file)) throw new ConfigError('CONFIG_FILE', `no file at ${file}`);
-    raw = deepMerge(raw, readYaml(file, 'CONFIG_FILE'));
+    const doc = readYaml(file, 'CONFIG_FILE');
+    problems.push(...unknownKeys(doc, defaults, `${env.CONFIG_FILE}: `));
+    raw = deepMerge(raw, doc);
   }
+  problems.push(...unknownKeys(overrides, defaults, ''));
   const fromEnv: Obj = {};
   const set = (keyPath: string[], value: unknown) => {
     let o = fromEnv;
@@ -115,16 +244,47 @@ export function loadConfig(env: Env = {}, overrides: Obj = {}, cwd = process.cwd
   if (env.DATABASE_URL !== undefined) set(['database', 'url'], env.DATABASE_URL || null);
   if (env.SQLITE_PATH !== undefined) set(['database', 'sqlite_path'], env.SQLITE_PATH);
   if (env.LOG_LEVEL !== undefined) set(['log_level'], env.LOG_LEVEL);
+  if (env.LOG_FORMAT !== undefined) set(['log_format'], env.LOG_FORMAT);
+  if (env.METRICS_TOKEN !== undefined)
+    set(['observability', 'metrics', 'token'], env.METRICS_TOKEN || null);
+  if (env.TRACING_EXPORTER !== undefined)
+    set(['observability', 'tracing', 'exporter'], env.TRACING_EXPORTER);
+  if (env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT !== undefined)
+    set(['observability', 'tracing', 'otlp_endpoint'], env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
   if (env.API_KEYS !== undefined) set(['auth', 'api_keys'], parseApiKeys(env.API_KEYS));
   if (env.AGENTS_DIR !== undefined) set(['paths', 'agents_dir'], env.AGENTS_DIR);
   if (env.TOOLS_DIR !== undefined) set(['paths', 'tools_dir'], env.TOOLS_DIR);
+  if (env.MCP_DIR !== undefined) set(['paths', 'mcp_dir'], env.MCP_DIR);
   if (env.OPENAI_API_KEY !== undefined) set(['models', 'openai', 'api_key'], env.OPENAI_API_KEY);
   if (env.OPENAI_BASE_URL !== undefined) set(['models', 'openai', 'base_url'], env.OPENAI_BASE_URL);
+  if (env.SECRETS_ENCRYPTION_KEY !== undefined)
+    set(['secrets', 'encryption_key'], env.SECRETS_ENCRYPTION_KEY || null);
+  if (env.INSTANCE_ID !== undefined) set(['cluster', 'instance_id'], env.INSTANCE_ID || null);
   raw = deepMerge(deepMerge(raw, fromEnv), overrides);
 
   const secrets: Record<string, string> = {};
   for (const [k, v] of Object.entries(env)) if (typeof v === 'string') secrets[k] = v;
-  return validate(raw, cwd, secrets);
+  return validate(raw, cwd, secrets, problems);
+}
+
+/**
+ * Keys of `doc` that config/default.yaml does not have, with a "did you mean" from their siblings.
+ * default.yaml is the schema: every setting has a default there. A mapping given as `{}` there is open
+ * (its keys are names, e.g. tenants); lists and leaves are checked by `validate`.
+ */
+function unknownKeys(doc: Obj, defaults: Obj, where: string, prefix = ''): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  for (const [k, v] of Object.entries(doc)) {
+    const key = prefix + k;
+    if (!Object.prototype.hasOwnProperty.call(defaults, k)) {
+      problems.push({ key: where + key, problem: unknownKeyMessage(k, Object.keys(defaults)) });
+      continue;
+    }
+    const d = defaults[k];
+    if (isObj(d) && isObj(v) && Object.keys(d).length > 0)
+      problems.push(...unknownKeys(v, d, where, `${key}.`));
+  }
+  return problems;
 }
 
 /** The folder holding config/default.yaml: two levels up from src/config, three from dist/src/config. */
@@ -144,16 +304,21 @@ function numberFrom(key: string, v: string): number {
   return n;
 }
 
-function validate(raw: Obj, cwd: string, secrets: Record<string, string>): AppConfig {
+/** Checks every setting and reports every problem at once (appended to `problems`). */
+function validate(
+  raw: Obj,
+  cwd: string,
+  secrets: Record<string, string>,
+  problems: ConfigProblem[],
+): AppConfig {
+  const fail = (key: string, problem: string) => void problems.push({ key, problem });
   const get = (keyPath: string): unknown =>
     keyPath.split('.').reduce<unknown>((o, k) => (isObj(o) ? o[k] : undefined), raw);
   const int = (key: string, min: number, max = Number.MAX_SAFE_INTEGER): number => {
     const v = get(key);
     if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) {
-      throw new ConfigError(
-        key,
-        `must be a whole number from ${min} to ${max}, got ${JSON.stringify(v)}`,
-      );
+      fail(key, `must be a whole number from ${min} to ${max}, got ${JSON.stringify(v)}`);
+      return min;
     }
     return v;
   };
@@ -161,25 +326,68 @@ function validate(raw: Obj, cwd: string, secrets: Record<string, string>): AppCo
     const v = get(key);
     if (nullable && v == null) return null as unknown as string;
     if (typeof v !== 'string' || v.trim() === '') {
-      throw new ConfigError(key, `must be a non-empty string, got ${JSON.stringify(v)}`);
+      fail(key, `must be a non-empty string, got ${JSON.stringify(v)}`);
+      return '';
     }
     return v;
   };
 
+  const stringList = (key: string): string[] => {
+    const v = get(key);
+    if (!Array.isArray(v) || !v.every((x) => typeof x === 'string' && x.trim() !== '')) {
+      fail(key, `must be a list of non-empty strings, got ${JSON.stringify(v)}`);
+      return [];
+    }
+    return v as string[];
+  };
+
+  const list = (key: string): unknown[] => {
+    const v = get(key) ?? [];
+    if (!Array.isArray(v)) fail(key, 'must be a list');
+    return Array.isArray(v) ? v : [];
+  };
+  const names = (key: string): string[] =>
+    list(key).filter((n, i) => {
+      const ok = typeof n === 'string' && SECRET_NAME.test(n);
+      if (!ok) fail(`${key}[${i}]`, `must be a variable name, got ${JSON.stringify(n)}`);
+      return ok;
+    }) as string[];
+  const hostList = (key: string): string[] =>
+    list(key).filter((h, i) => {
+      const ok = typeof h === 'string' && isHostPattern(h);
+      if (!ok)
+        fail(`${key}[${i}]`, `must be a CIDR, an IP or a host name, got ${JSON.stringify(h)}`);
+      return ok;
+    }) as string[];
+
   const level = get('log_level');
   if (!['error', 'warn', 'info', 'debug'].includes(level as string)) {
-    throw new ConfigError(
-      'log_level',
-      `must be one of error, warn, info, debug; got ${JSON.stringify(level)}`,
-    );
+    fail('log_level', `must be one of error, warn, info, debug; got ${JSON.stringify(level)}`);
   }
+  const oneOf = <T extends string>(key: string, allowed: readonly T[]): T => {
+    const v = get(key);
+    if (!allowed.includes(v as T)) {
+      fail(key, `must be one of ${allowed.join(', ')}; got ${JSON.stringify(v)}`);
+      return allowed[0];
+    }
+    return v as T;
+  };
+  const bool = (key: string): boolean => {
+    const v = get(key);
+    if (typeof v !== 'boolean') fail(key, `must be true or false, got ${JSON.stringify(v)}`);
+    return v === true;
+  };
+  const tracingExporter = oneOf('observability.tracing.exporter', ['none', 'otlp', 'memory']);
+  const otlpEndpoint = str('observability.tracing.otlp_endpoint', true);
+  if (tracingExporter === 'otlp' && !otlpEndpoint)
+    fail('observability.tracing.otlp_endpoint', 'is required when the tracing exporter is otlp');
   const url = str('database.url', true);
-  if (url !== null && !/^postgres(ql)?:\/\//.test(url)) {
-    throw new ConfigError('database.url', 'must be a postgres:// URL, or unset for SQLite');
+  if (url !== null && url !== '' && !/^postgres(ql)?:\/\//.test(url)) {
+    fail('database.url', 'must be a postgres:// URL, or unset for SQLite');
   }
   const keys = get('auth.api_keys');
-  if (!Array.isArray(keys)) throw new ConfigError('auth.api_keys', 'must be a list');
-  const apiKeys = keys.map((k, i) => {
+  if (!Array.isArray(keys)) fail('auth.api_keys', 'must be a list');
+  const apiKeys = (Array.isArray(keys) ? keys : []).flatMap((k: unknown, i) => {
     if (
       !isObj(k) ||
       typeof k.key !== 'string' ||
@@ -187,12 +395,13 @@ function validate(raw: Obj, cwd: string, secrets: Record<string, string>): AppCo
       typeof k.tenant !== 'string' ||
       !k.tenant
     ) {
-      throw new ConfigError(`auth.api_keys[${i}]`, 'must be {key, tenant} with non-empty strings');
+      fail(`auth.api_keys[${i}]`, 'must be {key, tenant} with non-empty strings');
+      return [];
     }
-    return { key: k.key, tenant: k.tenant };
+    return [{ key: k.key, tenant: k.tenant }];
   });
 
-  return {
+  const config: AppConfig = {
     server: {
       host: str('server.host'),
       port: int('server.port', 0, 65535),
@@ -205,10 +414,39 @@ function validate(raw: Obj, cwd: string, secrets: Record<string, string>): AppCo
       schema: str('database.schema', true),
     },
     log_level: level as LogLevel,
+    log_format: oneOf('log_format', ['auto', 'json', 'pretty']),
+    observability: {
+      metrics: {
+        enabled: bool('observability.metrics.enabled'),
+        token: str('observability.metrics.token', true),
+      },
+      tracing: {
+        exporter: tracingExporter,
+        otlp_endpoint: otlpEndpoint,
+        service_name: str('observability.tracing.service_name'),
+      },
+    },
     auth: { api_keys: apiKeys },
     paths: {
       agents_dir: path.resolve(cwd, str('paths.agents_dir')),
       tools_dir: path.resolve(cwd, str('paths.tools_dir')),
+      mcp_dir: path.resolve(cwd, str('paths.mcp_dir')),
+    },
+    mcp: {
+      max_servers_per_tenant: int('mcp.max_servers_per_tenant', 0, 10000),
+      max_tools_per_server: int('mcp.max_tools_per_server', 1, 10000),
+      max_tool_schema_bytes: int('mcp.max_tool_schema_bytes', 256, 10_000_000),
+      max_description_chars: int('mcp.max_description_chars', 16, 1_000_000),
+      max_result_bytes: int('mcp.max_result_bytes', 1024, 100_000_000),
+      max_message_bytes: int('mcp.max_message_bytes', 4096, 1_000_000_000),
+      max_args: int('mcp.max_args', 0, 10000),
+      max_entries: int('mcp.max_entries', 0, 10000),
+      max_string_chars: int('mcp.max_string_chars', 64, 1_000_000),
+      connect_timeout_seconds: int('mcp.connect_timeout_seconds', 1, 3600),
+      idle_seconds: int('mcp.idle_seconds', 1, 86400),
+      max_running_stdio: int('mcp.max_running_stdio', 1, 1000),
+      restart_backoff_max_seconds: int('mcp.restart_backoff_max_seconds', 1, 86400),
+      stdio: { allowed_commands: stringList('mcp.stdio.allowed_commands') },
     },
     tool_executor: {
       tool_timeout_seconds: int('tool_executor.tool_timeout_seconds', 1),
@@ -224,6 +462,8 @@ function validate(raw: Obj, cwd: string, secrets: Record<string, string>): AppCo
       max_batch_seconds: int('processing.max_batch_seconds', 1),
       max_reminders: int('processing.max_reminders', 0, 100),
       shutdown_grace_seconds: int('processing.shutdown_grace_seconds', 0, 3600),
+      max_client_tools: int('processing.max_client_tools', 0, 1000),
+      max_client_tool_bytes: int('processing.max_client_tool_bytes', 256, 1048576),
     },
     models: {
       openai: {
@@ -232,7 +472,220 @@ function validate(raw: Obj, cwd: string, secrets: Record<string, string>): AppCo
         timeout_seconds: int('models.openai.timeout_seconds', 1),
         max_retries: int('models.openai.max_retries', 0, 10),
       },
+      providers: modelProviders(get('models.providers'), secrets),
+      max_response_bytes: int('models.max_response_bytes', 1024),
     },
-    secrets_env: secrets,
+    webhooks: {
+      max_per_tenant: int('webhooks.max_per_tenant', 0, 1000),
+      url_max_length: int('webhooks.url_max_length', 16, 8192),
+      secret_min_length: int('webhooks.secret_min_length', 8, 256),
+      secret_max_length: int('webhooks.secret_max_length', 8, 300),
+      max_attempts: int('webhooks.max_attempts', 1, 50),
+      retry_base_seconds: int('webhooks.retry_base_seconds', 0, 3600),
+      retry_max_seconds: int('webhooks.retry_max_seconds', 0, 86400),
+      request_timeout_seconds: int('webhooks.request_timeout_seconds', 1, 300),
+      poll_interval_seconds: int('webhooks.poll_interval_seconds', 1, 3600),
+      claim_seconds: int('webhooks.claim_seconds', 1, 3600),
+      retention_days: int('webhooks.retention_days', 1, 3650),
+      public_url: publicUrl(str('webhooks.public_url', true)),
+    },
+    rate_limit: {
+      requests_per_second: int('rate_limit.requests_per_second', 0),
+      burst: int('rate_limit.burst', 1),
+    },
+    websocket: {
+      max_connections_per_key: int('websocket.max_connections_per_key', 1),
+      max_subscriptions_per_connection: int('websocket.max_subscriptions_per_connection', 1),
+      max_frames_per_second: int('websocket.max_frames_per_second', 1),
+    },
+    consent: { max_pending_per_agent: int('consent.max_pending_per_agent', 1) },
+    limits: {
+      max_duration_seconds: int('limits.max_duration_seconds', 1),
+      max_tags_per_agent: int('limits.max_tags_per_agent', 1, 10_000),
+      max_tools_per_agent: int('limits.max_tools_per_agent', 10, 10_000), // the base tools fit
+      max_rules_per_agent: int('limits.max_rules_per_agent', 1, 10_000),
+      max_memory_blocks_per_agent: int('limits.max_memory_blocks_per_agent', 1, 10_000),
+      max_block_chars: int('limits.max_block_chars', 1),
+      // each value is an SQL variable: SQLite allows 32766 in one statement
+      max_filter_values: int('limits.max_filter_values', 1, 10_000),
+    },
+    cluster: clusterSettings(str('cluster.instance_id', true), int, fail),
+    secrets: {
+      encryption_key: encryptionKey(str('secrets.encryption_key', true), fail),
+      max_per_tenant: int('secrets.max_per_tenant', 0, 100_000),
+      max_value_bytes: int('secrets.max_value_bytes', 1, 1_048_576),
+      config: configSecrets(get('secrets.config'), secrets, fail),
+    },
+    tools: {
+      http: {
+        env_allowlist: names('tools.http.env_allowlist'),
+        max_response_bytes: int('tools.http.max_response_bytes', 1024),
+        allowed_hosts: hostList('tools.http.allowed_hosts'),
+        denied_hosts: hostList('tools.http.denied_hosts'),
+        max_redirects: int('tools.http.max_redirects', 0, 20),
+      },
+    },
+    secrets_env: {},
   };
+  for (const name of config.tools.http.env_allowlist)
+    if (secrets[name] !== undefined) config.secrets_env[name] = secrets[name];
+  if (problems.length > 0) throw ConfigError.of(problems);
+  return config;
+}
+
+function publicUrl(v: string | null): string | null {
+  if (v === null) return null;
+  if (!/^https?:\/\/[^\s]+$/.test(v))
+    throw new ConfigError('webhooks.public_url', 'must be an http:// or https:// URL, or unset');
+  return v.replace(/\/+$/, '');
+}
+
+function clusterSettings(
+  instanceId: string | null,
+  int: (key: string, min: number, max?: number) => number,
+  fail: (key: string, problem: string) => void,
+): ClusterSettings {
+  const id = instanceId ?? `${hostname()}-${process.pid}`;
+  if (!/^[A-Za-z0-9._:-]{1,100}$/.test(id))
+    fail('cluster.instance_id', 'must be 1-100 of A-Z a-z 0-9 . _ : -');
+  const lease = int('cluster.lease_duration_ms', 1000, 3_600_000);
+  const renew = int('cluster.lease_renew_interval_ms', 100, 600_000);
+  // two renewals must fit in a lease, or one slow renewal loses it
+  if (renew * 2 > lease)
+    fail('cluster.lease_renew_interval_ms', 'must be at most half of lease_duration_ms');
+  return { instance_id: id, lease_duration_ms: lease, lease_renew_interval_ms: renew };
+}
+
+const PROVIDER_NAME = /^[a-z0-9][a-z0-9_.-]{0,63}$/i;
+const RESERVED_PROVIDERS = ['openai', 'scripted'];
+const PROVIDER_FIELDS = [
+  'name',
+  'type',
+  'base_url',
+  'api_key',
+  'api_key_env',
+  'api_key_secret',
+  'models',
+  'context_window',
+  'timeout_seconds',
+  'max_retries',
+];
+
+/** `models.providers`: each entry names its key once (literal, environment variable or tenant secret). */
+function modelProviders(raw: unknown, env: Record<string, string>): ModelProviderConfig[] {
+  if (raw == null) return [];
+  if (!Array.isArray(raw)) throw new ConfigError('models.providers', 'must be a list');
+  const names = new Set<string>();
+  return raw.map((p: unknown, i) => {
+    const at = `models.providers[${i}]`;
+    if (!isObj(p)) throw new ConfigError(at, 'must be {name, type, base_url, ...}');
+    for (const k of Object.keys(p))
+      if (!PROVIDER_FIELDS.includes(k))
+        throw new ConfigError(
+          `${at}.${k}`,
+          `unknown field; expected ${PROVIDER_FIELDS.join(', ')}`,
+        );
+    const { name, type = 'openai', base_url } = p;
+    if (typeof name !== 'string' || !PROVIDER_NAME.test(name))
+      throw new ConfigError(`${at}.name`, 'must be letters, digits, _ . or -, at most 64');
+    if (RESERVED_PROVIDERS.includes(name) || names.has(name))
+      throw new ConfigError(`${at}.name`, `"${name}" is already a provider`);
+    names.add(name);
+    if (type !== 'openai') throw new ConfigError(`${at}.type`, 'must be "openai"');
+    if (typeof base_url !== 'string' || !/^https?:\/\/[^/]/.test(base_url))
+      throw new ConfigError(`${at}.base_url`, 'must be an http:// or https:// URL');
+    const optStr = (k: string): string | null => {
+      const v = p[k];
+      if (v == null) return null;
+      if (typeof v !== 'string' || v === '')
+        throw new ConfigError(`${at}.${k}`, 'must be a non-empty string');
+      return v;
+    };
+    const given = ['api_key', 'api_key_env', 'api_key_secret'].filter((k) => optStr(k) !== null);
+    if (given.length > 1)
+      throw new ConfigError(
+        at,
+        `give one of api_key, api_key_env, api_key_secret, not ${given.join(' and ')}`,
+      );
+    const keyEnv = optStr('api_key_env');
+    if (keyEnv !== null && env[keyEnv] === undefined)
+      throw new ConfigError(`${at}.api_key_env`, `environment variable ${keyEnv} is not set`);
+    const models = p.models ?? [];
+    if (!Array.isArray(models) || models.some((m) => typeof m !== 'string' || m === ''))
+      throw new ConfigError(`${at}.models`, 'must be a list of model names');
+    const num = (k: string, def: number, min: number, max: number): number => {
+      const v = p[k] ?? def;
+      if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max)
+        throw new ConfigError(`${at}.${k}`, `must be a whole number from ${min} to ${max}`);
+      return v;
+    };
+    return {
+      name,
+      type,
+      base_url,
+      api_key: keyEnv !== null ? env[keyEnv] : optStr('api_key'),
+      api_key_secret: optStr('api_key_secret'),
+      models: models as string[],
+      context_window: num('context_window', 128_000, 256, 10_000_000),
+      timeout_seconds: num('timeout_seconds', 60, 1, 3600),
+      max_retries: num('max_retries', 3, 0, 10),
+    };
+  });
+}
+
+/** 32 bytes, given as base64 (44 characters) or hex (64). */
+function encryptionKey(
+  v: string | null,
+  fail: (key: string, problem: string) => void,
+): Buffer | null {
+  if (v === null || v === '') return null;
+  const key = /^[0-9a-f]{64}$/i.test(v) ? Buffer.from(v, 'hex') : Buffer.from(v, 'base64');
+  if (key.length !== 32) {
+    fail(
+      'secrets.encryption_key',
+      'must be 32 bytes, as base64 (openssl rand -base64 32) or 64 hex digits',
+    );
+    return null;
+  }
+  return key;
+}
+
+/** `secrets.config`: `[{tenant, name, value | value_env}]`. */
+function configSecrets(
+  raw: unknown,
+  env: Record<string, string>,
+  fail: (key: string, problem: string) => void,
+): SecretsSettings['config'] {
+  if (raw == null) return [];
+  if (!Array.isArray(raw)) {
+    fail('secrets.config', 'must be a list of {tenant, name, value | value_env}');
+    return [];
+  }
+  return raw.flatMap((e: unknown, i) => {
+    const at = `secrets.config[${i}]`;
+    if (!isObj(e) || typeof e.tenant !== 'string' || !e.tenant || typeof e.name !== 'string') {
+      fail(at, 'must be {tenant, name, value | value_env}');
+      return [];
+    }
+    if (!SECRET_NAME.test(e.name)) {
+      fail(`${at}.name`, 'must be letters, digits and _, not starting with a digit');
+      return [];
+    }
+    const value =
+      typeof e.value_env === 'string'
+        ? env[e.value_env]
+        : typeof e.value === 'string'
+          ? e.value
+          : undefined;
+    if (value === undefined || value === '') {
+      fail(
+        at,
+        typeof e.value_env === 'string'
+          ? `environment variable ${e.value_env} is not set`
+          : 'needs a value or value_env',
+      );
+      return [];
+    }
+    return [{ tenant: e.tenant, name: e.name, value }];
+  });
 }

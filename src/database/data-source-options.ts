@@ -4,7 +4,7 @@ import type { DataSourceOptions } from 'typeorm';
 import type { AppConfig } from '../config/app-config';
 import { ENTITIES } from './entities';
 import { MIGRATIONS } from './migrations';
-import { SQLITE_DRIVER } from './sqlite-driver';
+import { prepareSqlite } from './sqlite-driver';
 
 /** One description of the database for the app and the TypeORM CLI. Never `synchronize`. */
 export function dataSourceOptions(config: AppConfig): DataSourceOptions {
@@ -29,11 +29,10 @@ export function dataSourceOptions(config: AppConfig): DataSourceOptions {
   }
   mkdirSync(path.dirname(config.database.sqlite_path), { recursive: true });
   return {
-    type: 'sqlite',
-    driver: SQLITE_DRIVER,
+    type: 'better-sqlite3',
     database: config.database.sqlite_path,
+    prepareDatabase: prepareSqlite,
     enableWAL: true,
-    busyErrorRetry: 50,
     ...common,
     logging: [...common.logging],
   };

@@ -1,9 +1,11 @@
-import { Global, Module } from '@nestjs/common';
+import { Global, Module, OnApplicationShutdown } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
 import { AppConfig } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
 import { dataSourceOptions } from './data-source-options';
 import { GroupCommit } from './group-commit';
+import { openDatabase, releaseDatabase } from './open-database';
 import { Transactor } from './transactor';
 
 @Global()
@@ -11,11 +13,18 @@ import { Transactor } from './transactor';
   imports: [
     TypeOrmModule.forRootAsync({
       inject: [APP_CONFIG],
-      // Migrations run at boot, before any module reads a table (see bootstrap.ts).
-      useFactory: (config: AppConfig) => ({ ...dataSourceOptions(config), migrationsRun: true }),
+      useFactory: (config: AppConfig) => dataSourceOptions(config),
+      // Migrations run here, before any module reads a table, under a lock (see open-database.ts).
+      dataSourceFactory: (options) => openDatabase(options!),
     }),
   ],
   providers: [Transactor, GroupCommit],
   exports: [Transactor, GroupCommit],
 })
-export class DatabaseModule {}
+export class DatabaseModule implements OnApplicationShutdown {
+  constructor(private readonly dataSource: DataSource) {}
+
+  onApplicationShutdown(): void {
+    releaseDatabase(this.dataSource);
+  }
+}

@@ -1,15 +1,20 @@
+import { TenantSecretEntity } from '../secrets/tenant-secret.entity';
 import { AgentEntity, AgentTagEntity } from '../agents/agent.entity';
+import { ConversationEntity } from '../conversations/conversation.entity';
 import { ToolEntity } from '../tools/tool.entity';
+import { McpServerEntity } from '../mcp/mcp-server.entity';
 import { MessageEntity } from '../processing/entities/message.entity';
 import { RunEntity } from '../processing/entities/run.entity';
 import { StepEntity } from '../processing/entities/step.entity';
 import { PERMISSION_ENTITIES } from '../permissions/consent.entities';
 import { EXECUTOR_STATE_ENTITIES } from '../rules/executor-state.entities';
+import { WEBHOOK_ENTITIES } from '../webhooks/webhook.entities';
 /**
  * Every entity of the app, listed once: the app's DataSource and the TypeORM CLI (ormconfig.ts) both use it.
  * Add a feature's entities here and its migration to ./migrations/index.ts.
  */
 export const ENTITIES: Function[] = [
+  TenantSecretEntity,
   ToolEntity,
   AgentEntity,
   AgentTagEntity,
@@ -18,4 +23,7 @@ export const ENTITIES: Function[] = [
   MessageEntity,
   ...PERMISSION_ENTITIES,
   ...EXECUTOR_STATE_ENTITIES,
+  ...WEBHOOK_ENTITIES,
+  McpServerEntity,
+  ConversationEntity,
 ];

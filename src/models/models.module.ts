@@ -1,10 +1,17 @@
 import { Module } from '@nestjs/common';
+import { ModelsController } from './models.controller';
 import { MODEL_RETRY_SLEEP, ModelsService } from './models.service';
 import { realSleep } from './openai.provider';
+import { ModelProvidersService } from './providers/model-providers.service';
 
 @Module({
+  controllers: [ModelsController],
   // The retry sleep is a provider so a test module can override it and never really wait.
-  providers: [ModelsService, { provide: MODEL_RETRY_SLEEP, useValue: realSleep }],
-  exports: [ModelsService],
+  providers: [
+    ModelsService,
+    ModelProvidersService,
+    { provide: MODEL_RETRY_SLEEP, useValue: realSleep },
+  ],
+  exports: [ModelsService, ModelProvidersService],
 })
 export class ModelsModule {}

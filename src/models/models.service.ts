@@ -1,10 +1,12 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
+import { badRequest } from '../common/domain-error';
 import { AppConfig } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
 import { ToolDefinition } from '../core/tools/tool-definition';
-import { isModelProviderType, resolveModelHandle, unknownProvider } from './model-handles';
-import { ChatMessage, LlmConfig, ModelProvider, ToolSchema } from './model-provider';
-import { OpenAiProvider, SleepFn } from './openai.provider';
+import { ChatMessage, LlmConfig, ModelError, ModelProvider, ToolSchema } from './model-provider';
+import { OpenAiProvider, OpenAiProviderOptions, SleepFn } from './openai.provider';
+import { ModelProvidersService } from './providers/model-providers.service';
+import { ProviderInfo } from './providers/provider-catalog';
 import { ScriptedProvider } from './scripted.provider';
 import { countTextTokens, countTokens } from './token-count';
 import { toolSchemaFor } from './tool-schema';
@@ -12,41 +14,78 @@ import { toolSchemaFor } from './tool-schema';
 /** Optional override of the retry sleep (tests that exercise retries through the app). */
 export const MODEL_RETRY_SLEEP = Symbol('MODEL_RETRY_SLEEP');
 
+/** Reads a tenant's secret by name (the tenant secret store); a provider keyed by a tenant secret uses it. */
+export const TENANT_SECRET_READER = Symbol('TENANT_SECRET_READER');
+export type TenantSecretReader = (tenantId: string, name: string) => Promise<string | undefined>;
+
 /** Picks the provider for an agent's llm_config, and the small helpers the processor needs around it. */
 @Injectable()
 export class ModelsService {
-  private readonly openai: OpenAiProvider;
-  private readonly scripted = new ScriptedProvider();
+  /** One client per provider keyed by the operator (or by nothing); tenant-keyed ones are made per call. */
+  private readonly clients = new Map<string, ModelProvider>();
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
-    @Optional() @Inject(MODEL_RETRY_SLEEP) sleep?: SleepFn,
+    private readonly providers: ModelProvidersService,
+    @Optional() @Inject(MODEL_RETRY_SLEEP) private readonly sleep?: SleepFn,
+    @Optional() @Inject(TENANT_SECRET_READER) private readonly readSecret?: TenantSecretReader,
   ) {
-    const o = config.models.openai;
-    this.openai = new OpenAiProvider({
-      apiKey: o.api_key,
-      baseUrl: o.base_url,
-      timeoutMs: o.timeout_seconds * 1000,
-      maxRetries: o.max_retries,
-      sleep,
-    });
+    this.clients.set('scripted', new ScriptedProvider());
   }
 
-  /** 400 UNKNOWN_MODEL_PROVIDER for an endpoint type we do not serve. */
-  providerFor(llmConfig: LlmConfig): ModelProvider {
-    const type = llmConfig?.model_endpoint_type;
-    if (!isModelProviderType(type)) throw unknownProvider(type);
-    switch (type) {
-      case 'openai':
-        return this.openai;
-      case 'scripted':
-        return this.scripted;
+  /**
+   * The client for an agent's llm_config: always the configured provider's base URL and key, whatever
+   * endpoint the stored config names. 400 when it names no configured provider.
+   */
+  providerFor(llmConfig: LlmConfig, tenantId?: string): ModelProvider {
+    const r = this.providers.forCall(llmConfig);
+    if ('error' in r)
+      throw badRequest(
+        r.path === 'llm_config.model_endpoint'
+          ? 'MODEL_ENDPOINT_NOT_ALLOWED'
+          : 'UNKNOWN_MODEL_PROVIDER',
+        `${r.path} ${r.error}`,
+        { path: r.path },
+      );
+    const p = r.ok;
+    if (p.key.from === 'tenant_secret') return this.tenantKeyed(p, p.key.secret, tenantId);
+    let client = this.clients.get(p.name);
+    if (!client) {
+      client = new OpenAiProvider(this.options(p, this.operatorKey(p)));
+      this.clients.set(p.name, client);
     }
+    return client;
   }
 
-  /** `openai/gpt-4o-mini` → llm_config; 400 INVALID_MODEL_HANDLE / UNKNOWN_MODEL_PROVIDER. */
-  resolveHandle(handle: string): LlmConfig {
-    return resolveModelHandle(handle, this.config.models.openai.base_url);
+  /** The provider's key is the calling tenant's secret: read at each call, never kept. */
+  private tenantKeyed(p: ProviderInfo, secret: string, tenantId?: string): ModelProvider {
+    return {
+      complete: async (req) => {
+        const key = tenantId !== undefined ? await this.readSecret?.(tenantId, secret) : undefined;
+        if (key === undefined)
+          throw new ModelError(
+            'llm_api_error',
+            `provider "${p.name}" takes its key from the tenant secret ${secret}, which is not set`,
+          );
+        return new OpenAiProvider(this.options(p, key)).complete(req);
+      },
+    };
+  }
+
+  private operatorKey(p: ProviderInfo): string | null {
+    if (p.name === 'openai') return this.config.models.openai.api_key;
+    return this.config.models.providers.find((c) => c.name === p.name)?.api_key ?? null;
+  }
+
+  private options(p: ProviderInfo, apiKey: string | null): OpenAiProviderOptions {
+    return {
+      apiKey,
+      baseUrl: p.base_url as string,
+      timeoutMs: p.timeout_seconds * 1000,
+      maxRetries: p.max_retries,
+      maxResponseBytes: this.config.models.max_response_bytes,
+      sleep: this.sleep,
+    };
   }
 
   toolSchemaFor(def: ToolDefinition): ToolSchema {

@@ -1,3 +1,4 @@
+import { readBodyCapped } from '../common/bounded-body';
 import { countTokens } from './token-count';
 import {
   ChatMessage,
@@ -14,8 +15,10 @@ export type SleepFn = (ms: number, signal?: AbortSignal) => Promise<void>;
 export interface OpenAiProviderOptions {
   /** Sent as `Authorization: Bearer …`; never logged, never part of an error message. */
   apiKey: string | null;
-  /** Used when the agent's llm_config has no model_endpoint (e.g. https://api.openai.com/v1). */
+  /** The provider's base URL (e.g. https://api.openai.com/v1): the only place this provider calls. */
   baseUrl: string;
+  /** A response body (or stream) larger than this fails the call; default 8 MiB. */
+  maxResponseBytes?: number;
   timeoutMs: number;
   maxRetries: number;
   sleep?: SleepFn;
@@ -80,9 +83,11 @@ export class OpenAiProvider implements ModelProvider {
   private readonly baseBackoffMs: number;
   private readonly maxBackoffMs: number;
   private readonly maxRetryAfterMs: number;
-  private callSeq = 0;
+
+  private readonly maxResponseBytes: number;
 
   constructor(private readonly opts: OpenAiProviderOptions) {
+    this.maxResponseBytes = opts.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
     this.sleep = opts.sleep ?? realSleep;
     this.random = opts.random ?? Math.random;
     this.now = opts.now ?? Date.now;
@@ -93,7 +98,8 @@ export class OpenAiProvider implements ModelProvider {
   }
 
   async complete(req: ModelRequest): Promise<ModelResponse> {
-    const url = `${(req.llmConfig.model_endpoint || this.opts.baseUrl).replace(/\/+$/, '')}/chat/completions`;
+    // Never the agent's llm_config.model_endpoint: the key goes only where the operator configured.
+    const url = `${this.opts.baseUrl.replace(/\/+$/, '')}/chat/completions`;
     const body = JSON.stringify(this.buildBody(req));
     const headers: Record<string, string> = {
       'content-type': 'application/json',
@@ -192,7 +198,9 @@ export class OpenAiProvider implements ModelProvider {
         if (req.stream && type.includes('text/event-stream') && res.body) {
           return await this.readStream(res.body, req, emitted);
         }
-        return this.parseCompletion(await res.text(), req);
+        const read = await readBodyCapped(res, this.maxResponseBytes);
+        if (read.exceeded) throw tooLarge(this.maxResponseBytes);
+        return this.parseCompletion(read.text, req);
       } catch (e) {
         return fail(e);
       }
@@ -205,7 +213,8 @@ export class OpenAiProvider implements ModelProvider {
   private async httpError(res: Response): Promise<Error> {
     let text = '';
     try {
-      text = await res.text();
+      const read = await readBodyCapped(res, ERROR_BODY_BYTES);
+      text = read.exceeded ? '' : read.text;
     } catch {
       // the status alone will do
     }
@@ -318,10 +327,16 @@ export class OpenAiProvider implements ModelProvider {
     };
 
     const reader = stream.getReader();
+    let bytes = 0;
     try {
       while (!done) {
         const { value, done: eof } = await reader.read();
         if (eof) break;
+        bytes += value.byteLength;
+        if (bytes > this.maxResponseBytes) {
+          done = true; // cancels the stream below
+          throw tooLarge(this.maxResponseBytes);
+        }
         buf += decoder.decode(value, { stream: true });
         let nl: number;
         while (!done && (nl = buf.indexOf('\n')) >= 0) {
@@ -354,7 +369,7 @@ export class OpenAiProvider implements ModelProvider {
     usage: unknown,
     req: ModelRequest,
   ): ModelResponse {
-    const seq = ++this.callSeq;
+    const seq = ++callSeq;
     const toolCalls: ModelToolCall[] = calls.map((c, i) => {
       if (!c.name) throw invalid('the model sent a tool call without a function name');
       return {
@@ -384,7 +399,15 @@ export class OpenAiProvider implements ModelProvider {
   }
 }
 
+/** Fallback tool-call ids: unique per process, across provider instances. */
+let callSeq = 0;
+/** An error answer's body is read up to this much for its message. */
+const ERROR_BODY_BYTES = 64 * 1024;
+const DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024;
+
 const cancelled = () => new ModelError('cancelled', 'the model call was cancelled');
+const tooLarge = (max: number) =>
+  new ModelError('llm_api_error', `the model response exceeded ${max} bytes`);
 const invalid = (msg: string) => new ModelError('invalid_llm_response', msg);
 const strOrNull = (v: unknown): string | null => (typeof v === 'string' ? v : null);
 

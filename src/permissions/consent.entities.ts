@@ -65,6 +65,7 @@ export type AuditEvent =
   | 'request.expired'
   | 'request.cancelled'
   | 'approval.used'
+  | 'approval.restored'
   | 'grant.created'
   | 'grant.used'
   | 'grant.revoked';

@@ -10,10 +10,14 @@ import type { IncomingMessage } from 'node:http';
 import type { Subscription } from 'rxjs';
 import { RawData, WebSocket, WebSocketServer } from 'ws';
 import { ApiKeysService } from '../auth/api-keys.service';
+import { CLOCK } from '../common/clock';
+import { EVENT_BUS, type EventBus } from '../cluster/event-bus';
 import { toErrorBody } from '../common/domain-error.filter';
 import { RunEvent, RunEventsBus } from '../common/run-events';
 import { AppConfig } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
+import { Bucket, takeToken } from '../core/limits/token-bucket';
+import type { Clock } from '../core/ports';
 import type { ConsentRequestEntity } from './consent.entities';
 import { resolvedFrameOf, toRequestFrame, toResolvedFrame } from './consent.mappers';
 import { ConsentResolved, PermissionBrokerService } from './permission-broker.service';
@@ -22,11 +26,24 @@ interface Client {
   tenantId: string;
   /** null until the client subscribes. */
   agents: Set<string> | 'all' | null;
+  /**
+   * Consent requests this connection has been sent and that still wait, by id (→ agent id): a repeated
+   * subscribe sends only what the connection has not seen, so it replaces, never multiplies, redelivery.
+   */
+  delivered: Map<string, string>;
+  /** Subscribes are handled one after another; only the newest one redelivers. */
+  subscribing: Promise<void>;
+  subscriptions: number;
+  /** frames per second (websocket.max_frames_per_second) */
+  bucket: Bucket | undefined;
+  /** Frames refused in a row: an error frame on the first, the connection closed once they persist. */
+  refused: number;
 }
 
-const MAX_AGENT_IDS = 1000;
 /** A client this far behind on reading is dropped rather than buffered without bound. */
 const MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
+/** Close code for a client that keeps breaking the frame rate (RFC 6455: policy violation). */
+const POLICY_VIOLATION = 1008;
 
 /**
  * The consent WebSocket at /v1/ws: plain JSON text frames (docs/permissions.md). Pushes consent requests and
@@ -40,6 +57,8 @@ export class ConsentGateway
   private readonly logger = new Logger('ConsentGateway');
   private readonly clients = new Map<WebSocket, Client>();
   private readonly tenantOfUpgrade = new WeakMap<IncomingMessage, string>();
+  /** Open (and upgrading) connections per API key (websocket.max_connections_per_key). */
+  private readonly connectionsPerKey = new Map<string, number>();
   private readonly unsubscribe: (() => void)[] = [];
   private runEvents: Subscription | null = null;
   /** The ws server (the benchmark and tests reach the server-side sockets through it). */
@@ -49,14 +68,16 @@ export class ConsentGateway
     private readonly broker: PermissionBrokerService,
     private readonly keys: ApiKeysService,
     private readonly bus: RunEventsBus,
+    @Inject(EVENT_BUS) private readonly events: EventBus,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(CLOCK) private readonly clock: Clock,
   ) {}
 
   onModuleInit(): void {
+    // requests and resolutions of every instance, so a client may be connected to any of them
     this.unsubscribe.push(
-      this.broker.onRequest((r) => this.pushRequest(r)),
-      this.broker.onDecision((e) => this.pushResolved(e)),
-      this.broker.onCancelled((e) => this.pushResolved(e)),
+      this.events.subscribe('consent.request', (r) => this.pushRequest(r)),
+      this.events.subscribe('consent.resolved', (e) => this.pushResolved(e)),
     );
     this.runEvents = this.bus.events$.subscribe((e) => this.pushRunEvent(e));
   }
@@ -71,11 +92,28 @@ export class ConsentGateway
     server.options.maxPayload = this.config.server.body_limit_bytes;
     server.options.verifyClient = (
       info: { req: IncomingMessage },
-      cb: (ok: boolean, code?: number, message?: string) => void,
+      cb: (ok: boolean, code?: number, message?: string, headers?: Record<string, string>) => void,
     ) => {
-      const tenant = this.keys.tenantFor(keyOf(info.req));
-      if (!tenant) return cb(false, 401, 'Unauthorized');
-      this.tenantOfUpgrade.set(info.req, tenant);
+      const who = this.keys.principalFor(keyOf(info.req));
+      if (!who) return cb(false, 401, 'Unauthorized');
+      const max = this.config.websocket.max_connections_per_key;
+      const open = this.connectionsPerKey.get(who.key) ?? 0;
+      if (open >= max) {
+        const body = JSON.stringify({
+          code: 'TOO_MANY_CONNECTIONS',
+          message: `this API key already has ${max} WebSocket connections open`,
+          details: { max_connections_per_key: max },
+        });
+        return cb(false, 429, body, { 'Content-Type': 'application/json' });
+      }
+      // counted from the upgrade to the socket's close (whether or not the upgrade completes)
+      this.connectionsPerKey.set(who.key, open + 1);
+      info.req.socket.once('close', () => {
+        const n = (this.connectionsPerKey.get(who.key) ?? 1) - 1;
+        if (n > 0) this.connectionsPerKey.set(who.key, n);
+        else this.connectionsPerKey.delete(who.key);
+      });
+      this.tenantOfUpgrade.set(info.req, who.tenant);
       cb(true);
     };
   }
@@ -86,11 +124,17 @@ export class ConsentGateway
       ws.close(1008, 'unauthorized');
       return;
     }
-    const client: Client = { tenantId, agents: null };
+    const client: Client = {
+      tenantId,
+      agents: null,
+      delivered: new Map(),
+      subscribing: Promise.resolve(),
+      subscriptions: 0,
+      bucket: undefined,
+      refused: 0,
+    };
     this.clients.set(ws, client);
-    ws.on('message', (data, isBinary) => {
-      this.onFrame(ws, client, data, isBinary).catch((e: unknown) => this.sendError(ws, e));
-    });
+    ws.on('message', (data, isBinary) => this.admit(ws, client, data, isBinary));
   }
 
   handleDisconnect(ws: WebSocket): void {
@@ -98,6 +142,31 @@ export class ConsentGateway
   }
 
   // ------------------------------------------------------------ client → server
+
+  /** The frame rate bound (websocket.max_frames_per_second), then the frame is handled. */
+  private admit(ws: WebSocket, client: Client, data: RawData, isBinary: boolean): void {
+    const rate = this.config.websocket.max_frames_per_second;
+    const taken = takeToken(client.bucket, rate, rate, this.clock.now());
+    client.bucket = taken.bucket;
+    if (!taken.allowed) {
+      client.refused++;
+      if (client.refused > rate) {
+        ws.close(POLICY_VIOLATION, 'frame rate exceeded');
+        return;
+      }
+      if (client.refused === 1)
+        this.send(
+          ws,
+          error(
+            'RATE_LIMITED',
+            `more than ${rate} frames per second: frames are dropped until the rate falls; the connection closes if it persists`,
+          ),
+        );
+      return;
+    }
+    client.refused = 0;
+    this.onFrame(ws, client, data, isBinary).catch((e: unknown) => this.sendError(ws, e));
+  }
 
   private async onFrame(
     ws: WebSocket,
@@ -118,8 +187,13 @@ export class ConsentGateway
     switch (f.type) {
       case 'ping':
         return this.send(ws, { type: 'pong' });
-      case 'subscribe':
-        return this.subscribe(ws, client, f);
+      case 'subscribe': {
+        const n = ++client.subscriptions;
+        client.subscribing = client.subscribing
+          .then(() => this.subscribe(ws, client, f, n))
+          .catch((e: unknown) => this.sendError(ws, e));
+        return client.subscribing;
+      }
       case 'consent.decision':
         return this.decide(ws, client, f);
       default:
@@ -137,35 +211,48 @@ export class ConsentGateway
     ws: WebSocket,
     client: Client,
     f: Record<string, unknown>,
+    /** This subscribe's number on the connection: a newer one replaces its redelivery. */
+    n: number,
   ): Promise<void> {
     const ids = f.agent_ids;
+    const max = this.config.websocket.max_subscriptions_per_connection;
     let agents: Set<string> | 'all';
     if (ids === undefined || ids === null || (Array.isArray(ids) && ids.length === 0))
       agents = 'all';
+    else if (Array.isArray(ids) && ids.length > max)
+      return this.send(
+        ws,
+        error(
+          'TOO_MANY_SUBSCRIPTIONS',
+          `a connection follows at most ${max} agents (or all of them: agent_ids omitted)`,
+        ),
+      );
     else if (
       Array.isArray(ids) &&
-      ids.length <= MAX_AGENT_IDS &&
       ids.every(
         (i) => typeof i === 'string' && i.length > 0 && i.length <= 200 && !i.includes('\u0000'),
       )
     )
       agents = new Set(ids as string[]);
-    else
-      return this.send(
-        ws,
-        error(
-          'VALIDATION_FAILED',
-          `agent_ids must be a list of at most ${MAX_AGENT_IDS} agent ids`,
-        ),
-      );
+    else return this.send(ws, error('VALIDATION_FAILED', 'agent_ids must be a list of agent ids'));
+    // the new subscription replaces the old one; what it no longer covers may be sent again later
     client.agents = agents;
+    for (const [id, agentId] of client.delivered)
+      if (!this.follows(client, client.tenantId, agentId)) client.delivered.delete(id);
     this.send(ws, { type: 'subscribed', agent_ids: agents === 'all' ? null : [...agents] });
-    // a client that connects (or reconnects) late still sees what waits for an answer
+    // a newer subscribe (already waiting) replaces this one: it redelivers instead
+    if (n !== client.subscriptions) return;
+    // a client that connects (or reconnects) late still sees what waits for an answer, once
     const pending = await this.broker.pendingFor(
       client.tenantId,
       agents === 'all' ? null : [...agents],
     );
-    for (const r of pending) this.send(ws, { type: 'consent.request', request: toRequestFrame(r) });
+    if (n !== client.subscriptions) return;
+    for (const r of pending) {
+      if (client.delivered.has(r.id) || !this.follows(client, r.tenantId, r.agentId)) continue;
+      client.delivered.set(r.id, r.agentId);
+      this.send(ws, { type: 'consent.request', request: toRequestFrame(r) });
+    }
   }
 
   private async decide(ws: WebSocket, client: Client, f: Record<string, unknown>): Promise<void> {
@@ -185,10 +272,17 @@ export class ConsentGateway
   // ------------------------------------------------------------ server → clients
 
   private pushRequest(r: ConsentRequestEntity): void {
-    this.broadcast(r.tenantId, r.agentId, { type: 'consent.request', request: toRequestFrame(r) });
+    let text: string | null = null;
+    for (const [ws, c] of this.clients) {
+      if (!this.follows(c, r.tenantId, r.agentId) || c.delivered.has(r.id)) continue;
+      c.delivered.set(r.id, r.agentId);
+      text ??= JSON.stringify({ type: 'consent.request', request: toRequestFrame(r) });
+      this.sendText(ws, text);
+    }
   }
 
   private pushResolved(e: ConsentResolved): void {
+    for (const c of this.clients.values()) c.delivered.delete(e.requestId);
     this.broadcast(e.tenantId, e.agentId, toResolvedFrame(e));
   }
 

@@ -74,6 +74,24 @@ export class ConsentRepository {
     return (res.affected ?? 0) === 1;
   }
 
+  countPending(tenantId: string, agentId: string, em: EntityManager): Promise<number> {
+    return em.countBy(ConsentRequestEntity, { tenantId, agentId, status: 'pending' });
+  }
+
+  /** Gives back an approval whose call never started (recovery); false when there was nothing to give back. */
+  async restoreApproval(id: string, em: EntityManager): Promise<boolean> {
+    const res = await em
+      .createQueryBuilder()
+      .update(ConsentRequestEntity)
+      .set({ consumedAt: null })
+      .where('id = :id AND status = :approved AND consumed_at IS NOT NULL', {
+        id,
+        approved: 'approved',
+      })
+      .execute();
+    return (res.affected ?? 0) === 1;
+  }
+
   listRequests(tenantId: string, status: 'pending' | 'resolved' | 'all', limit: number) {
     const where =
       status === 'pending'

@@ -6,9 +6,12 @@ import {
   OnApplicationShutdown,
 } from '@nestjs/common';
 import stableStringify from 'json-stable-stringify';
+import { EVENT_BUS, type EventBus } from '../cluster/event-bus';
 import { CLOCK } from '../common/clock';
 import { badRequest, conflict, notFound, validationFailed } from '../common/domain-error';
 import { ID_GENERATOR } from '../common/ids';
+import type { AppConfig } from '../config/app-config';
+import { APP_CONFIG } from '../config/config.module';
 import type { ConsentCheck, ConsentCheckRequest, ConsentPort } from '../core/executor/contracts';
 import {
   ConsentChannel,
@@ -29,6 +32,7 @@ import {
   TIMEOUT_REASON,
 } from '../core/permissions/request-state';
 import type { Clock, IdGenerator } from '../core/ports';
+import type { EntityManager } from 'typeorm';
 import { GroupCommit } from '../database/group-commit';
 import { Transactor } from '../database/transactor';
 import {
@@ -56,6 +60,7 @@ export interface ConsentResolved {
   channel: ConsentChannel;
   cause: 'decision' | 'timeout' | 'cancelled';
   grantId: string | null;
+  createdAt: number;
   decidedAt: number;
 }
 
@@ -86,6 +91,7 @@ export class PermissionBrokerService
   private readonly constraints = new ConstraintCompiler();
   private readonly decisionListeners: Listener<ConsentResolved>[] = [];
   private readonly requestListeners: Listener<ConsentRequestEntity>[] = [];
+  private readonly cancelListeners: Listener<ConsentResolved>[] = [];
   private timer: NodeJS.Timeout | null = null;
   /**
    * Pending requests created by this process, by id: a decision needs no read first. Only a hint: the
@@ -101,6 +107,8 @@ export class PermissionBrokerService
     @Inject(ID_GENERATOR) private readonly ids: IdGenerator,
     /** Request, decision and consumption writes share transactions with each other and the app's. */
     private readonly writes: GroupCommit,
+    @Inject(EVENT_BUS) private readonly bus: EventBus,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
   // ------------------------------------------------------------ listeners
@@ -109,19 +117,19 @@ export class PermissionBrokerService
    * Called once per resolution by a person or by the expiry (after it is stored). Register in a constructor
    * or onModuleInit: requests that expired while the server was down are denied in onApplicationBootstrap.
    * Denials made through denyPendingForCalls are not reported here: their caller continues the batch itself.
+   * WebSocket clients learn of requests and resolutions from the event bus (every instance's).
    * Returns an unsubscribe function.
    */
   onDecision(listener: Listener<ConsentResolved>): () => void {
     return add(this.decisionListeners, listener);
   }
 
-  /** Called for every new pending request (after it is stored). */
+  /** Called for every new pending request made in this instance (after it is stored). */
   onRequest(listener: Listener<ConsentRequestEntity>): () => void {
     return add(this.requestListeners, listener);
   }
 
-  /** Cancellation denials go to these (the gateway closes dialogs); decision listeners are not told. */
-  private readonly cancelListeners: Listener<ConsentResolved>[] = [];
+  /** Cancellation denials made in this instance; decision listeners are not told. */
   onCancelled(listener: Listener<ConsentResolved>): () => void {
     return add(this.cancelListeners, listener);
   }
@@ -171,13 +179,18 @@ export class PermissionBrokerService
       createdAt: now,
       expiresAt: now + Math.max(0, req.timeoutMs),
     };
+    const max = this.config.consent.max_pending_per_agent;
+    let stored: boolean;
     try {
-      await this.writes.run(async (em) => {
+      stored = await this.writes.run(async (em) => {
+        // counted in the transaction that stores it: concurrent checks cannot overshoot together
+        if ((await this.repo.countPending(req.tenantId, req.agentId, em)) >= max) return false;
         await this.repo.insertRequest(row, em);
         await this.repo.audit(
           { ...this.requestAudit('request.created', row, SYSTEM, 'system', now) },
           em,
         );
+        return true;
       });
     } catch (e) {
       // a concurrent check of the same call stored its request first (unique index): use that one
@@ -185,8 +198,16 @@ export class PermissionBrokerService
       if (again) return this.recheck(again, req);
       throw e;
     }
+    // fails closed: no one can be asked, so the call is refused (the model reads why), never run
+    if (!stored)
+      return {
+        kind: 'denied',
+        reason: `TOO_MANY_PENDING_CONSENT: ${max} consent requests of this agent already wait for a person (consent.max_pending_per_agent); not run`,
+      };
     if (this.pendingById.size < MAX_CACHED_PENDING) this.pendingById.set(row.id, row);
     this.emit(this.requestListeners, row);
+    // every instance's WebSocket clients see it
+    this.bus.publish('consent.request', row);
     return { kind: 'pending', requestId: row.id };
   }
 
@@ -248,7 +269,7 @@ export class PermissionBrokerService
     raw: Record<string, unknown>,
     channel: Exclude<ConsentChannel, 'system'>,
   ): Promise<{ request: ConsentRequestEntity; grant: ConsentGrantEntity | null }> {
-    const v = validateDecisionInput(raw, this.constraints);
+    const v = validateDecisionInput(raw, this.constraints, this.config.limits);
     if (!v.ok) throw validationFailed(v.problems, 'decision is invalid');
     const cached = this.pendingById.get(requestId);
     const row =
@@ -351,7 +372,7 @@ export class PermissionBrokerService
     this.pendingById.delete(row.id);
     if (!won) throw alreadyResolved((await this.repo.findRequest(row.tenantId, row.id)) ?? row);
     const request = { ...row, ...resolution };
-    this.emit(this.decisionListeners, toResolved(request, 'decision'));
+    this.resolved(toResolved(request, 'decision'));
     return { request, grant };
   }
 
@@ -362,15 +383,7 @@ export class PermissionBrokerService
     cause: 'timeout' | 'cancelled',
     now: number,
   ): Promise<ConsentResolved | null> {
-    const resolution: Resolution = {
-      status: 'denied',
-      decision: 'deny',
-      decisionReason: reason,
-      decidedBy: SYSTEM,
-      channel: 'system',
-      decidedAt: now,
-      grantId: null,
-    };
+    const resolution = systemDenial(reason, now);
     const event: AuditEvent = cause === 'timeout' ? 'request.expired' : 'request.cancelled';
     const won = await this.writes.run(async (em) => {
       if (!(await this.repo.resolveIfPending(row.id, resolution, em))) return false;
@@ -386,7 +399,7 @@ export class PermissionBrokerService
 
   private async expire(row: ConsentRequestEntity, now: number): Promise<void> {
     const resolved = await this.resolveBySystem(row, TIMEOUT_REASON, 'timeout', now);
-    if (resolved) this.emit(this.decisionListeners, resolved);
+    if (resolved) this.resolved(resolved);
   }
 
   /** Denies every pending request whose expiry has passed (the timer calls this; tests call it with a fake now). */
@@ -409,6 +422,73 @@ export class PermissionBrokerService
 
   // ------------------------------------------------------------ cancellation
 
+  /**
+   * A person's cancellation of a parked batch, racing its decisions: in one transaction every request of
+   * these calls is denied (`cancelled`) and `claim` runs (it claims the parked run for the cancelling
+   * continuation) — or, when a decision got to any of them first (or `claim` finds the run taken by an
+   * in-band approval), nothing changes and the requests are answered as they now stand. Exactly one of a
+   * decision and a cancel wins.
+   */
+  async cancelPending(
+    tenantId: string,
+    agentId: string,
+    toolCallIds: string[],
+    reason: string,
+    claim: (em: EntityManager) => Promise<boolean>,
+  ): Promise<{ cancelled: true } | { cancelled: false; requests: ConsentRequestEntity[] }> {
+    const rows = await this.requestsForCalls(tenantId, agentId, toolCallIds);
+    if (rows.some((r) => r.status !== 'pending')) return { cancelled: false, requests: rows };
+    const now = this.clock.now();
+    const resolution = systemDenial(reason, now);
+    const lost = new Error('a decision or a continuation came first');
+    try {
+      await this.writes.run(async (em) => {
+        for (const row of rows) {
+          if (!(await this.repo.resolveIfPending(row.id, resolution, em))) throw lost;
+          await this.repo.audit(
+            {
+              ...this.requestAudit('request.cancelled', row, SYSTEM, 'system', now),
+              decision: 'deny',
+              reason,
+            },
+            em,
+          );
+        }
+        if (!(await claim(em))) throw lost;
+      });
+    } catch (e) {
+      if (e !== lost) throw e;
+      return {
+        cancelled: false,
+        requests: await this.requestsForCalls(tenantId, agentId, toolCallIds),
+      };
+    }
+    for (const row of rows) {
+      this.pendingById.delete(row.id);
+      this.announceCancelled(toResolved({ ...row, ...resolution }, 'cancelled'));
+    }
+    return { cancelled: true };
+  }
+
+  private announceCancelled(resolved: ConsentResolved): void {
+    this.emit(this.cancelListeners, resolved);
+    this.bus.publish('consent.resolved', resolved);
+  }
+
+  /** The requests of these calls (any status), in the order of the calls. */
+  async requestsForCalls(
+    tenantId: string,
+    agentId: string,
+    toolCallIds: string[],
+  ): Promise<ConsentRequestEntity[]> {
+    const out: ConsentRequestEntity[] = [];
+    for (const id of toolCallIds) {
+      const row = await this.repo.findRequestForCall(tenantId, agentId, id);
+      if (row) out.push(row);
+    }
+    return out;
+  }
+
   /** Denies the pending requests of these calls (cancellation). Decision listeners are not told. */
   async denyPendingForCalls(
     tenantId: string,
@@ -425,10 +505,37 @@ export class PermissionBrokerService
       const resolved = await this.resolveBySystem(row, reason, 'cancelled', now);
       if (resolved) {
         n++;
-        this.emit(this.cancelListeners, resolved);
+        this.announceCancelled(resolved);
       }
     }
     return n;
+  }
+
+  /**
+   * Crash recovery: these calls were approved but their tools never started (no tool-call claim), so an
+   * approval they used up is theirs again and the person is not asked twice. Audited `approval.restored`.
+   */
+  async restoreUnstartedApprovals(
+    tenantId: string,
+    agentId: string,
+    toolCallIds: string[],
+  ): Promise<void> {
+    const now = this.clock.now();
+    for (const toolCallId of toolCallIds) {
+      const row = await this.repo.findRequestForCall(tenantId, agentId, toolCallId);
+      if (!row) continue;
+      await this.writes.run(async (em) => {
+        if (!(await this.repo.restoreApproval(row.id, em))) return;
+        await this.repo.audit(
+          {
+            ...this.requestAudit('approval.restored', row, SYSTEM, 'system', now),
+            decision: row.decision,
+            reason: 'the server stopped before the approved call started',
+          },
+          em,
+        );
+      });
+    }
   }
 
   // ------------------------------------------------------------ queries (REST, gateway, processing)
@@ -523,6 +630,12 @@ export class PermissionBrokerService
 
   // ------------------------------------------------------------ helpers
 
+  /** A decision or expiry: this instance's listeners continue the batch; every instance's clients are told. */
+  private resolved(event: ConsentResolved): void {
+    this.emit(this.decisionListeners, event);
+    this.bus.publish('consent.resolved', event);
+  }
+
   private emit<T>(listeners: Listener<T>[], event: T): void {
     for (const l of listeners) {
       try {
@@ -573,6 +686,19 @@ export class PermissionBrokerService
   }
 }
 
+/** A denial by the system (timeout, cancellation). */
+function systemDenial(reason: string, now: number): Resolution {
+  return {
+    status: 'denied',
+    decision: 'deny',
+    decisionReason: reason,
+    decidedBy: SYSTEM,
+    channel: 'system',
+    decidedAt: now,
+    grantId: null,
+  };
+}
+
 function add<T>(list: T[], item: T): () => void {
   list.push(item);
   return () => {
@@ -610,6 +736,7 @@ function toResolved(r: ConsentRequestEntity, cause: ConsentResolved['cause']): C
     channel: r.channel ?? 'system',
     cause,
     grantId: r.grantId,
+    createdAt: r.createdAt,
     decidedAt: r.decidedAt ?? 0,
   };
 }

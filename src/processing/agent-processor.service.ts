@@ -7,7 +7,7 @@ import type {
   ToolCallRequest,
   ToolOutcome,
 } from '../core/executor/contracts';
-import { buildContext } from '../core/loop/context-builder';
+import { modelHandle } from '../core/agents/validate-agent';
 import {
   decideAfterTurn,
   heartbeatText,
@@ -20,7 +20,7 @@ import type { Clock, IdGenerator } from '../core/ports';
 import type { ToolDefinition } from '../core/tools/tool-definition';
 import { CLOCK } from '../common/clock';
 import { ID_GENERATOR } from '../common/ids';
-import { RunEventsBus } from '../common/run-events';
+import { RunEvent, RunEventsBus, ToolOutcomeFacts } from '../common/run-events';
 import type { AppConfig } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
 import {
@@ -30,9 +30,9 @@ import {
   type ToolSchema,
 } from '../models/model-provider';
 import type { MessageEntity, MessageType } from './entities/message.entity';
-import type { ParkedCall, RunEntity, RunUsage } from './entities/run.entity';
+import type { ClientToolSpec, ParkedCall, RunEntity, RunUsage } from './entities/run.entity';
 import type { StepEntity } from './entities/step.entity';
-import { EMPTY_USAGE, toLettaMessage } from './message.mapper';
+import { EMPTY_USAGE, sendMessageForm, toLettaMessage } from './message.mapper';
 import { NewMessage, newMessageRow, ProcessingRepository } from './processing.repository';
 import {
   AGENT_PORT,
@@ -133,13 +133,14 @@ export class AgentProcessor {
     for (const ctx of this.active.values()) ctx.stopAtBoundary = true;
   }
 
-  /** Processes one queued run to its end; never throws (failures end the run as failed). */
-  async process(runId: string, known?: RunEntity): Promise<RunResult | null> {
+  /**
+   * Processes one queued run to its end; never throws once the run started (failures end it as failed).
+   * Throws LEASE_LOST, before starting it, when this instance no longer holds the agent.
+   */
+  async process(queued: RunEntity): Promise<RunResult | null> {
     const now = this.clock.now();
-    if (!(await this.repo.claimRun(runId, now))) return null;
-    const run: RunEntity = known
-      ? { ...known, status: 'running', started_at: now }
-      : (await this.repo.findRunById(runId))!;
+    if (!(await this.repo.claimRun(queued, now))) return null;
+    const run: RunEntity = { ...queued, status: 'running', started_at: now };
     const controller = new AbortController();
     const ctx: RunContext = {
       run,
@@ -188,9 +189,12 @@ export class AgentProcessor {
   private async load(ctx: RunContext): Promise<void> {
     const { run } = ctx;
     ctx.agent = await this.agents.get(run.tenant_id, run.agent_id);
-    ctx.tools = await this.toolsPort.resolve(run.tenant_id, ctx.agent.tools);
+    ctx.tools = [
+      ...(await this.toolsPort.resolve(run.tenant_id, ctx.agent.tools)),
+      ...(run.input.client_tools ?? []).map(clientToolDefinition),
+    ];
     ctx.setup = this.exec.setupFor(ctx.agent, ctx.tools);
-    ctx.provider = this.models.providerFor(ctx.agent.llm_config);
+    ctx.provider = this.models.providerFor(ctx.agent.llm_config, run.tenant_id);
     ctx.budgets = resolveBudgets(
       { max_steps: run.input.max_steps, ...run.input.budgets },
       { max_steps: ctx.agent.max_steps, ...ctx.agent.budgets },
@@ -277,12 +281,34 @@ export class AgentProcessor {
         step: ctx.batchSteps,
         tools: calls.map((c) => c.name),
       });
-      const outcomes = await this.exec.executor.executeBatch(
+      // the client's answers for its tools are recorded as their results; the rest run here
+      const answers = new Map((run.input.approvals ?? []).map((a) => [a.tool_call_id, a]));
+      const here = calls.filter((c) => !c.client);
+      const ranHere = await this.exec.executor.executeBatch(
         ctx.setup,
         pass,
-        calls.map((c) => ({ toolCallId: c.tool_call_id, name: c.name, arguments: c.arguments })),
+        here.map((c) => ({ toolCallId: c.tool_call_id, name: c.name, arguments: c.arguments })),
         ctx.meta,
       );
+      const outcomes: ToolOutcome[] = [];
+      for (const c of calls) {
+        if (!c.client) {
+          outcomes.push(ranHere[here.indexOf(c)]);
+          continue;
+        }
+        const a = answers.get(c.tool_call_id);
+        outcomes.push(
+          a?.tool_return !== undefined
+            ? await this.exec.executor.completeClientCall(
+                ctx.setup,
+                pass,
+                { ...c, toolCallId: c.tool_call_id, heartbeat: c.client.heartbeat },
+                { status: a.status ?? 'success', value: a.tool_return },
+                c.client.started_at,
+              )
+            : deniedOutcome(c, a?.reason ?? 'the client did not run it'),
+        );
+      }
       const stepOf = new Map(calls.map((c) => [c.tool_call_id, c.step_id]));
       const parkedAgain = await this.persistOutcomes(
         ctx,
@@ -316,20 +342,24 @@ export class AgentProcessor {
             ? 'auto'
             : 'none';
 
-      const history = await this.repo.loadHistory(ctx.run.agent_id);
       const llm = ctx.agent.llm_config;
       const window = llm.context_window ?? 8192;
       const reserve =
         (llm.max_tokens ?? Math.min(1024, Math.floor(window / 4))) +
         this.models.countTokens(JSON.stringify(schemas));
-      const messages = buildContext({
+      const countTokens = (t: string) => this.models.countTokens(t);
+      const context = await this.repo.contextWindow(
+        ctx.run.agent_id,
+        ctx.run.conversation_id,
+        window,
+        countTokens,
+      );
+      const messages = context.build({
         system: ctx.agent.system,
         blocks: ctx.agent.blocks,
-        history,
         currentMessageId: ctx.currentMessageId,
         contextWindow: window,
         reserveTokens: reserve,
-        countTokens: (t) => this.models.countTokens(t),
       });
 
       const stepNumber = ctx.batchSteps + 1;
@@ -338,6 +368,7 @@ export class AgentProcessor {
       const textId = this.ids.prefixed('message');
       const streamTokens = ctx.run.input.stream_tokens === true;
       this.publish(ctx, 'step.started', { step: stepNumber, step_id: stepId });
+      const modelCallStarted = performance.now();
       let response: ModelResponse;
       try {
         response = await ctx.provider.complete({
@@ -356,6 +387,14 @@ export class AgentProcessor {
         throwIfAborted(ctx);
         throw e;
       }
+      this.publish(ctx, 'step.completed', {
+        step: stepNumber,
+        step_id: stepId,
+        model: modelHandle(llm),
+        usage: response.usage,
+        finish_reason: response.finishReason,
+        model_call_ms: performance.now() - modelCallStarted,
+      });
       ctx.batchSteps++;
       ctx.usage.step_count++;
       ctx.usage.prompt_tokens += response.usage.prompt_tokens;
@@ -473,12 +512,13 @@ export class AgentProcessor {
     stepOf: (toolCallId: string) => string | null,
     pass: PassState,
   ): Promise<ParkedCall[]> {
+    this.publish(ctx, 'tools.completed', { outcomes: outcomes.map(outcomeFacts) });
     const { batch: _cache, ...passSnapshot } = pass;
     const rows: NewMessage[] = [];
     const parked: ParkedCall[] = [];
     for (const o of outcomes) {
       const stepId = stepOf(o.toolCallId);
-      if (o.kind === 'consent_required') {
+      if (o.kind === 'consent_required' || o.kind === 'client_required') {
         const args = JSON.stringify(o.arguments);
         const toolCall = { name: o.toolName, arguments: args, tool_call_id: o.toolCallId };
         rows.push(
@@ -496,6 +536,14 @@ export class AgentProcessor {
           request_id: o.consentRequestId ?? null,
           step_id: stepId,
           pass: passSnapshot,
+          ...(o.kind === 'client_required'
+            ? {
+                client: {
+                  heartbeat: o.requestHeartbeat,
+                  started_at: o.startedAt ?? this.clock.now(),
+                },
+              }
+            : {}),
         });
         continue;
       }
@@ -605,7 +653,12 @@ export class AgentProcessor {
     const stored = await this.repo.append(ctx.run.agent_id, rows, step);
     for (const m of stored) {
       if (!m.payload._input) ctx.produced.push(m);
-      this.publish(ctx, m.payload._input ? 'input_message' : 'message', toLettaMessage(m));
+      this.publish(
+        ctx,
+        m.payload._input ? 'input_message' : 'message',
+        toLettaMessage(m),
+        sendMessageForm(m),
+      );
     }
     return stored;
   }
@@ -616,18 +669,43 @@ export class AgentProcessor {
     this.publish(ctx, 'message.delta', toLettaMessage(m));
   }
 
-  private publish(ctx: RunContext, type: string, data: Record<string, unknown>): void {
+  private publish(
+    ctx: RunContext,
+    type: string,
+    data: Record<string, unknown>,
+    form: RunEvent['sendMessageForm'] = null,
+  ): void {
     this.bus.publish({
       tenantId: ctx.run.tenant_id,
       agentId: ctx.run.agent_id,
       runId: ctx.run.id,
       type,
       data,
+      ...(form ? { sendMessageForm: form } : {}),
     });
   }
 }
 
+/** A client tool of the request as the executor sees it: its rules apply, the client runs it. */
+function clientToolDefinition(t: ClientToolSpec): ToolDefinition {
+  return { ...t, safety: 'side_effecting', kind: 'client' };
+}
+
 /** A parked call refused without asking the executor (the run was cancelled while it waited). */
+/** What observability needs of an outcome (the return text and arguments stay out of metrics and logs). */
+function outcomeFacts(o: ToolOutcome): ToolOutcomeFacts {
+  return {
+    tool_call_id: o.toolCallId,
+    tool: o.toolName,
+    kind: o.kind,
+    status: o.status,
+    error_type: o.error?.type ?? null,
+    rule: o.error?.rule?.type ?? null,
+    duration_ms:
+      o.startedAt !== undefined && o.finishedAt !== undefined ? o.finishedAt - o.startedAt : null,
+  };
+}
+
 function deniedOutcome(c: ParkedCall, reason: string): ToolOutcome {
   return {
     toolCallId: c.tool_call_id,

@@ -6,6 +6,7 @@ import type { StepEntity } from './entities/step.entity';
 import { ProcessingRepository } from './processing.repository';
 import { AGENT_PORT, AgentPort } from './processing.ports';
 import type { HistoryQuery, RunsQuery } from './query.dto';
+import { LettaView, sendMessageForm, shownIn } from './message.mapper';
 
 /** Reads of what processing stored: an agent's history, runs, their messages and steps. */
 @Injectable()
@@ -15,9 +16,64 @@ export class HistoryService {
     @Inject(AGENT_PORT) private readonly agents: AgentPort,
   ) {}
 
-  async list(tenantId: string, agentId: string, q: HistoryQuery): Promise<MessageEntity[]> {
+  /**
+   * A page of history as the view shows it: pages are filled up past hidden messages (send_message's
+   * call and return, types left out), so a client paging until an empty page sees every message once.
+   */
+  async list(
+    tenantId: string,
+    agentId: string,
+    q: HistoryQuery,
+    view: LettaView,
+  ): Promise<MessageEntity[]> {
     await this.agents.get(tenantId, agentId);
-    return this.repo.listMessages(tenantId, agentId, q);
+    const out: MessageEntity[] = [];
+    let cursor = q.after;
+    for (;;) {
+      const rows = await this.repo.listMessages(tenantId, agentId, { ...q, after: cursor });
+      for (const m of rows) {
+        if (shownIn(view, m.message_type, sendMessageForm(m))) out.push(m);
+        if (out.length === q.limit) return out;
+      }
+      if (rows.length < q.limit) return out;
+      cursor = rows[rows.length - 1].id;
+    }
+  }
+
+  /** The tenant's messages across its agents, as the view shows them. */
+  async tenantMessages(
+    tenantId: string,
+    q: HistoryQuery,
+    view: LettaView,
+  ): Promise<MessageEntity[]> {
+    const rows = await this.repo.tenantMessages(tenantId, q);
+    return rows.filter((m) => shownIn(view, m.message_type, sendMessageForm(m)));
+  }
+
+  async getMessage(tenantId: string, id: string): Promise<MessageEntity> {
+    const m = await this.repo.findMessage(tenantId, id);
+    if (!m) throw notFound('message', id);
+    return m;
+  }
+
+  search(
+    tenantId: string,
+    query: string,
+    limit: number,
+    agentId?: string,
+    conversationId?: string,
+  ): Promise<MessageEntity[]> {
+    return this.repo.searchMessages(tenantId, agentId ?? null, query, limit, conversationId);
+  }
+
+  listSteps(tenantId: string, q: RunsQuery): Promise<StepEntity[]> {
+    return this.repo.listSteps(tenantId, q);
+  }
+
+  async getStep(tenantId: string, id: string): Promise<StepEntity> {
+    const step = await this.repo.findStep(tenantId, id);
+    if (!step) throw notFound('step', id);
+    return step;
   }
 
   listRuns(tenantId: string, q: RunsQuery): Promise<RunEntity[]> {

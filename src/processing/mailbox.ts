@@ -5,6 +5,8 @@ export interface MailboxJob {
   runId: string;
   /** Continuations (consent resumptions) go ahead of waiting user messages. */
   priority: boolean;
+  /** When the run was stored: runs stored on other instances join the queue in this order. */
+  createdAt: number;
 }
 
 interface AgentQueue {
@@ -30,12 +32,10 @@ export class Mailbox {
     if (this.closed) return false;
     let q = this.queues.get(agentId);
     if (!q) this.queues.set(agentId, (q = { jobs: [], running: false }));
-    if (job.priority) {
-      const firstNormal = q.jobs.findIndex((j) => !j.priority);
-      q.jobs.splice(firstNormal < 0 ? q.jobs.length : firstNormal, 0, job);
-    } else {
-      q.jobs.push(job);
-    }
+    const at = q.jobs.findIndex((j) =>
+      job.priority ? !j.priority : !j.priority && j.createdAt > job.createdAt,
+    );
+    q.jobs.splice(at < 0 ? q.jobs.length : at, 0, job);
     if (!q.running) this.drain(agentId, q);
     return true;
   }
@@ -49,8 +49,15 @@ export class Mailbox {
     return true;
   }
 
-  queued(agentId: string): string[] {
-    return this.queues.get(agentId)?.jobs.map((j) => j.runId) ?? [];
+  /** Removes the agent's queued jobs (it went to another instance); answers their run ids. */
+  dropAgent(agentId: string): string[] {
+    const q = this.queues.get(agentId);
+    return q ? q.jobs.splice(0).map((j) => j.runId) : [];
+  }
+
+  /** Agents with a job queued or running. */
+  busyAgents(): string[] {
+    return [...this.queues.keys()];
   }
 
   /** Stops taking jobs: what is queued stays queued (its rows stay `created` for the next boot). */

@@ -25,7 +25,62 @@ export function toLettaMessage(
     name: null,
   };
   for (const [k, v] of Object.entries(m.payload)) if (!k.startsWith('_')) out[k] = v;
+  // clients that read a tool call's name from `name` (the Vercel AI SDK provider) find it there too
+  if (m.message_type === 'tool_call_message') out.name = toolCallName(m.payload);
   return out;
+}
+
+/** The name of the tool messages Letta shows as `assistant_message` (its `assistant_message_tool_name`). */
+export const SEND_MESSAGE_TOOL = 'send_message';
+
+/** How Letta's clients want messages shown: `use_assistant_message` and `include_return_message_types`. */
+export interface LettaView {
+  /** Letta's default: a send_message call is one assistant_message (its call and return are hidden). */
+  useAssistantMessage: boolean;
+  /** Only these message types (null: every type). */
+  types: readonly string[] | null;
+}
+
+export const DEFAULT_VIEW: LettaView = { useAssistantMessage: true, types: null };
+
+/**
+ * Which presentation of a send_message call a stored message belongs to: `assistant` (the text as an
+ * assistant_message, shown with use_assistant_message), `tool` (its call and return, shown without),
+ * or null (every other message, always shown).
+ */
+export function sendMessageForm(m: {
+  message_type: string;
+  payload: Record<string, unknown>;
+}): 'assistant' | 'tool' | null {
+  if (m.message_type === 'assistant_message') return m.payload._derived ? 'assistant' : null;
+  if (m.message_type === 'tool_call_message') {
+    return toolCallName(m.payload) === SEND_MESSAGE_TOOL ? 'tool' : null;
+  }
+  if (m.message_type === 'tool_return_message') {
+    return m.payload.name === SEND_MESSAGE_TOOL ? 'tool' : null;
+  }
+  return null;
+}
+
+/** Whether a message of this type and send_message form is shown in the view. */
+export function shownIn(
+  view: LettaView,
+  messageType: string,
+  form: 'assistant' | 'tool' | null,
+): boolean {
+  if (form === 'assistant' && !view.useAssistantMessage) return false;
+  if (form === 'tool' && view.useAssistantMessage) return false;
+  return view.types === null || view.types.includes(messageType);
+}
+
+/** The stored messages the view shows, as Letta returns them. */
+export function toLettaMessages(rows: MessageEntity[], view: LettaView): LettaMessage[] {
+  return rows.filter((m) => shownIn(view, m.message_type, sendMessageForm(m))).map(toLettaMessage);
+}
+
+function toolCallName(payload: Record<string, unknown>): string | null {
+  const call = payload.tool_call as { name?: unknown } | undefined;
+  return typeof call?.name === 'string' ? call.name : null;
 }
 
 export const EMPTY_USAGE: RunUsage = {

@@ -2,13 +2,11 @@ import { Body, Controller, Get, HttpCode, Param, Post, Query, Res } from '@nestj
 import type { Response } from 'express';
 import { Tenant } from '../auth/tenant.guard';
 import { assertPrefixedId } from '../common/ids';
-import { RunEventsBus } from '../common/run-events';
 import { HistoryService } from './history.service';
-import { toLettaMessage, toLettaRun, toLettaUsage } from './message.mapper';
-import { BatchResult, MessagingService } from './messaging.service';
+import { toLettaMessage, toLettaRun } from './message.mapper';
+import { MessageResponder } from './message-responder';
+import { MessagingService } from './messaging.service';
 import { parseCancel, parseHistoryQuery } from './query.dto';
-import { RunStream } from './run-stream';
-import { parseSendMessage, SendMessageRequest } from './send-message.dto';
 
 /** Letta's messaging endpoints: `/v1/agents/{id}/messages*`. */
 @Controller('v1/agents/:agentId/messages')
@@ -16,7 +14,7 @@ export class MessagesController {
   constructor(
     private readonly messaging: MessagingService,
     private readonly history: HistoryService,
-    private readonly bus: RunEventsBus,
+    private readonly responder: MessageResponder,
   ) {}
 
   @Post()
@@ -28,10 +26,7 @@ export class MessagesController {
     @Res() res: Response,
   ): Promise<void> {
     assertPrefixedId('agent', 'agent', agentId);
-    const req = parseSendMessage(body, { streamPath: false });
-    if (req.streaming) return this.stream(tenant, agentId, req, res);
-    const run = await this.messaging.submit(tenant, agentId, req, 'sync');
-    res.status(200).json(toBatchResponse(await this.messaging.waitFor(run.id)));
+    await this.responder.respond(tenant, agentId, this.responder.parse(body, false), res);
   }
 
   @Post('stream')
@@ -43,7 +38,7 @@ export class MessagesController {
     @Res() res: Response,
   ): Promise<void> {
     assertPrefixedId('agent', 'agent', agentId);
-    await this.stream(tenant, agentId, parseSendMessage(body, { streamPath: true }), res);
+    await this.responder.respond(tenant, agentId, this.responder.parse(body, true), res);
   }
 
   @Post('async')
@@ -54,7 +49,7 @@ export class MessagesController {
     @Body() body: unknown,
   ): Promise<unknown> {
     assertPrefixedId('agent', 'agent', agentId);
-    const req = parseSendMessage(body, { streamPath: false });
+    const req = this.responder.parse(body, false);
     return toLettaRun(await this.messaging.submit(tenant, agentId, req, 'async'));
   }
 
@@ -65,8 +60,8 @@ export class MessagesController {
     @Query() query: Record<string, unknown>,
   ): Promise<unknown[]> {
     assertPrefixedId('agent', 'agent', agentId);
-    const rows = await this.history.list(tenant, agentId, parseHistoryQuery(query));
-    return rows.map(toLettaMessage);
+    const q = parseHistoryQuery(query);
+    return (await this.history.list(tenant, agentId, q, q.view)).map(toLettaMessage);
   }
 
   @Post('cancel')
@@ -79,25 +74,4 @@ export class MessagesController {
     assertPrefixedId('agent', 'agent', agentId);
     return this.messaging.cancel(tenant, agentId, parseCancel(body));
   }
-
-  /** Errors before the run is stored answer as JSON; from then on the stream carries everything. */
-  private async stream(
-    tenant: string,
-    agentId: string,
-    req: SendMessageRequest,
-    res: Response,
-  ): Promise<void> {
-    await this.messaging.submit(tenant, agentId, req, 'stream', (run) => {
-      new RunStream(res, this.bus, agentId, req.includePings).follow(run.id);
-    });
-  }
-}
-
-export function toBatchResponse({ run, messages }: BatchResult) {
-  return {
-    messages: messages.map(toLettaMessage),
-    stop_reason: { message_type: 'stop_reason', stop_reason: run.stop_reason },
-    usage: toLettaUsage(run.usage),
-    run_id: run.id,
-  };
 }

@@ -1,13 +1,18 @@
 import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { filter } from 'rxjs';
+import { AGENT_LEASES, type AgentLeases } from '../cluster/agent-leases';
+import { EVENT_BUS, type EventBus } from '../cluster/event-bus';
 import { badRequest, conflict, DomainError } from '../common/domain-error';
 import { CLOCK } from '../common/clock';
 import { ID_GENERATOR } from '../common/ids';
 import { RunEventsBus } from '../common/run-events';
+import type { AppConfig } from '../config/app-config';
+import { APP_CONFIG } from '../config/config.module';
 import type { Clock, IdGenerator } from '../core/ports';
 import type { StopReason } from '../core/loop/stop-reason';
 import { AgentProcessor } from './agent-processor.service';
 import type { MessageEntity } from './entities/message.entity';
-import type { RunEntity, RunInput } from './entities/run.entity';
+import type { ClientToolSpec, ParkedCall, RunEntity, RunInput } from './entities/run.entity';
 import { Mailbox } from './mailbox';
 import { ProcessingRepository } from './processing.repository';
 import {
@@ -15,8 +20,12 @@ import {
   AgentPort,
   CONSENT_BRIDGE,
   ConsentBridge,
+  DecidedCall,
+  EXECUTOR_PORT,
+  ExecutorPort,
   InBandApproval,
 } from './processing.ports';
+import { RunRecovery } from './run-recovery';
 import type { SendMessageRequest } from './send-message.dto';
 
 export interface BatchResult {
@@ -28,6 +37,11 @@ export interface BatchResult {
 /**
  * Messaging: stores a request as a run before anything else happens, queues it in the agent's
  * mailbox, and lets callers wait for it. Also consent resumption (idempotent per parked run) and cancellation.
+ *
+ * Several instances: only the holder of an agent's lease (AgentLeases) queues and processes its runs. A
+ * run stored here for an agent another instance holds is announced on the event bus (`agent.wake`) and
+ * waited for through the run events; an agent whose lease is free is taken, and when it was not held
+ * here just before, its caches are dropped and its unfinished runs recovered first (adopt).
  */
 @Injectable()
 export class MessagingService implements OnModuleInit {
@@ -36,24 +50,43 @@ export class MessagingService implements OnModuleInit {
   private readonly waiters = new Map<string, ((r: Settled) => void)[]>();
   /** Runs queued by this process, so processing does not read them back. */
   private readonly queuedRuns = new Map<string, RunEntity>();
+  /** Lease work per agent, one step at a time (taking, adopting, syncing the queue). */
+  private readonly agentWork = new Map<string, Promise<void>>();
+  private keeper: NodeJS.Timeout | null = null;
+  private keeping: Promise<void> | null = null;
 
   constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(ID_GENERATOR) private readonly ids: IdGenerator,
     private readonly repo: ProcessingRepository,
     private readonly processor: AgentProcessor,
     private readonly bus: RunEventsBus,
+    private readonly recovery: RunRecovery,
     @Inject(AGENT_PORT) private readonly agents: AgentPort,
     @Inject(CONSENT_BRIDGE) private readonly consent: ConsentBridge,
+    @Inject(EXECUTOR_PORT) private readonly exec: ExecutorPort,
+    @Inject(AGENT_LEASES) private readonly leases: AgentLeases,
+    @Inject(EVENT_BUS) private readonly events: EventBus,
   ) {
     this.mailbox = new Mailbox(async (job) => {
+      const run = this.queuedRuns.get(job.runId)!;
       let result: BatchResult | null = null;
       try {
-        result = await this.processor.process(job.runId, this.queuedRuns.get(job.runId));
-      } finally {
+        result = await this.processor.process(run);
+      } catch (e) {
         this.queuedRuns.delete(job.runId);
-        this.settle(job.runId, result);
+        if (!isLeaseLost(e)) {
+          this.settle(job.runId, null);
+          throw e;
+        }
+        // this instance lost the agent: the run stays queued, for whichever instance holds it now
+        this.dropAgent(run.agent_id, 'found when starting a run');
+        this.enqueue(run, job.priority);
+        return;
       }
+      this.queuedRuns.delete(job.runId);
+      this.settle(job.runId, result);
       // A person may have decided while the run was still parking (the request is pushed as it is made).
       if (result?.run.parked) await this.resumeIfDecided(result.run.tenant_id, result.run.agent_id);
     });
@@ -65,6 +98,18 @@ export class MessagingService implements OnModuleInit {
         this.logger.error(`resume after a decision for ${e.agentId}: ${String(err)}`),
       );
     });
+    this.events.subscribe('agent.wake', ({ agentId }) => {
+      if (this.leases.holds(agentId)) void this.serially(agentId, () => this.syncQueue(agentId));
+    });
+    this.events.subscribe('run.cancel', ({ runIds }) => {
+      for (const id of runIds) this.processor.abort(id, 'cancelled');
+    });
+    // a run processed by another instance ends: its callers waiting here get the stored result
+    this.bus.events$
+      .pipe(filter((e) => e.type === 'run.completed' && this.waiters.has(e.runId)))
+      .subscribe((e) => {
+        if (!this.queuedRuns.has(e.runId)) this.settle(e.runId, null);
+      });
   }
 
   // ------------------------------------------------------------ requests
@@ -78,7 +123,15 @@ export class MessagingService implements OnModuleInit {
     /** Runs after the run is stored and before it is queued (a stream subscribes here). */
     beforeQueue?: (run: RunEntity) => void,
   ): Promise<RunEntity> {
-    await this.agents.get(tenantId, agentId);
+    const agent = await this.agents.get(tenantId, agentId);
+    const shadowed = req.clientTools.filter((t) => agent.tools.includes(t.name));
+    if (shadowed.length) {
+      throw badRequest(
+        'CLIENT_TOOL_CONFLICT',
+        `client_tools may not redeclare the agent's own tools: ${shadowed.map((t) => t.name).join(', ')}`,
+        { tools: shadowed.map((t) => t.name) },
+      );
+    }
     this.assertOpen();
     const parked = await this.repo.findParkedRun(tenantId, agentId);
     if (req.approvals) {
@@ -92,13 +145,14 @@ export class MessagingService implements OnModuleInit {
         { request_id: first.request_id, tool_call_id: first.tool_call_id, run_id: parked.id },
       );
     }
-    const run = this.newRun(tenantId, agentId, this.ids.snowflake(), {
+    const run = this.newRun(tenantId, agentId, req.conversationId, this.ids.snowflake(), {
       kind: 'message',
       mode,
       messages: req.messages,
       max_steps: req.maxSteps,
       budgets: req.budgets,
       ...(req.streamTokens ? { stream_tokens: true } : {}),
+      ...(req.clientTools.length ? { client_tools: req.clientTools } : {}),
     });
     await this.repo.insertRun(run);
     beforeQueue?.(run);
@@ -139,34 +193,59 @@ export class MessagingService implements OnModuleInit {
     runIds: string[] | null,
   ): Promise<Record<string, string>> {
     await this.agents.get(tenantId, agentId);
-    const out = await this.stopRuns(tenantId, agentId, runIds);
+    const out = await this.stopRuns(tenantId, agentId, runIds, 'cancel');
     if (Object.keys(out).length === 0) {
       throw conflict('NO_ACTIVE_RUN', `agent ${agentId} has no queued, running or parked run`);
     }
     return out;
   }
 
-  /** Cancels the queued, running and parked runs (all, or the given ones); answers what it cancelled. */
+  /**
+   * Cancels the queued, running and parked runs (all, or the given ones); answers what it cancelled.
+   * A person's cancel races the decisions on a parked batch and exactly one wins: a decision that came
+   * first (stored, or its continuation still running the decided calls) makes the cancel a 409
+   * ALREADY_RESOLVED with the decisions. An agent being deleted stops everything regardless.
+   */
   async stopRuns(
     tenantId: string,
     agentId: string,
     runIds: string[] | null,
+    why: 'cancel' | 'delete',
   ): Promise<Record<string, string>> {
     const out: Record<string, string> = {};
     const wanted = (id: string) => !runIds || runIds.includes(id);
-    for (const id of this.mailbox.queued(agentId).filter(wanted)) {
-      if (await this.repo.cancelQueuedRun(id, this.clock.now())) {
-        this.mailbox.remove(agentId, id);
-        this.publishEnd(tenantId, agentId, id, 'cancelled');
-        this.queuedRuns.delete(id);
-        this.settle(id, null);
-        out[id] = 'cancelled';
+    if (why === 'cancel') {
+      const parked = await this.repo.findParkedRun(tenantId, agentId);
+      if (parked && wanted(parked.id)) {
+        await this.cancelParked(parked);
+        out[parked.id] = 'cancelled';
+      } else {
+        await this.assertNoDecisionSettling(tenantId, agentId, wanted);
       }
     }
-    for (const id of this.processor.activeRunIds(agentId).filter(wanted)) {
-      if (this.processor.abort(id, 'cancelled')) out[id] = 'cancelled';
+    // from the database: the agent's runs may be queued or running on another instance (a cancelling
+    // continuation, as cancelParked just made, is the cancellation itself)
+    const queued = await this.repo.runsOfAgent(agentId, 'created');
+    for (const run of queued.filter((r) => wanted(r.id) && !r.input.cancel)) {
+      if (await this.repo.cancelQueuedRun(run.id, this.clock.now())) {
+        this.mailbox.remove(agentId, run.id);
+        this.publishEnd(tenantId, agentId, run.id, 'cancelled');
+        this.queuedRuns.delete(run.id);
+        this.settle(run.id, null);
+        out[run.id] = 'cancelled';
+      }
     }
-    const parked = await this.repo.findParkedRun(tenantId, agentId);
+    // (a run is `running` in the database before it is active here)
+    const running = (await this.repo.runsOfAgent(agentId, 'running'))
+      .filter((r) => wanted(r.id) && !r.input.cancel)
+      .map((r) => r.id);
+    const elsewhere: string[] = [];
+    for (const id of running) {
+      if (!this.processor.abort(id, 'cancelled')) elsewhere.push(id);
+      out[id] = 'cancelled';
+    }
+    if (elsewhere.length) this.events.publish('run.cancel', { agentId, runIds: elsewhere });
+    const parked = why === 'delete' ? await this.repo.findParkedRun(tenantId, agentId) : null;
     if (parked && wanted(parked.id)) {
       const calls = parked.parked ?? [];
       await this.consent.denyPending(
@@ -181,6 +260,47 @@ export class MessagingService implements OnModuleInit {
     return out;
   }
 
+  /** Denies a parked batch's requests and claims it for a cancelling continuation, or 409 if a decision won. */
+  private async cancelParked(parked: RunEntity): Promise<void> {
+    const ids = (parked.parked ?? []).map((c) => c.tool_call_id);
+    const cont = this.continuationOf(parked, { cancel: true });
+    const r = await this.consent.cancelPending(
+      parked.tenant_id,
+      parked.agent_id,
+      ids,
+      'cancelled',
+      (em) => this.repo.insertContinuation(parked.id, cont, em),
+    );
+    if (!r.cancelled) {
+      const fresh = await this.repo.findRunById(parked.id);
+      throw alreadyDecided(r.requests, fresh?.continued_by ?? null);
+    }
+    this.enqueue(cont, true);
+  }
+
+  /**
+   * A decision's continuation runs the decided calls first; until every one of them has its return, a
+   * cancel has lost to the decision (the approved call runs, as the decision answered).
+   */
+  private async assertNoDecisionSettling(
+    tenantId: string,
+    agentId: string,
+    wanted: (id: string) => boolean,
+  ): Promise<void> {
+    const parked = await this.repo.lastContinuedRun(tenantId, agentId);
+    if (!parked?.continued_by) return;
+    const cont = await this.repo.findRunById(parked.continued_by);
+    if (!cont || cont.input.cancel || isFinal(cont.status) || !wanted(cont.id)) return;
+    const ids = (parked.parked ?? []).map((c) => c.tool_call_id);
+    const answered = new Set(
+      (await this.repo.batchMessages(parked.batch_id, ['tool_return_message'])).map((m) =>
+        String(m.payload.tool_call_id),
+      ),
+    );
+    if (ids.every((id) => answered.has(id))) return;
+    throw alreadyDecided(await this.consent.requests(tenantId, agentId, ids), cont.id);
+  }
+
   // ------------------------------------------------------------ consent
 
   private async approveInBand(
@@ -193,28 +313,16 @@ export class MessagingService implements OnModuleInit {
   ): Promise<RunEntity> {
     const calls = parked?.parked ?? [];
     if (!parked || calls.length === 0) {
+      // answering a request someone else (a cancel, another dialog) resolved first: 409 with that outcome
+      const ids = req.approvals!.map((a) => a.tool_call_id).filter(Boolean);
+      const known = ids.length ? await this.consent.requests(tenantId, agentId, ids) : [];
+      if (known.some((r) => r.status !== 'pending')) throw alreadyDecided(known, null);
       throw badRequest('NO_PENDING_APPROVAL', `agent ${agentId} has no pending approval request`);
     }
     let approvals: InBandApproval[] = req.approvals!;
-    if (req.approvalRequestId !== null || approvals[0].tool_call_id === '') {
-      // legacy form: one decision for the (single) pending request
-      const match = calls.find(
-        (c) =>
-          req.approvalRequestId === null ||
-          c.request_id === req.approvalRequestId ||
-          c.tool_call_id === req.approvalRequestId,
-      );
-      if (!match || calls.length !== 1) {
-        throw badRequest(
-          'APPROVAL_MISMATCH',
-          `approval_request_id does not match the pending request`,
-          {
-            pending: calls.map((c) => ({ request_id: c.request_id, tool_call_id: c.tool_call_id })),
-          },
-        );
-      }
-      approvals = [{ ...approvals[0], tool_call_id: match.tool_call_id }];
-    }
+    if (req.legacyApproval)
+      approvals = await this.legacyAnswers(tenantId, parked, req.legacyApproval, approvals[0]);
+    assertAnswersFit(calls, approvals);
     const pendingIds = new Set(calls.map((c) => c.tool_call_id));
     const given = new Set(approvals.map((a) => a.tool_call_id));
     if (
@@ -230,25 +338,31 @@ export class MessagingService implements OnModuleInit {
     }
     // the continuation is stored (and claims the parked run) before the decisions, so that the
     // broker's decision listener finds it claimed; it is queued once every decision is recorded
-    const cont = this.newRun(tenantId, agentId, parked.batch_id, {
+    const cont = this.newRun(tenantId, agentId, parked.conversation_id, parked.batch_id, {
       kind: 'resume',
       mode,
       messages: req.messages,
       max_steps: req.maxSteps,
       budgets: req.budgets,
       ...(req.streamTokens ? { stream_tokens: true } : {}),
+      ...clientToolsFor(req.clientTools, parked),
       resumes_run_id: parked.id,
       approvals: approvals.map((a) => ({
         tool_call_id: a.tool_call_id,
         approve: a.approve,
         reason: a.reason ?? null,
+        ...(a.tool_return !== undefined ? { tool_return: a.tool_return, status: a.status } : {}),
       })),
     });
     if (!(await this.repo.insertContinuation(parked.id, cont))) {
       throw conflict('ALREADY_RESOLVED', 'the pending request was already answered');
     }
     try {
-      for (const a of approvals) await this.consent.decide(tenantId, agentId, a);
+      // a client tool's answer is its result, not a person's decision: the broker never asked for it
+      const clientIds = new Set(calls.filter((c) => c.client).map((c) => c.tool_call_id));
+      for (const a of approvals) {
+        if (!clientIds.has(a.tool_call_id)) await this.consent.decide(tenantId, agentId, a);
+      }
     } catch (e) {
       // a decision that could not be recorded (already resolved elsewhere): the batch still continues
       if (!(e instanceof DomainError)) throw e;
@@ -260,13 +374,50 @@ export class MessagingService implements OnModuleInit {
   }
 
   /**
+   * Letta's legacy form answers the pending approval request as a whole: the id it names is the
+   * approval_request_message's (what `agent.pending_approval.id` shows; any of the parked run's ones), or
+   * absent. Our consent request id or a tool_call_id names one call, which fits only when it is the only one.
+   */
+  private async legacyAnswers(
+    tenantId: string,
+    parked: RunEntity,
+    legacy: { approvalRequestId: string | null },
+    answer: InBandApproval,
+  ): Promise<InBandApproval[]> {
+    const calls = parked.parked ?? [];
+    const id = legacy.approvalRequestId;
+    const requestMessages =
+      id === null
+        ? []
+        : (await this.repo.runMessages(tenantId, parked.id)).filter(
+            (m) => m.message_type === 'approval_request_message',
+          );
+    const answered =
+      id === null || requestMessages.some((m) => m.id === id)
+        ? calls
+        : calls.filter((c) => c.request_id === id || c.tool_call_id === id);
+    if (answered.length === 0 || answered.length !== calls.length) {
+      throw badRequest(
+        'APPROVAL_MISMATCH',
+        'approval_request_id does not match the pending approval request',
+        {
+          approval_request_id: requestMessages[0]?.id ?? null,
+          pending: calls.map((c) => ({ request_id: c.request_id, tool_call_id: c.tool_call_id })),
+        },
+      );
+    }
+    return answered.map((c) => ({ ...answer, tool_call_id: c.tool_call_id }));
+  }
+
+  /**
    * Continues the agent's parked batch once every parked call has a stored decision. Asked after each
    * decision, after a run parks, and at boot, and answered from the database alone, so a decision that
    * lands while its run is still parking, or just before a crash, is never lost.
    */
   async resumeIfDecided(tenantId: string, agentId: string): Promise<void> {
     const parked = await this.repo.findParkedRun(tenantId, agentId);
-    if (!parked?.parked?.length) return;
+    // a call the client must run waits for the client's answer, whatever people decide
+    if (!parked?.parked?.length || parked.parked.some((c) => c.client)) return;
     const ids = parked.parked.map((c) => c.tool_call_id);
     if ((await this.consent.undecided(tenantId, agentId, ids)).length === 0) {
       await this.resume(parked, {});
@@ -278,13 +429,7 @@ export class MessagingService implements OnModuleInit {
    * later ones get the same run id.
    */
   async resume(parked: RunEntity, opts: { cancel?: boolean }): Promise<string | null> {
-    const cont = this.newRun(parked.tenant_id, parked.agent_id, parked.batch_id, {
-      kind: 'resume',
-      mode: 'async',
-      messages: [],
-      resumes_run_id: parked.id,
-      ...(opts.cancel ? { cancel: true } : {}),
-    });
+    const cont = this.continuationOf(parked, opts);
     if (await this.repo.insertContinuation(parked.id, cont)) {
       this.enqueue(cont, true);
       return cont.id;
@@ -294,12 +439,138 @@ export class MessagingService implements OnModuleInit {
 
   // ------------------------------------------------------------ internals
 
+  private continuationOf(parked: RunEntity, opts: { cancel?: boolean }): RunEntity {
+    return this.newRun(parked.tenant_id, parked.agent_id, parked.conversation_id, parked.batch_id, {
+      kind: 'resume',
+      mode: 'async',
+      messages: [],
+      ...clientToolsFor([], parked),
+      resumes_run_id: parked.id,
+      ...(opts.cancel ? { cancel: true } : {}),
+    });
+  }
+
+  /** Queues a stored run here when this instance holds (or can take) its agent, else wakes the holder. */
   enqueue(run: RunEntity, priority: boolean): void {
+    if (this.leases.holds(run.agent_id)) return this.enqueueHere(run, priority);
+    void this.serially(run.agent_id, () => this.take(run.tenant_id, run.agent_id));
+  }
+
+  private enqueueHere(run: RunEntity, priority: boolean): void {
+    if (this.queuedRuns.has(run.id) || this.processor.isActive(run.id)) return;
     this.queuedRuns.set(run.id, run);
-    if (!this.mailbox.enqueue(run.agent_id, { runId: run.id, priority })) {
+    const job = { runId: run.id, priority, createdAt: run.created_at };
+    if (!this.mailbox.enqueue(run.agent_id, job)) {
       this.queuedRuns.delete(run.id);
       this.logger.warn(`run ${run.id} stays queued: shutting down`);
     }
+  }
+
+  // ------------------------------------------------------------ agent ownership
+
+  /** Runs lease work for one agent after the work queued before it (errors are logged). */
+  private serially(agentId: string, work: () => Promise<void>): Promise<void> {
+    const next = (this.agentWork.get(agentId) ?? Promise.resolve())
+      .then(work)
+      .catch((e: unknown) => this.logger.error(`agent ${agentId}: ${String(e)}`));
+    this.agentWork.set(agentId, next);
+    void next.finally(() => {
+      if (this.agentWork.get(agentId) === next) this.agentWork.delete(agentId);
+    });
+    return next;
+  }
+
+  /** Takes the agent's lease and queues its stored runs; when another instance holds it, wakes that one. */
+  private async take(tenantId: string, agentId: string): Promise<void> {
+    if (this.mailbox.isClosed) return;
+    const got = await this.leases.acquire(tenantId, agentId);
+    if (!got) {
+      this.events.publish('agent.wake', { tenantId, agentId });
+      return;
+    }
+    if (got === 'fresh') await this.adopt(agentId);
+    await this.syncQueue(agentId);
+    // decisions stored while no instance was there to continue the batch
+    if (got === 'fresh') await this.resumeIfDecided(tenantId, agentId);
+  }
+
+  /**
+   * The agent was not held here just before: whatever this instance remembers of it may be stale, and
+   * runs left `running` belong to an instance that died or lost it. Drop the one, recover the other.
+   */
+  private async adopt(agentId: string): Promise<void> {
+    this.repo.forget(agentId);
+    this.agents.forget(agentId);
+    this.exec.forgetAgent(agentId, await this.repo.openBatchIds(agentId));
+    for (const run of await this.repo.runsOfAgent(agentId, 'running')) {
+      if (!this.processor.isActive(run.id)) await this.recovery.interrupt(run);
+    }
+  }
+
+  /** Queues the agent's stored runs this instance does not know yet, in their order. */
+  private async syncQueue(agentId: string): Promise<void> {
+    for (const run of await this.repo.runsOfAgent(agentId, 'created')) {
+      this.enqueueHere(run, run.input.kind === 'resume');
+    }
+  }
+
+  /** The agent went to another instance: stop its work here (its queued runs are that one's now). */
+  private dropAgent(agentId: string, why: string): void {
+    for (const id of this.mailbox.dropAgent(agentId)) this.queuedRuns.delete(id);
+    for (const id of this.processor.activeRunIds(agentId)) this.processor.abort(id, 'interrupted');
+    this.repo.forget(agentId);
+    this.agents.forget(agentId);
+    this.logger.warn(`agent ${agentId} was taken over by another instance (${why})`);
+  }
+
+  /** Boot: takes the agents with unfinished runs that no live instance holds; answers how many. */
+  async takeOrphanedAgents(): Promise<number> {
+    const orphans = await this.leases.orphaned(
+      this.clock.now() - this.config.cluster.lease_renew_interval_ms,
+    );
+    await Promise.all(
+      orphans.map((o) => this.serially(o.agentId, () => this.take(o.tenantId, o.agentId))),
+    );
+    return orphans.length;
+  }
+
+  /**
+   * Every renewal interval: renew the leases of busy agents (stop work on the ones lost), release idle
+   * ones, take orphaned agents (a dead instance's, or runs whose wake-up was lost), and settle callers
+   * waiting here on runs another instance ended (in case the bus lost that event).
+   */
+  startLeaseKeeper(): void {
+    this.keeper = setInterval(() => {
+      if (this.keeping) return;
+      this.keeping = this.keepLeases()
+        .catch((e: unknown) => this.logger.error(`lease keeper: ${String(e)}`))
+        .finally(() => (this.keeping = null));
+    }, this.config.cluster.lease_renew_interval_ms);
+    this.keeper.unref();
+  }
+
+  stopLeaseKeeper(): void {
+    if (this.keeper) clearInterval(this.keeper);
+    this.keeper = null;
+  }
+
+  /** Shutdown: every agent goes back (the mailbox is closed and idle by then). */
+  async releaseAllAgents(): Promise<void> {
+    await this.keeping;
+    await this.leases.releaseAll().catch((e: unknown) => {
+      this.logger.warn(`could not release the agents' leases: ${String(e)}`);
+    });
+  }
+
+  private async keepLeases(): Promise<void> {
+    for (const id of await this.leases.renew(this.mailbox.busyAgents()))
+      this.dropAgent(id, 'its lease could not be renewed');
+    // idle now (an agent may have become busy while the renewal ran)
+    const busy = new Set(this.mailbox.busyAgents());
+    await this.leases.release(this.leases.held().filter((id) => !busy.has(id)));
+    if (!this.mailbox.isClosed) await this.takeOrphanedAgents();
+    const remote = [...this.waiters.keys()].filter((id) => !this.queuedRuns.has(id));
+    for (const id of await this.repo.finishedRunIds(remote)) this.settle(id, null);
   }
 
   private assertOpen(): void {
@@ -308,8 +579,15 @@ export class MessagingService implements OnModuleInit {
     }
   }
 
-  private newRun(tenantId: string, agentId: string, batchId: string, input: RunInput): RunEntity {
+  private newRun(
+    tenantId: string,
+    agentId: string,
+    conversationId: string | null,
+    batchId: string,
+    input: RunInput,
+  ): RunEntity {
     return {
+      conversation_id: conversationId,
       id: this.ids.prefixed('run'),
       tenant_id: tenantId,
       agent_id: agentId,
@@ -362,8 +640,63 @@ export class MessagingService implements OnModuleInit {
   }
 }
 
+/** A continuation offers the request's client tools, else those of the run it continues. */
+function clientToolsFor(
+  given: ClientToolSpec[],
+  parked: RunEntity,
+): Pick<RunInput, 'client_tools'> {
+  const tools = given.length ? given : parked.input.client_tools;
+  return tools?.length ? { client_tools: tools } : {};
+}
+
+/**
+ * A call parked for the client is answered with its result (Letta's ToolReturn) or refused; one parked
+ * for consent is answered by a decision, never by a result (the client may not run it unapproved).
+ */
+function assertAnswersFit(calls: ParkedCall[], answers: InBandApproval[]): void {
+  for (const a of answers) {
+    const call = calls.find((c) => c.tool_call_id === a.tool_call_id);
+    if (!call) continue; // the set comparison that follows reports it
+    if (call.client && a.tool_return === undefined && a.approve) {
+      throw badRequest(
+        'CLIENT_TOOL_RESULT_REQUIRED',
+        `${call.name} runs on the client: answer ${call.tool_call_id} with {type: "tool", tool_call_id, tool_return, status}`,
+        { tool_call_id: call.tool_call_id },
+      );
+    }
+    if (!call.client && a.tool_return !== undefined) {
+      throw badRequest(
+        'CONSENT_REQUIRED',
+        `${call.name} waits for a person's approval; the client may not run it before that`,
+        { tool_call_id: call.tool_call_id, request_id: call.request_id },
+      );
+    }
+  }
+}
+
 /** How a wait ends: the result in memory, null (read it back), or the server going down. */
 type Settled = BatchResult | null | 'shutdown';
 
 const isFinal = (s: RunEntity['status']) =>
   s === 'completed' || s === 'failed' || s === 'cancelled';
+
+/** A cancel or an answer that lost to a decision: 409 with what was decided and the run that carries it out. */
+function alreadyDecided(requests: DecidedCall[], runId: string | null): DomainError {
+  const first = requests.find((r) => r.status !== 'pending') ?? requests[0];
+  const what = !first
+    ? 'the pending request was already answered'
+    : first.status === 'pending'
+      ? `${first.tool_name} (request ${first.request_id}) is being answered in band`
+      : `${first.tool_name} (request ${first.request_id}) was already decided: ${first.decision} by ${first.decided_by}`;
+  const by = runId ? `; run ${runId} carries it out` : '; the batch continues with it';
+  return conflict('ALREADY_RESOLVED', `${what}${by}`, {
+    request_id: first?.request_id ?? null,
+    decision: first?.decision ?? null,
+    decided_by: first?.decided_by ?? null,
+    reason: first?.reason ?? null,
+    run_id: runId,
+    requests,
+  });
+}
+
+const isLeaseLost = (e: unknown) => e instanceof DomainError && e.code === 'LEASE_LOST';

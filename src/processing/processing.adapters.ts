@@ -3,6 +3,7 @@ import { AgentsService } from '../agents/agents.service';
 import type { AgentRecord } from '../core/agents/agent-record';
 import type { ToolDefinition } from '../core/tools/tool-definition';
 import { ModelsService } from '../models/models.service';
+import type { ConsentRequestEntity } from '../permissions/consent.entities';
 import { PermissionBrokerService } from '../permissions/permission-broker.service';
 import { ToolExecutorService } from '../rules/tool-executor.service';
 import { ToolsService } from '../tools/tools.service';
@@ -11,6 +12,7 @@ import {
   AgentPort,
   CONSENT_BRIDGE,
   ConsentBridge,
+  DecidedCall,
   EXECUTOR_PORT,
   ExecutorPort,
   MODELS_PORT,
@@ -28,6 +30,7 @@ export const PROCESSING_ADAPTERS: Provider[] = [
       get: (tenantId, agentId) => agents.getForTenant(tenantId, agentId),
       setLastStopReason: (tenantId, agentId, reason) =>
         agents.setLastStopReason(tenantId, agentId, reason),
+      forget: (agentId) => agents.forget(agentId),
     }),
   },
   {
@@ -41,7 +44,7 @@ export const PROCESSING_ADAPTERS: Provider[] = [
     provide: MODELS_PORT,
     inject: [ModelsService],
     useFactory: (models: ModelsService): ModelsPort => ({
-      providerFor: (llm) => models.providerFor(llm),
+      providerFor: (llm, tenantId) => models.providerFor(llm, tenantId),
       toolSchemaFor: (def) => models.toolSchemaFor(def),
       countTokens: (text) => models.countTokens(text),
     }),
@@ -58,6 +61,7 @@ export const PROCESSING_ADAPTERS: Provider[] = [
         rules: agent.tool_rules,
         settings: svc.settingsFor(agent.tool_executor),
       }),
+      forgetAgent: (agentId, batchIds) => svc.store.forgetAgent(agentId, batchIds),
     }),
   },
   {
@@ -65,7 +69,7 @@ export const PROCESSING_ADAPTERS: Provider[] = [
     inject: [PermissionBrokerService],
     useFactory: (broker: PermissionBrokerService): ConsentBridge => {
       return {
-        // cancellation denials are not decisions (the broker tells only onCancelled): MessagingService.cancel resumes
+        // cancellation denials are not decisions (the broker does not report them here): MessagingService.cancel resumes
         onDecision: (listener) => {
           broker.onDecision((e) => listener({ tenantId: e.tenantId, agentId: e.agentId }));
         },
@@ -80,6 +84,14 @@ export const PROCESSING_ADAPTERS: Provider[] = [
         },
         undecided: (tenantId, agentId, toolCallIds) =>
           broker.undecidedCalls(tenantId, agentId, toolCallIds),
+        restoreUnstartedApprovals: (tenantId, agentId, toolCallIds) =>
+          broker.restoreUnstartedApprovals(tenantId, agentId, toolCallIds),
+        cancelPending: async (tenantId, agentId, toolCallIds, reason, claim) => {
+          const r = await broker.cancelPending(tenantId, agentId, toolCallIds, reason, claim);
+          return r.cancelled ? r : { cancelled: false, requests: r.requests.map(toDecidedCall) };
+        },
+        requests: async (tenantId, agentId, toolCallIds) =>
+          (await broker.requestsForCalls(tenantId, agentId, toolCallIds)).map(toDecidedCall),
         denyPending: async (tenantId, agentId, toolCallIds, reason) => {
           await broker.denyPendingForCalls(tenantId, agentId, toolCallIds, reason);
         },
@@ -87,3 +99,15 @@ export const PROCESSING_ADAPTERS: Provider[] = [
     },
   },
 ];
+
+function toDecidedCall(r: ConsentRequestEntity): DecidedCall {
+  return {
+    request_id: r.id,
+    status: r.status,
+    tool_call_id: r.toolCallId,
+    tool_name: r.toolName,
+    decision: r.decision,
+    decided_by: r.decidedBy,
+    reason: r.decisionReason,
+  };
+}

@@ -6,26 +6,32 @@ import { BuiltinToolHandlers } from '../tools/builtin-tool-handlers';
 import { AgentProcessor } from './agent-processor.service';
 import { HistoryService } from './history.service';
 import { MessagesController } from './messages.controller';
+import { MessageResponder } from './message-responder';
 import { MessagingService } from './messaging.service';
 import { PROCESSING_ADAPTERS } from './processing.adapters';
 import { ProcessingLifecycle } from './processing-lifecycle.service';
 import { ProcessingRepository } from './processing.repository';
+import { RunRecovery } from './run-recovery';
 
 import { RunsController } from './runs.controller';
+import { StepsController } from './steps.controller';
+import { TenantMessagesController } from './tenant-messages.controller';
 
 /** The AgentProcessor, its mailbox, runs/steps/messages and the messaging and runs API. */
 @Module({
   imports: [ModelsModule, AgentsModule],
-  controllers: [MessagesController, RunsController],
+  controllers: [MessagesController, RunsController, StepsController, TenantMessagesController],
   providers: [
     ...PROCESSING_ADAPTERS,
     ProcessingRepository,
     AgentProcessor,
     MessagingService,
     HistoryService,
+    MessageResponder,
     ProcessingLifecycle,
+    RunRecovery,
   ],
-  exports: [MessagingService, HistoryService],
+  exports: [MessagingService, HistoryService, MessageResponder, ProcessingRepository],
 })
 export class ProcessingModule implements OnModuleInit {
   constructor(
@@ -41,7 +47,7 @@ export class ProcessingModule implements OnModuleInit {
     );
     // a deleted agent leaves nothing running, queued or waiting for a person (its rows stay for the audit)
     this.agents.registerBeforeDelete(async (tenantId, agentId) => {
-      await this.messaging.stopRuns(tenantId, agentId, null);
+      await this.messaging.stopRuns(tenantId, agentId, null, 'delete');
     });
     this.handlers.register('conversation_search', async (args, ctx) => {
       const query = typeof args.query === 'string' ? args.query : '';

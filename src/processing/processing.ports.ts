@@ -1,3 +1,4 @@
+import type { EntityManager } from 'typeorm';
 import type { AgentRecord } from '../core/agents/agent-record';
 import type { AgentToolSetup } from '../core/executor/contracts';
 import type { ToolExecutor } from '../core/executor/tool-executor';
@@ -12,7 +13,10 @@ import type { LlmConfig, ModelProvider, ToolSchema } from '../models/model-provi
 export interface AgentPort {
   /** 404 NOT_FOUND when the tenant has no such agent. */
   get(tenantId: string, agentId: string): Promise<AgentRecord>;
-  setLastStopReason(tenantId: string, agentId: string, reason: string): Promise<void>;
+  /** False when the agent was deleted meanwhile (deleting an agent stops its runs, which then end). */
+  setLastStopReason(tenantId: string, agentId: string, reason: string): Promise<boolean>;
+  /** Drops the agent's cached record (this instance has just taken the agent: it may be stale). */
+  forget(agentId: string): void;
 }
 
 export interface ToolsPort {
@@ -20,7 +24,7 @@ export interface ToolsPort {
 }
 
 export interface ModelsPort {
-  providerFor(llm: LlmConfig): ModelProvider;
+  providerFor(llm: LlmConfig, tenantId: string): ModelProvider;
   /** The schema offered to the model (gains the optional `request_heartbeat`). */
   toolSchemaFor(def: ToolDefinition): ToolSchema;
   countTokens(text: string): number;
@@ -29,6 +33,8 @@ export interface ModelsPort {
 export interface ExecutorPort {
   readonly executor: ToolExecutor;
   setupFor(agent: AgentRecord, tools: ToolDefinition[]): AgentToolSetup;
+  /** Drops the executor state cached for the agent and these batches (its lease was just taken). */
+  forgetAgent(agentId: string, batchIds: string[]): void;
 }
 
 /** A person's decision on a parked call, as the broker reports it. */
@@ -43,6 +49,20 @@ export interface InBandApproval {
   approve: boolean;
   reason?: string | null;
   grant?: { decision: string; seconds?: number; constraint?: unknown } | null;
+  /** Letta's `ToolReturn` form: the client ran a client tool; this is its result. */
+  tool_return?: string;
+  status?: 'success' | 'error';
+}
+
+/** A consent request as a losing cancellation is told about it (status `pending`: an in-band answer is on its way). */
+export interface DecidedCall {
+  request_id: string;
+  status: string;
+  tool_call_id: string;
+  tool_name: string;
+  decision: string | null;
+  decided_by: string | null;
+  reason: string | null;
 }
 
 /** The PermissionBroker as processing sees it. */
@@ -52,7 +72,26 @@ export interface ConsentBridge {
   decide(tenantId: string, agentId: string, approval: InBandApproval): Promise<void>;
   /** The calls among these whose consent request still waits for a decision. */
   undecided(tenantId: string, agentId: string, toolCallIds: string[]): Promise<string[]>;
-  /** Denies the agent's pending requests (cancellation). */
+  /** Recovery: approvals used up by calls whose tools never started count again. */
+  restoreUnstartedApprovals(
+    tenantId: string,
+    agentId: string,
+    toolCallIds: string[],
+  ): Promise<void>;
+  /**
+   * A cancellation racing the decisions: denies every request of these calls and runs `claim` in one
+   * transaction, or changes nothing and answers the requests as they stand (a decision came first).
+   */
+  cancelPending(
+    tenantId: string,
+    agentId: string,
+    toolCallIds: string[],
+    reason: string,
+    claim: (em: EntityManager) => Promise<boolean>,
+  ): Promise<{ cancelled: true } | { cancelled: false; requests: DecidedCall[] }>;
+  /** The requests of these calls, decided or not. */
+  requests(tenantId: string, agentId: string, toolCallIds: string[]): Promise<DecidedCall[]>;
+  /** Denies the agent's pending requests (an agent being deleted). */
   denyPending(
     tenantId: string,
     agentId: string,

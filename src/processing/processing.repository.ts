@@ -1,9 +1,20 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
+import { containsPattern } from '../database/like-pattern';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { LRUCache } from 'lru-cache';
-import { DataSource, In, IsNull, Not } from 'typeorm';
+import {
+  DataSource,
+  EntityManager,
+  In,
+  IsNull,
+  Not,
+  ObjectLiteral,
+  SelectQueryBuilder,
+} from 'typeorm';
 import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
+import { AGENT_LEASES, type AgentLeases } from '../cluster/agent-leases';
 import type { HistoryMessage } from '../core/loop/context-builder';
+import { ContextWindow } from '../core/loop/context-window';
 import type { RunStatus, StopReason } from '../core/loop/stop-reason';
 import { GroupCommit } from '../database/group-commit';
 import { MessageEntity } from './entities/message.entity';
@@ -16,7 +27,7 @@ export type NewMessage = Omit<MessageEntity, 'seq_id'>;
 /** A message row of a run, before its per-agent seq_id is given. */
 export function newMessageRow(
   id: string,
-  run: Pick<RunEntity, 'id' | 'tenant_id' | 'agent_id' | 'batch_id'>,
+  run: Pick<RunEntity, 'id' | 'tenant_id' | 'agent_id' | 'batch_id' | 'conversation_id'>,
   type: MessageEntity['message_type'],
   payload: Record<string, unknown>,
   stepId: string | null,
@@ -29,6 +40,7 @@ export function newMessageRow(
     run_id: run.id,
     step_id: stepId,
     batch_id: run.batch_id,
+    conversation_id: run.conversation_id,
     message_type: type,
     payload,
     created_at: at,
@@ -36,29 +48,34 @@ export function newMessageRow(
 }
 
 export interface MessagePage {
+  /** A conversation's messages; absent or null: the agent's default conversation. */
+  conversationId?: string | null;
   limit: number;
   before?: string;
   after?: string;
   order: 'asc' | 'desc';
 }
 
-/** How much history one agent keeps in memory for context building (the context window trims further). */
+/** How much history is read to build an agent's context window (the window's token budget trims further). */
 const HISTORY_CAP = 2000;
 
 /**
  * Runs, steps and messages. Every message gets the next per-agent `seq_id`; the counters live in memory
- * (one process owns the database) and start from the stored maximum. Recent history is cached per agent
- * so that a step does not re-read the whole conversation.
+ * and start from the stored maximum. Each agent's context window (src/core/loop/context-window.ts) is
+ * kept in memory and appended to as messages are stored, so a step neither re-reads nor rescans the
+ * conversation. Both are valid only while this instance owns the agent: `forget` drops them (called when
+ * ownership is (re)acquired).
  */
 @Injectable()
 export class ProcessingRepository {
   private readonly seq = new Map<string, number>();
   private readonly seqInit = new Map<string, Promise<number>>();
-  private readonly history = new LRUCache<string, HistoryMessage[]>({ max: 2000 });
+  private readonly windows = new LRUCache<string, ContextWindow>({ max: 2000 });
 
   constructor(
     @InjectDataSource() private readonly ds: DataSource,
     private readonly writes: GroupCommit,
+    @Inject(AGENT_LEASES) private readonly leases: AgentLeases,
   ) {}
 
   // ------------------------------------------------------------ runs
@@ -75,13 +92,17 @@ export class ProcessingRepository {
     return this.ds.getRepository(RunEntity).findOneBy({ id });
   }
 
-  /** created → running; false when the run is no longer queued (cancelled meanwhile). */
-  async claimRun(id: string, at: number): Promise<boolean> {
-    const res = await this.writes.run((em) =>
-      em
+  /**
+   * created → running; false when the run is no longer queued (cancelled meanwhile). Throws LEASE_LOST
+   * when this instance no longer holds the agent: only the holder starts its runs.
+   */
+  async claimRun(run: Pick<RunEntity, 'id' | 'agent_id'>, at: number): Promise<boolean> {
+    const res = await this.writes.run(async (em) => {
+      await this.leases.guard(em, run.agent_id);
+      return em
         .getRepository(RunEntity)
-        .update({ id, status: 'created' }, { status: 'running', started_at: at }),
-    );
+        .update({ id: run.id, status: 'created' }, { status: 'running', started_at: at });
+    });
     return (res.affected ?? 0) > 0;
   }
 
@@ -104,7 +125,10 @@ export class ProcessingRepository {
       parked: fields.parked ?? null,
       completed_at: at,
     } as QueryDeepPartialEntity<RunEntity>;
-    await this.writes.run((em) => em.getRepository(RunEntity).update({ id }, values));
+    // a run that another instance has meanwhile ended (it took the agent over) stays as it ended it
+    await this.writes.run((em) =>
+      em.getRepository(RunEntity).update({ id, status: 'running' }, values),
+    );
   }
 
   /** Cancels a queued run; false when it already started. */
@@ -155,11 +179,41 @@ export class ProcessingRepository {
     return qb.orderBy('r.created_at', dir).addOrderBy('r.id', dir).limit(q.limit).getMany();
   }
 
-  /** Runs a crash left behind: `running` ones (interrupted) and `created` ones (still queued), oldest first. */
-  runsWithStatus(status: RunStatus): Promise<RunEntity[]> {
-    return this.ds
+  /** An agent's `running` runs (interrupted when its lease is taken) or `created` ones (queued), oldest first. */
+  runsOfAgent(agentId: string, status: 'created' | 'running'): Promise<RunEntity[]> {
+    return (
+      this.ds
+        .getRepository(RunEntity)
+        // batch ids are snowflakes: within one millisecond they keep one instance's arrival order
+        .find({
+          where: { agent_id: agentId, status },
+          order: { created_at: 'ASC', batch_id: 'ASC', id: 'ASC' },
+        })
+    );
+  }
+
+  /** Batches of the agent that may still continue (queued, running or parked runs). */
+  async openBatchIds(agentId: string): Promise<string[]> {
+    const rows = await this.ds
       .getRepository(RunEntity)
-      .find({ where: { status }, order: { created_at: 'ASC', batch_id: 'ASC' } });
+      .createQueryBuilder('r')
+      .select('DISTINCT r.batch_id', 'batch_id')
+      .where('r.agent_id = :agentId', { agentId })
+      .andWhere(
+        "(r.status IN ('created', 'running') OR (r.parked IS NOT NULL AND r.continued_by IS NULL))",
+      )
+      .getRawMany<{ batch_id: string }>();
+    return rows.map((r) => r.batch_id);
+  }
+
+  /** The runs among these that have ended. */
+  async finishedRunIds(ids: string[]): Promise<string[]> {
+    if (ids.length === 0) return [];
+    const rows = await this.ds.getRepository(RunEntity).find({
+      where: { id: In(ids), status: In(['completed', 'failed', 'cancelled']) },
+      select: { id: true },
+    });
+    return rows.map((r) => r.id);
   }
 
   /** The agent's run parked for consent, not yet continued. */
@@ -173,6 +227,44 @@ export class ProcessingRepository {
       },
       order: { created_at: 'DESC' },
     });
+  }
+
+  /** The newest run of one conversation of an agent (null: its default one). */
+  latestRun(
+    tenantId: string,
+    agentId: string,
+    conversationId: string | null,
+  ): Promise<RunEntity | null> {
+    return this.ds.getRepository(RunEntity).findOne({
+      where: {
+        tenant_id: tenantId,
+        agent_id: agentId,
+        conversation_id: conversationId ?? IsNull(),
+      },
+      order: { created_at: 'DESC' },
+    });
+  }
+
+  /** A conversation's runs that are queued, running or parked (what cancelling it stops). */
+  async openRunIds(
+    tenantId: string,
+    conversationId: string | null,
+    agentId: string,
+  ): Promise<string[]> {
+    const runs = await this.ds.getRepository(RunEntity).find({
+      select: { id: true, status: true, parked: true, continued_by: true },
+      where: {
+        tenant_id: tenantId,
+        agent_id: agentId,
+        conversation_id: conversationId ?? IsNull(),
+        status: In(['created', 'running', 'completed']),
+      },
+      order: { created_at: 'DESC' },
+      take: 100,
+    });
+    return runs
+      .filter((r) => r.status !== 'completed' || (r.parked && !r.continued_by))
+      .map((r) => r.id);
   }
 
   /** The agent's pending approval as Letta shows it on the agent (`pending_approval`), or null. */
@@ -197,15 +289,31 @@ export class ProcessingRepository {
       .find({ where: { parked: Not(IsNull()), continued_by: IsNull() } });
   }
 
-  /** Inserts the continuation run and claims the parked one in one transaction. */
-  async insertContinuation(parkedRunId: string, run: RunEntity): Promise<boolean> {
-    return this.writes.run(async (em) => {
-      const res = await em
-        .getRepository(RunEntity)
-        .update({ id: parkedRunId, continued_by: IsNull() }, { continued_by: run.id });
-      if ((res.affected ?? 0) === 0) return false;
-      await em.getRepository(RunEntity).insert(run as QueryDeepPartialEntity<RunEntity>);
-      return true;
+  /** Inserts the continuation run and claims the parked one in one transaction (or in the given one). */
+  async insertContinuation(
+    parkedRunId: string,
+    run: RunEntity,
+    em?: EntityManager,
+  ): Promise<boolean> {
+    if (!em) return this.writes.run((tx) => this.insertContinuation(parkedRunId, run, tx));
+    const res = await em
+      .getRepository(RunEntity)
+      .update({ id: parkedRunId, continued_by: IsNull() }, { continued_by: run.id });
+    if ((res.affected ?? 0) === 0) return false;
+    await em.getRepository(RunEntity).insert(run as QueryDeepPartialEntity<RunEntity>);
+    return true;
+  }
+
+  /** The agent's newest run that parked and was continued: the batch a decision may still be settling. */
+  lastContinuedRun(tenantId: string, agentId: string): Promise<RunEntity | null> {
+    return this.ds.getRepository(RunEntity).findOne({
+      where: {
+        tenant_id: tenantId,
+        agent_id: agentId,
+        parked: Not(IsNull()),
+        continued_by: Not(IsNull()),
+      },
+      order: { created_at: 'DESC' },
     });
   }
 
@@ -242,30 +350,44 @@ export class ProcessingRepository {
       { entity: StepEntity, rows: step ? [step] : [] },
       { entity: MessageEntity, rows },
     );
-    const cached = this.history.get(agentId);
-    if (cached) {
-      cached.push(...rows.map(toHistory));
-      if (cached.length > HISTORY_CAP) cached.splice(0, cached.length - HISTORY_CAP);
-    }
+    for (const m of rows)
+      this.windows.get(historyKey(agentId, m.conversation_id))?.append([toHistory(m)]);
     return rows;
   }
 
-  /** The agent's recent history, oldest first (cached). */
-  async loadHistory(agentId: string): Promise<HistoryMessage[]> {
-    const cached = this.history.get(agentId);
-    if (cached) return cached;
+  /**
+   * The context window of one conversation of the agent (null: its default one), kept for windows up
+   * to `keepTokens` (read from the history on a miss).
+   */
+  async contextWindow(
+    agentId: string,
+    conversationId: string | null,
+    keepTokens: number,
+    countTokens: (text: string) => number,
+  ): Promise<ContextWindow> {
+    const key = historyKey(agentId, conversationId);
+    const kept = this.windows.get(key);
+    if (kept && kept.keepTokens >= keepTokens) return kept;
     const rows = await this.ds.getRepository(MessageEntity).find({
-      where: { agent_id: agentId },
+      where: { agent_id: agentId, conversation_id: conversationId ?? IsNull() },
       order: { seq_id: 'DESC' },
       take: HISTORY_CAP,
     });
-    const list = rows.reverse().map(toHistory);
-    this.history.set(agentId, list);
-    return list;
+    const window = new ContextWindow(countTokens, keepTokens);
+    window.append(rows.reverse().map(toHistory));
+    this.windows.set(key, window);
+    return window;
   }
 
-  forgetAgent(agentId: string): void {
-    this.history.delete(agentId);
+  /**
+   * Drops what this instance keeps for the agent (its seq counter and its conversations' context
+   * windows); they are read again from the database on next use. The one invalidation point for
+   * another owner's writes.
+   */
+  forget(agentId: string): void {
+    for (const key of [...this.windows.keys()])
+      if (key.startsWith(`${agentId}|`)) this.windows.delete(key);
+    this.seq.delete(agentId);
   }
 
   async listMessages(
@@ -277,15 +399,19 @@ export class ProcessingRepository {
       .getRepository(MessageEntity)
       .createQueryBuilder('m')
       .where('m.tenant_id = :tenantId AND m.agent_id = :agentId', { tenantId, agentId });
+    if (page.conversationId) qb.andWhere('m.conversation_id = :c', { c: page.conversationId });
+    else qb.andWhere('m.conversation_id IS NULL');
     const cursor = async (id: string) =>
       (await this.ds.getRepository(MessageEntity).findOneBy({ id, agent_id: agentId }))?.seq_id;
+    // cursors are relative to the order, as Letta's: with desc, `after` walks to older messages
+    const [afterOp, beforeOp] = page.order === 'asc' ? ['>', '<'] : ['<', '>'];
     if (page.before) {
       const s = await cursor(page.before);
-      if (s !== undefined) qb.andWhere('m.seq_id < :bs', { bs: s });
+      if (s !== undefined) qb.andWhere(`m.seq_id ${beforeOp} :bs`, { bs: s });
     }
     if (page.after) {
       const s = await cursor(page.after);
-      if (s !== undefined) qb.andWhere('m.seq_id > :as', { as: s });
+      if (s !== undefined) qb.andWhere(`m.seq_id ${afterOp} :as`, { as: s });
     }
     return qb
       .orderBy('m.seq_id', page.order === 'asc' ? 'ASC' : 'DESC')
@@ -293,23 +419,65 @@ export class ProcessingRepository {
       .getMany();
   }
 
-  /** conversation_search: user and assistant messages containing the text, newest first. */
+  /**
+   * User and assistant messages containing the text, newest first: conversation_search (one agent) and
+   * Letta's message search (the tenant's, or one agent's or conversation's).
+   */
   searchMessages(
     tenantId: string,
-    agentId: string,
+    agentId: string | null,
     query: string,
     limit: number,
+    conversationId?: string,
   ): Promise<MessageEntity[]> {
-    const like = `%${query.toLowerCase().replace(/[\\%_]/g, (c) => '\\' + c)}%`;
-    return this.ds
+    const like = containsPattern(query);
+    const qb = this.ds
       .getRepository(MessageEntity)
       .createQueryBuilder('m')
-      .where('m.tenant_id = :tenantId AND m.agent_id = :agentId', { tenantId, agentId })
+      .where('m.tenant_id = :tenantId', { tenantId });
+    if (agentId) qb.andWhere('m.agent_id = :agentId', { agentId });
+    if (conversationId) qb.andWhere('m.conversation_id = :conversationId', { conversationId });
+    return qb
       .andWhere('m.message_type IN (:...types)', { types: ['user_message', 'assistant_message'] })
       .andWhere("LOWER(m.payload) LIKE :like ESCAPE '\\'", { like })
-      .orderBy('m.seq_id', 'DESC')
+      .orderBy('m.created_at', 'DESC')
+      .addOrderBy('m.seq_id', 'DESC')
       .limit(limit)
       .getMany();
+  }
+
+  /** The tenant's messages across agents (Letta's `GET /v1/messages/`), by time; cursors relative to the order. */
+  async tenantMessages(
+    tenantId: string,
+    page: MessagePage & { conversationId?: string | null },
+  ): Promise<MessageEntity[]> {
+    const repo = this.ds.getRepository(MessageEntity);
+    const qb = repo.createQueryBuilder('m').where('m.tenant_id = :tenantId', { tenantId });
+    if (page.conversationId) qb.andWhere('m.conversation_id = :c', { c: page.conversationId });
+    const dir = page.order === 'asc' ? 'ASC' : 'DESC';
+    await timeCursors(qb, 'm', (id) => repo.findOneBy({ id, tenant_id: tenantId }), page);
+    return qb.orderBy('m.created_at', dir).addOrderBy('m.id', dir).limit(page.limit).getMany();
+  }
+
+  findMessage(tenantId: string, id: string): Promise<MessageEntity | null> {
+    return this.ds.getRepository(MessageEntity).findOneBy({ id, tenant_id: tenantId });
+  }
+
+  /** The tenant's steps (Letta's `GET /v1/steps/`), by time; cursors relative to the order. */
+  async listSteps(
+    tenantId: string,
+    q: { agentId?: string; limit: number; after?: string; before?: string; order: 'asc' | 'desc' },
+  ): Promise<StepEntity[]> {
+    const repo = this.ds.getRepository(StepEntity);
+    const qb = repo.createQueryBuilder('s').where('s.tenant_id = :tenantId', { tenantId });
+    if (q.agentId) qb.andWhere('s.agent_id = :agentId', { agentId: q.agentId });
+    const dir = q.order === 'asc' ? 'ASC' : 'DESC';
+    await timeCursors(qb, 's', (id) => repo.findOneBy({ id, tenant_id: tenantId }), q);
+    return qb.orderBy('s.created_at', dir).addOrderBy('s.id', dir).limit(q.limit).getMany();
+  }
+
+  findStep(tenantId: string, id: string): Promise<StepEntity | null> {
+    return this.ds.getRepository(StepEntity).findOneBy({ id, tenant_id: tenantId });
   }
 
   runMessages(tenantId: string, runId: string): Promise<MessageEntity[]> {
@@ -350,6 +518,31 @@ export class ProcessingRepository {
     return rows;
   }
 }
+
+/** `after` / `before` by (created_at, id), relative to the order as Letta's cursors are. */
+async function timeCursors<T extends ObjectLiteral>(
+  qb: SelectQueryBuilder<T>,
+  alias: string,
+  find: (id: string) => Promise<{ id: string; created_at: number } | null>,
+  page: { after?: string; before?: string; order: 'asc' | 'desc' },
+): Promise<void> {
+  for (const [key, forward] of [
+    ['after', true],
+    ['before', false],
+  ] as const) {
+    const id = page[key];
+    const at = id ? await find(id) : null;
+    if (!at) continue;
+    const op = (page.order === 'asc') === forward ? '>' : '<';
+    qb.andWhere(
+      `(${alias}.created_at ${op} :${key}At OR (${alias}.created_at = :${key}At AND ${alias}.id ${op} :${key}Id))`,
+      { [`${key}At`]: at.created_at, [`${key}Id`]: at.id },
+    );
+  }
+}
+
+const historyKey = (agentId: string, conversationId: string | null) =>
+  `${agentId}|${conversationId ?? ''}`;
 
 function toHistory(m: MessageEntity): HistoryMessage {
   return { id: m.id, message_type: m.message_type, step_id: m.step_id, payload: m.payload };

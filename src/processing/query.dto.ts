@@ -1,7 +1,12 @@
 import { validationFailed, type ValidationProblem } from '../common/domain-error';
 import type { RunStatus } from '../core/loop/stop-reason';
+import type { LettaView } from './message.mapper';
+import type { RunStreamOptions } from './run-stream';
+import { parseView } from './send-message.dto';
 
 export interface HistoryQuery {
+  /** A conversation's history; absent or null: the agent's default conversation. */
+  conversationId?: string | null;
   limit: number;
   before?: string;
   after?: string;
@@ -42,10 +47,10 @@ function page(
   return out;
 }
 
-/** `GET /v1/agents/{id}/messages?limit&before&after&order`. */
-export function parseHistoryQuery(q: Record<string, unknown>): HistoryQuery {
+/** `GET /v1/agents/{id}/messages?limit&before&after&order&use_assistant_message&include_return_message_types`. */
+export function parseHistoryQuery(q: Record<string, unknown>): HistoryQuery & { view: LettaView } {
   const problems: ValidationProblem[] = [];
-  const out = page(q, problems, 100);
+  const out = { ...page(q, problems, 100), view: parseView(q, problems) };
   if (problems.length) throw validationFailed(problems, 'query is invalid');
   return out;
 }
@@ -67,7 +72,7 @@ export function parseRunsQuery(q: Record<string, unknown>): RunsQuery {
     const bad = list.filter((s) => !STATUSES.includes(s as RunStatus));
     if (bad.length) {
       problems.push({ path: 'statuses', message: `must be among ${STATUSES.join(', ')}` });
-    } else out.statuses = list as RunStatus[];
+    } else out.statuses = [...new Set(list)] as RunStatus[]; // at most five SQL variables
   }
   if (q.active === 'true') out.statuses = ['created', 'running'];
   if (problems.length) throw validationFailed(problems, 'query is invalid');
@@ -86,4 +91,37 @@ export function parseCancel(body: unknown): string[] | null {
     throw validationFailed([{ path: 'run_ids', message: 'must be an array of run ids' }]);
   }
   return ids as string[];
+}
+
+/** `use_assistant_message` and `include_return_message_types` of a query (e.g. a run's messages). */
+export function parseViewQuery(q: Record<string, unknown>): LettaView {
+  const problems: ValidationProblem[] = [];
+  const view = parseView(q, problems);
+  if (problems.length) throw validationFailed(problems, 'query is invalid');
+  return view;
+}
+
+/** `POST /v1/runs/{id}/stream` body: `{starting_after?, include_pings?, include_progress?}` (Letta's polling knobs ignored). */
+export function parseResumeStream(
+  body: unknown,
+): RunStreamOptions & { startingAfter: number | null } {
+  const b = (
+    typeof body === 'object' && body !== null && !Array.isArray(body) ? body : {}
+  ) as Record<string, unknown>;
+  const problems: ValidationProblem[] = [];
+  let startingAfter: number | null = null;
+  if (b.starting_after !== undefined && b.starting_after !== null) {
+    const n = b.starting_after;
+    if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) {
+      problems.push({ path: 'starting_after', message: 'must be a whole number (a seq_id)' });
+    } else startingAfter = n;
+  }
+  const view = parseView(b, problems);
+  if (problems.length) throw validationFailed(problems);
+  return {
+    startingAfter,
+    includePings: b.include_pings !== false,
+    includeProgress: b.include_progress === true,
+    view,
+  };
 }

@@ -1,8 +1,22 @@
 import type { Response } from 'express';
 import { filter, Subscription } from 'rxjs';
 import type { RunEvent, RunEventsBus } from '../common/run-events';
-import type { RunUsage } from './entities/run.entity';
-import { toLettaUsage } from './message.mapper';
+import type { MessageEntity } from './entities/message.entity';
+import type { RunEntity, RunUsage } from './entities/run.entity';
+import {
+  LettaView,
+  sendMessageForm,
+  shownIn,
+  toLettaMessage,
+  toLettaUsage,
+} from './message.mapper';
+
+export interface RunStreamOptions {
+  includePings: boolean;
+  /** Our opt-in progress frames (`include_progress`); off, the stream holds only Letta's frame types. */
+  includeProgress: boolean;
+  view: LettaView;
+}
 
 /** Keep-alive interval for SSE streams (proxies drop idle connections). */
 const PING_MS = 15000;
@@ -10,7 +24,8 @@ const PING_MS = 15000;
 /**
  * Streams a run as Letta does: unnamed `data:` frames only (the SDK drops named events), one per
  * message as it is stored (with `stream_tokens`, the model's text as several chunks sharing the
- * message's id instead), progress frames, then the stop reason, the usage and `[DONE]`.
+ * message's id instead), then the stop reason, the usage and `[DONE]`. Progress frames only on request:
+ * they are not in Letta's streaming union, which clients validate against.
  */
 export class RunStream {
   private sub: Subscription | null = null;
@@ -20,12 +35,14 @@ export class RunStream {
   private readonly early: RunEvent[] = [];
   /** Messages already sent as token-streaming chunks: their stored copy is not sent again. */
   private readonly chunked = new Set<string>();
+  /** Resuming: the last stored message already replayed from the database. */
+  private replayedSeq = -1;
 
   constructor(
     private readonly res: Response,
-    private readonly bus: RunEventsBus,
-    private readonly agentId: string,
-    includePings: boolean,
+    bus: RunEventsBus,
+    agentId: string,
+    private readonly opts: RunStreamOptions,
   ) {
     res.status(200);
     res.setHeader('Content-Type', 'text/event-stream');
@@ -38,7 +55,7 @@ export class RunStream {
       if (this.runId === null) this.early.push(e);
       else if (e.runId === this.runId) this.onEvent(e);
     });
-    if (includePings) {
+    if (opts.includePings) {
       this.ping = setInterval(() => this.frame({ message_type: 'ping' }), PING_MS);
       this.ping.unref();
     }
@@ -52,6 +69,23 @@ export class RunStream {
     for (const e of early) if (e.runId === runId) this.onEvent(e);
   }
 
+  /**
+   * Resumes a run's stream (`POST /v1/runs/{id}/stream`): its stored messages after `startingAfter`
+   * (a seq_id), then, if it is still going, what it produces from now on.
+   */
+  resume(run: RunEntity, stored: MessageEntity[], startingAfter: number | null): void {
+    for (const m of stored) {
+      this.replayedSeq = Math.max(this.replayedSeq, m.seq_id);
+      if (startingAfter !== null && m.seq_id <= startingAfter) continue;
+      if (m.payload._input) continue;
+      if (shownIn(this.opts.view, m.message_type, sendMessageForm(m)))
+        this.frame(toLettaMessage(m));
+    }
+    if (run.status === 'completed' || run.status === 'failed' || run.status === 'cancelled') {
+      this.endWith(run.stop_reason, run.usage);
+    } else this.follow(run.id);
+  }
+
   /** Ends the stream with an error frame (the request failed before its run started). */
   fail(body: { code: string; message: string }): void {
     if (this.ended) return;
@@ -62,25 +96,39 @@ export class RunStream {
   private onEvent(e: RunEvent): void {
     switch (e.type) {
       case 'message.delta':
+        if (!this.shown(e)) break;
         this.chunked.add(String(e.data.id));
         this.frame(e.data);
         break;
       case 'message':
-        if (!this.chunked.delete(String(e.data.id))) this.frame(e.data);
+        if (Number(e.data.seq_id) <= this.replayedSeq) break;
+        if (!this.chunked.delete(String(e.data.id)) && this.shown(e)) this.frame(e.data);
         break;
       case 'input_message':
+      case 'step.completed': // facts for observability (and the WebSocket), not stream frames
+      case 'tools.completed':
         break;
       case 'run.deferred':
         this.fail({ code: 'SHUTTING_DOWN', message: String(e.data.reason) });
         break;
       case 'run.completed':
-        this.frame({ message_type: 'stop_reason', stop_reason: e.data.stop_reason });
-        this.frame(toLettaUsage((e.data.usage as RunUsage | null) ?? null));
-        this.end();
+        this.endWith(e.data.stop_reason, (e.data.usage as RunUsage | null) ?? null);
         break;
       default:
-        this.frame({ message_type: 'progress', event: e.type, run_id: e.runId, ...e.data });
+        if (this.opts.includeProgress) {
+          this.frame({ message_type: 'progress', event: e.type, run_id: e.runId, ...e.data });
+        }
     }
+  }
+
+  private shown(e: RunEvent): boolean {
+    return shownIn(this.opts.view, String(e.data.message_type), e.sendMessageForm ?? null);
+  }
+
+  private endWith(stopReason: unknown, usage: RunUsage | null): void {
+    this.frame({ message_type: 'stop_reason', stop_reason: stopReason });
+    this.frame(toLettaUsage(usage));
+    this.end();
   }
 
   private frame(data: unknown): void {

@@ -1,14 +1,19 @@
-import { Controller, Get, Param, Query } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
+import type { Response } from 'express';
 import { Tenant } from '../auth/tenant.guard';
 import { assertPrefixedId } from '../common/ids';
 import { HistoryService } from './history.service';
-import { toLettaMessage, toLettaRun, toLettaStep } from './message.mapper';
-import { parseRunsQuery } from './query.dto';
+import { toLettaMessages, toLettaRun, toLettaStep, toLettaUsage } from './message.mapper';
+import { parseResumeStream, parseRunsQuery, parseViewQuery } from './query.dto';
+import { MessageResponder } from './message-responder';
 
 /** Letta's runs endpoints: `/v1/runs*`. */
 @Controller('v1/runs')
 export class RunsController {
-  constructor(private readonly history: HistoryService) {}
+  constructor(
+    private readonly history: HistoryService,
+    private readonly responder: MessageResponder,
+  ) {}
 
   @Get()
   async list(@Tenant() tenant: string, @Query() query: Record<string, unknown>) {
@@ -22,14 +27,49 @@ export class RunsController {
   }
 
   @Get(':runId/messages')
-  async messages(@Tenant() tenant: string, @Param('runId') runId: string) {
+  async messages(
+    @Tenant() tenant: string,
+    @Param('runId') runId: string,
+    @Query() query: Record<string, unknown>,
+  ) {
     assertPrefixedId('run', 'run', runId);
-    return (await this.history.runMessages(tenant, runId)).map(toLettaMessage);
+    const view = parseViewQuery(query);
+    return toLettaMessages(await this.history.runMessages(tenant, runId), view);
+  }
+
+  @Get(':runId/usage')
+  async usage(@Tenant() tenant: string, @Param('runId') runId: string) {
+    assertPrefixedId('run', 'run', runId);
+    const { message_type: _t, ...usage } = toLettaUsage(
+      (await this.history.getRun(tenant, runId)).usage,
+    );
+    return usage;
   }
 
   @Get(':runId/steps')
   async steps(@Tenant() tenant: string, @Param('runId') runId: string) {
     assertPrefixedId('run', 'run', runId);
     return (await this.history.runSteps(tenant, runId)).map(toLettaStep);
+  }
+
+  /**
+   * Letta's resumable stream of a run (a `background: true` stream the client lost): the stored messages
+   * after `starting_after` (a seq_id of an earlier frame), then live frames until the run ends.
+   */
+  @Post(':runId/stream')
+  @HttpCode(200)
+  async stream(
+    @Tenant() tenant: string,
+    @Param('runId') runId: string,
+    @Body() body: unknown,
+    @Res() res: Response,
+  ): Promise<void> {
+    assertPrefixedId('run', 'run', runId);
+    await this.responder.resume(
+      tenant,
+      await this.history.getRun(tenant, runId),
+      parseResumeStream(body),
+      res,
+    );
   }
 }

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
-import { DataSource, LessThanOrEqual } from 'typeorm';
+import { DataSource, EntityManager, LessThanOrEqual } from 'typeorm';
 import type { BatchState, ExecutorStateStore, MaybePromise } from '../core/executor/contracts';
 import { cloneBatch } from '../core/executor/in-memory-state-store';
 import { DEFAULT_TENANT } from '../config/app-config';
@@ -29,8 +29,9 @@ const hashKey = (key: string) => createHash('sha256').update(key).digest('hex');
  * ExecutorStateStore on the database: every write goes through to the database before the call
  * returns (so a restart loses nothing), through the app's group commit so that the claims and batch
  * states of concurrent conversations share transactions with their messages. Reads are served from
- * bounded LRU caches, which answer synchronously on a hit. Only this process writes these tables' rows
- * for its agents, so a cached "absent" stays true until this store writes the row.
+ * bounded LRU caches, which answer synchronously on a hit. Only the holder of an agent's lease writes
+ * these tables' rows for the agent, so a cached "absent" stays true until this store writes the row;
+ * an instance that takes an agent over drops what it cached of it first (forgetAgent).
  */
 export class DbExecutorStateStore implements ExecutorStateStore {
   private readonly dedupe: LRUCache<string, DedupeEntry | Absent>;
@@ -42,6 +43,11 @@ export class DbExecutorStateStore implements ExecutorStateStore {
     private readonly ds: DataSource,
     private readonly tx: Pick<GroupCommit, 'run' | 'insert'>,
     maxEntries: number,
+    /**
+     * Several instances: checks, in the claim's transaction, that this instance still holds the agent,
+     * so a call never starts on an instance that lost the agent to another.
+     */
+    private readonly ownership?: (em: EntityManager, agentId: string) => Promise<void>,
   ) {
     this.dedupe = new LRUCache({ max: maxEntries });
     this.last = new LRUCache({ max: maxEntries });
@@ -147,10 +153,14 @@ export class DbExecutorStateStore implements ExecutorStateStore {
     try {
       // The primary key decides: a plain insert (shared with other claims' rows) fails when the id was
       // claimed before, by an earlier process or a concurrent caller.
-      await this.tx.insert({
-        entity: ToolCallClaimEntity,
-        rows: [{ ...where, tenant_id: tenantId, at }],
-      });
+      const row = { ...where, tenant_id: tenantId, at };
+      const guard = this.ownership;
+      if (guard)
+        await this.tx.run(async (em) => {
+          await guard(em, agentId);
+          await em.insert(ToolCallClaimEntity, row);
+        });
+      else await this.tx.insert({ entity: ToolCallClaimEntity, rows: [row] });
       this.claims.set(ck, true);
       return true;
     } catch (e) {
@@ -160,6 +170,25 @@ export class DbExecutorStateStore implements ExecutorStateStore {
       }
       throw e;
     }
+  }
+
+  async isClaimed(agentId: string, toolCallId: string): Promise<boolean> {
+    if (this.claims.has(k(agentId, toolCallId))) return true;
+    return this.ds
+      .getRepository(ToolCallClaimEntity)
+      .existsBy({ agent_id: agentId, tool_call_id: toolCallId });
+  }
+
+  /** Drops what is cached of the agent and of these batches of it (another instance may have written). */
+  forgetAgent(agentId: string, batchIds: string[]): void {
+    const prefix = agentId + '\u0000';
+    const drop = (keys: Iterable<string>, del: (k: string) => void) => {
+      for (const key of [...keys]) if (key.startsWith(prefix)) del(key);
+    };
+    drop(this.dedupe.keys(), (key) => this.dedupe.delete(key));
+    drop(this.last.keys(), (key) => this.last.delete(key));
+    drop(this.claims.keys(), (key) => this.claims.delete(key));
+    for (const id of batchIds) this.batches.delete(id);
   }
 
   async pruneExpired(now: number, batchTtlMs: number): Promise<void> {

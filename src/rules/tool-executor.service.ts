@@ -7,6 +7,7 @@ import {
   Optional,
 } from '@nestjs/common';
 import { DataSource } from 'typeorm';
+import { AGENT_LEASES, type AgentLeases } from '../cluster/agent-leases';
 import { CLOCK } from '../common/clock';
 import { ID_GENERATOR } from '../common/ids';
 import type { AppConfig } from '../config/app-config';
@@ -49,11 +50,18 @@ export class ToolExecutorService implements OnModuleInit, OnModuleDestroy {
     @Inject(ID_GENERATOR) ids: IdGenerator,
     dataSource: DataSource,
     writes: GroupCommit,
+    @Inject(AGENT_LEASES) leases: AgentLeases,
     @Optional() @Inject(TOOL_INVOKER) invoker?: ToolInvoker,
     @Optional() @Inject(CONSENT_PORT) consent?: ConsentPort,
   ) {
     const d = config.tool_executor;
-    this.store = new DbExecutorStateStore(dataSource, writes, d.cache_max_entries);
+    this.store = new DbExecutorStateStore(
+      dataSource,
+      writes,
+      d.cache_max_entries,
+      // one process (SQLite) holds every agent: claims keep their shared multi-row insert
+      leases.shared ? (em, agentId) => leases.guard(em, agentId) : undefined,
+    );
     this.executor = new ToolExecutor({
       clock,
       ids,

@@ -63,7 +63,34 @@ export const BUILTIN_TOOLS: readonly ToolDefinition[] = [
     safety: 'read_only',
     kind: 'builtin',
   },
+  // Letta's web built-ins, so agents declared by Letta's clients (Letta Code asks for both) are valid;
+  // this server makes no outbound web requests of its own, so a call answers the model with an error
+  {
+    name: 'web_search',
+    description: 'Search the web for information.',
+    parameters: {
+      type: 'object',
+      properties: { query: { type: 'string', description: 'The search query.' } },
+      required: ['query'],
+    },
+    safety: 'read_only',
+    kind: 'builtin',
+  },
+  {
+    name: 'fetch_webpage',
+    description: 'Fetch a webpage and convert it to text.',
+    parameters: {
+      type: 'object',
+      properties: { url: { type: 'string', description: 'The URL of the webpage.' } },
+      required: ['url'],
+    },
+    safety: 'read_only',
+    kind: 'builtin',
+  },
 ];
+
+/** The built-ins that only exist so Letta's clients can name them: a call is an error return. */
+export const UNAVAILABLE_BUILTINS = ['web_search', 'fetch_webpage'] as const;
 
 export const BUILTIN_TOOL_NAMES: ReadonlySet<string> = new Set(BUILTIN_TOOLS.map((t) => t.name));
 
@@ -73,6 +100,8 @@ export const BUILTIN_TOOL_TYPES: Record<string, string> = {
   conversation_search: 'letta_core',
   core_memory_append: 'letta_memory_core',
   core_memory_replace: 'letta_memory_core',
+  web_search: 'letta_builtin',
+  fetch_webpage: 'letta_builtin',
 };
 
 /** A stable `tool-<uuid>` per built-in name, the same on every server and restart. */

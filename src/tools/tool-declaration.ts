@@ -1,6 +1,6 @@
-import Ajv from 'ajv';
 import type { HttpToolSpec, ToolDefinition, ToolSafety } from '../core/tools/tool-definition';
 import type { ValidationProblem } from '../common/domain-error';
+import { describeProblems, SchemaCompiler } from '../core/schemas/schema-compiler';
 
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -13,7 +13,8 @@ export const TOOL_NAME = /^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$/;
 const ENV_REF = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
-const ajv = new Ajv({ strict: false, allErrors: true });
+/** Declaration only checks that a schema compiles: nothing needs to stay cached. */
+const schemas = new SchemaCompiler({ strict: false, allErrors: true }, 100);
 
 /**
  * Validates a tool declaration (from a YAML file or POST /v1/tools/). Only `http` tools can be declared;
@@ -31,6 +32,18 @@ export function validateToolDeclaration(
     return { tool: null, problems: [{ path: basePath || '(body)', message: 'must be an object' }] };
 
   const { name, description = '', parameters, safety, kind, http } = input;
+  // Letta's Python tools: said alone, since the rest of the declaration is beside the point
+  if (input.source_code !== undefined)
+    return {
+      tool: null,
+      problems: [
+        {
+          path: p('source_code'),
+          message:
+            'is not supported: this server runs no tenant code; declare an http tool ({kind: "http", http: {url, method}, safety, parameters}) or connect an MCP server (/v1/mcp-servers)',
+        },
+      ],
+    };
   if (typeof name !== 'string' || !TOOL_NAME.test(name))
     bad('name', 'is required: letters, digits, _ or -, starting with a letter or _, at most 64');
   if (typeof description !== 'string') bad('description', 'must be a string');
@@ -40,12 +53,9 @@ export function validateToolDeclaration(
     else if (parameters.type !== 'object')
       bad('parameters.type', 'must be "object": tools take named arguments');
     else {
-      try {
-        ajv.compile(parameters);
-        params = parameters;
-      } catch (e) {
-        bad('parameters', `is not a valid JSON Schema: ${(e as Error).message}`);
-      }
+      const compiled = schemas.compile(parameters, p('parameters'));
+      if (compiled.ok) params = parameters;
+      else problems.push(...compiled.problems);
     }
   }
   if (!SAFETIES.includes(safety as ToolSafety))
@@ -69,6 +79,12 @@ export function validateToolDeclaration(
     },
     problems,
   };
+}
+
+/** `null` when a tool's parameters schema compiles; else why not (MCP tools: one line per tool). */
+export function parametersProblem(parameters: Record<string, unknown>): string | null {
+  const compiled = schemas.compile(parameters);
+  return compiled.ok ? null : describeProblems(compiled.problems);
 }
 
 function validateHttpSpec(
@@ -121,6 +137,15 @@ function validateHttpSpec(
     ...(headers ? { headers: headers as Record<string, string> } : {}),
     ...(typeof timeout_ms === 'number' ? { timeout_ms } : {}),
   };
+}
+
+/** The `${NAME}` placeholders of header values, with the header each is in. */
+export function headerPlaceholders(
+  headers: Record<string, string> | undefined,
+): { header: string; name: string }[] {
+  return Object.entries(headers ?? {}).flatMap(([header, v]) =>
+    [...v.matchAll(ENV_REF)].map((m) => ({ header, name: m[1] })),
+  );
 }
 
 /** Resolves `${NAME}` placeholders from the configured secrets; names the first one missing (never a value). */

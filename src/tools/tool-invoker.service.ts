@@ -6,9 +6,15 @@ import type { ToolInvoker } from '../core/executor/contracts';
 import type { Clock } from '../core/ports';
 import type { ToolDefinition } from '../core/tools/tool-definition';
 import { BuiltinToolHandlers } from './builtin-tool-handlers';
-import { invokeHttpTool } from './http-tool.invoker';
+import { HostPolicy } from '../core/net/host-policy';
+import { SecretsService } from '../secrets/secrets.service';
+import { HttpCallLimits, invokeHttpTool } from './http-tool.invoker';
+import { headerPlaceholders } from './tool-declaration';
 
 type InvokeCtx = Parameters<ToolInvoker['invoke']>[2];
+
+/** Runs `mcp` tools; the MCP module registers it (the tools module does not know MCP clients). */
+export type McpToolCaller = ToolInvoker['invoke'];
 
 /** Runs a tool's implementation: built-ins through their registered handlers, http tools over the network. */
 @Injectable()
@@ -17,7 +23,23 @@ export class ToolInvokerService implements ToolInvoker {
     private readonly builtins: BuiltinToolHandlers,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     @Inject(CLOCK) private readonly clock: Clock,
-  ) {}
+    private readonly secrets: SecretsService,
+  ) {
+    const h = config.tools.http;
+    this.httpLimits = {
+      maxResponseBytes: h.max_response_bytes,
+      maxRedirects: h.max_redirects,
+      policy: new HostPolicy(h.allowed_hosts, h.denied_hosts),
+    };
+  }
+
+  private readonly httpLimits: HttpCallLimits;
+
+  private mcp: McpToolCaller | null = null;
+
+  registerMcpCaller(caller: McpToolCaller): void {
+    this.mcp = caller;
+  }
 
   async invoke(
     tool: ToolDefinition,
@@ -29,7 +51,23 @@ export class ToolInvokerService implements ToolInvoker {
         return this.invokeBuiltin(tool, args, ctx);
       case 'http':
         if (!tool.http) return { status: 'error', value: `tool ${tool.name} has no http settings` };
-        return invokeHttpTool(tool.http, args, ctx, this.config.secrets_env);
+        return invokeHttpTool(
+          tool.http,
+          args,
+          ctx,
+          // resolved at the last moment, from the calling tenant's (and agent's) secrets only
+          await this.secrets.resolve(
+            ctx.tenantId,
+            headerPlaceholders(tool.http.headers).map((p) => p.name),
+            ctx.agentId,
+          ),
+          this.httpLimits,
+        );
+      case 'mcp':
+        if (!this.mcp) return { status: 'error', value: 'MCP tools are not available' };
+        return this.mcp(tool, args, ctx);
+      case 'client': // the executor hands these to the client; never invoked here
+        return { status: 'error', value: `tool ${tool.name} runs on the client` };
     }
   }
 

@@ -8,11 +8,20 @@ export function toToolResponse(t: ToolView): Record<string, unknown> {
     id: t.id,
     name: t.name,
     description: t.description,
-    tool_type: t.kind === 'builtin' ? (BUILTIN_TOOL_TYPES[t.name] ?? 'letta_core') : 'custom',
+    tool_type:
+      t.kind === 'builtin'
+        ? (BUILTIN_TOOL_TYPES[t.name] ?? 'letta_core')
+        : t.kind === 'mcp'
+          ? 'external_mcp'
+          : 'custom',
     source_type: 'json',
     json_schema: { name: t.name, description: t.description, parameters: t.parameters },
     args_json_schema: t.parameters,
-    tags: [],
+    // Letta tags an MCP tool `mcp:<server_name>` and keeps its server in metadata_.
+    tags: t.mcp ? [`mcp:${t.mcp.server_name}`] : [],
+    ...(t.mcp
+      ? { metadata_: { mcp: { server_name: t.mcp.server_name, server_id: t.mcp.server_id } } }
+      : {}),
     safety: t.safety,
     kind: t.kind,
     source: t.source,

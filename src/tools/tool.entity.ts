@@ -1,6 +1,6 @@
 import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
 import { EpochMsColumn, JsonColumn } from '../database/columns';
-import type { HttpToolSpec, ToolKind, ToolSafety } from '../core/tools/tool-definition';
+import type { HttpToolSpec, McpToolRef, ToolKind, ToolSafety } from '../core/tools/tool-definition';
 
 /** Tenant of tools declared in config/tools/*.yaml: visible to every tenant. */
 export const GLOBAL_TOOL_TENANT = '*';
@@ -33,8 +33,12 @@ export class ToolEntity {
   @JsonColumn({ nullable: true })
   http!: HttpToolSpec | null;
 
+  /** Set for kind mcp: the server and the tool's name there (the rows are kept in step by refresh). */
+  @JsonColumn({ nullable: true })
+  mcp!: McpToolRef | null;
+
   @Column({ type: 'varchar', length: 16 })
-  source!: 'api' | 'file';
+  source!: 'api' | 'file' | 'mcp';
 
   @EpochMsColumn()
   created_at!: number;

@@ -1,21 +1,68 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
 import { Tenant } from '../auth/tenant.guard';
+import { validationFailed } from '../common/domain-error';
 import { toToolResponse } from './tool-response.mapper';
 import { ToolsService } from './tools.service';
+
+const SEARCH_QUERY_MAX = 1000;
 
 @Controller('v1/tools')
 export class ToolsController {
   constructor(private readonly tools: ToolsService) {}
 
+  /** Letta's `name` / `names` / `search` filters apply (`search`: a case-insensitive part of the name). */
   @Get()
-  async list(@Tenant() tenant: string): Promise<Record<string, unknown>[]> {
-    return (await this.tools.list(tenant)).map(toToolResponse);
+  async list(
+    @Tenant() tenant: string,
+    @Query() query: Record<string, unknown>,
+  ): Promise<Record<string, unknown>[]> {
+    const names = [query.name, query.names]
+      .flat()
+      .filter((n): n is string => typeof n === 'string');
+    const part = typeof query.search === 'string' ? query.search.toLowerCase() : null;
+    return (await this.tools.list(tenant))
+      .filter((t) => names.length === 0 || names.includes(t.name))
+      .filter((t) => part === null || t.name.toLowerCase().includes(part))
+      .map(toToolResponse);
+  }
+
+  /** Letta's `POST /v1/tools/search`: tools whose name or description holds every word of the query. */
+  @Post('search')
+  @HttpCode(200)
+  async search(@Tenant() tenant: string, @Body() body: unknown) {
+    const b = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
+    const query = b.query ?? '';
+    const limit = b.limit ?? 50;
+    if (typeof query !== 'string' || query.length > SEARCH_QUERY_MAX)
+      throw validationFailed([
+        { path: 'query', message: `must be a text of at most ${SEARCH_QUERY_MAX} characters` },
+      ]);
+    if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > 1000)
+      throw validationFailed([{ path: 'limit', message: 'must be a whole number from 1 to 1000' }]);
+    const words = query.toLowerCase().split(/\s+/).filter(Boolean);
+    return (await this.tools.list(tenant))
+      .map((t) => ({ t, text: `${t.name} ${t.description}`.toLowerCase() }))
+      .filter(({ text }) => words.every((w) => text.includes(w)))
+      .slice(0, limit)
+      .map(({ t }) => ({
+        tool: toToolResponse(t),
+        combined_score: 1,
+        fts_rank: null,
+        vector_rank: null,
+      }));
   }
 
   @Post()
   @HttpCode(200) // as Letta answers
   async create(@Tenant() tenant: string, @Body() body: unknown): Promise<Record<string, unknown>> {
     return toToolResponse(await this.tools.create(tenant, body));
+  }
+
+  /** Letta's `POST /v1/tools/add-base-tools`: the built-ins always exist here, so it lists them. */
+  @Post('add-base-tools')
+  @HttpCode(200)
+  async addBaseTools(@Tenant() tenant: string): Promise<Record<string, unknown>[]> {
+    return (await this.tools.list(tenant)).filter((t) => t.kind === 'builtin').map(toToolResponse);
   }
 
   @Get(':id')

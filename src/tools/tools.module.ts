@@ -2,6 +2,7 @@ import { Global, Module, OnModuleInit } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { TOOL_INVOKER } from '../rules/tokens';
 import { BuiltinToolHandlers } from './builtin-tool-handlers';
+import { UNAVAILABLE_BUILTINS } from './builtin-tools';
 import { ToolInvokerService } from './tool-invoker.service';
 import { ToolEntity } from './tool.entity';
 import { ToolsController } from './tools.controller';
@@ -20,7 +21,7 @@ import { ToolsService } from './tools.service';
     ToolInvokerService,
     { provide: TOOL_INVOKER, useExisting: ToolInvokerService },
   ],
-  exports: [ToolsService, BuiltinToolHandlers, TOOL_INVOKER],
+  exports: [ToolsService, BuiltinToolHandlers, ToolInvokerService, TOOL_INVOKER],
 })
 export class ToolsModule implements OnModuleInit {
   constructor(private readonly handlers: BuiltinToolHandlers) {}
@@ -28,5 +29,12 @@ export class ToolsModule implements OnModuleInit {
   onModuleInit(): void {
     // send_message only delivers text; the processor turns the call into an assistant message.
     this.handlers.register('send_message', () => Promise.resolve('None'));
+    for (const name of UNAVAILABLE_BUILTINS) {
+      this.handlers.register(name, () =>
+        Promise.reject(
+          new Error(`${name} is not available on this server: it makes no outbound web requests`),
+        ),
+      );
+    }
   }
 }

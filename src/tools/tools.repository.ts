@@ -1,12 +1,18 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { In, Repository } from 'typeorm';
+import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
+import { Transactor } from '../database/transactor';
+import { isUniqueViolation } from '../database/unique-violation';
 import { GLOBAL_TOOL_TENANT, ToolEntity } from './tool.entity';
 
 /** Declared tools: a tenant sees its own (API) tools and the global (file) ones. */
 @Injectable()
 export class ToolsRepository {
-  constructor(@InjectRepository(ToolEntity) private readonly repo: Repository<ToolEntity>) {}
+  constructor(
+    @InjectRepository(ToolEntity) private readonly repo: Repository<ToolEntity>,
+    private readonly tx: Transactor,
+  ) {}
 
   listVisible(tenantId: string): Promise<ToolEntity[]> {
     return this.repo.find({
@@ -34,8 +40,26 @@ export class ToolsRepository {
     return this.repo.find({ where: { tenant_id: GLOBAL_TOOL_TENANT, source: 'file' } });
   }
 
+  /** The tools an MCP server contributes (their `mcp.server_id`); few per server, filtered here. */
+  async listForMcpServer(tenantId: string, serverId: string): Promise<ToolEntity[]> {
+    const rows = await this.repo.find({ where: { tenant_id: tenantId, kind: 'mcp' } });
+    return rows.filter((t) => t.mcp?.server_id === serverId);
+  }
+
+  /** Inserts a new tool; false when its tenant already has a tool of that name (the unique index decides). */
+  async insertIfNameFree(tool: ToolEntity): Promise<boolean> {
+    try {
+      await this.repo.insert(tool as QueryDeepPartialEntity<ToolEntity>);
+      return true;
+    } catch (e) {
+      if (isUniqueViolation(e)) return false;
+      throw e;
+    }
+  }
+
+  /** Inserts or updates a tool (file tools at boot). */
   save(tool: ToolEntity): Promise<ToolEntity> {
-    return this.repo.save(tool);
+    return this.tx.run((em) => em.save(ToolEntity, tool));
   }
 
   async remove(id: string): Promise<void> {

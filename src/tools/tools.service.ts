@@ -1,6 +1,12 @@
 import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { CLOCK } from '../common/clock';
-import { conflict, DomainError, notFound, validationFailed } from '../common/domain-error';
+import {
+  conflict,
+  DomainError,
+  notFound,
+  validationFailed,
+  ValidationProblem,
+} from '../common/domain-error';
 import { assertPrefixedId, ID_GENERATOR } from '../common/ids';
 import { AppConfig } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
@@ -8,7 +14,8 @@ import { nulBytePaths } from '../core/agents/nul-bytes';
 import type { Clock, IdGenerator } from '../core/ports';
 import type { ToolDefinition } from '../core/tools/tool-definition';
 import { BUILTIN_TOOL_NAMES, BUILTIN_TOOLS, builtinToolId } from './builtin-tools';
-import { validateToolDeclaration } from './tool-declaration';
+import { SecretsService } from '../secrets/secrets.service';
+import { headerPlaceholders, validateToolDeclaration } from './tool-declaration';
 import { GLOBAL_TOOL_TENANT, ToolEntity } from './tool.entity';
 import { ToolsRepository } from './tools.repository';
 import { readYamlFile, yamlFilesIn } from './yaml-files';
@@ -16,7 +23,7 @@ import { readYamlFile, yamlFilesIn } from './yaml-files';
 /** A tool as listed: its definition plus where it comes from. */
 export interface ToolView extends ToolDefinition {
   id: string;
-  source: 'builtin' | 'file' | 'api';
+  source: 'builtin' | 'file' | 'api' | 'mcp';
   created_at: number | null;
   updated_at: number | null;
 }
@@ -28,7 +35,16 @@ const toDefinition = (t: ToolEntity): ToolDefinition => ({
   safety: t.safety,
   kind: t.kind,
   ...(t.http ? { http: t.http } : {}),
+  ...(t.mcp ? { mcp: t.mcp } : {}),
 });
+
+/** What a refresh of an MCP server's tools changed (Letta's resync result, plus what was left out). */
+export interface McpToolSync {
+  added: string[];
+  updated: string[];
+  deleted: string[];
+  skipped: { name: string; reason: string }[];
+}
 
 const BUILTIN_VIEWS: ToolView[] = BUILTIN_TOOLS.map((t) => ({
   ...t,
@@ -48,6 +64,7 @@ export class ToolsService implements OnModuleInit {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(ID_GENERATOR) private readonly ids: IdGenerator,
+    private readonly secrets: SecretsService,
   ) {}
 
   /** Runs before any onApplicationBootstrap, so agent files can name file tools. */
@@ -100,28 +117,97 @@ export class ToolsService implements OnModuleInit {
     if (nul.length) throw validationFailed(nul, 'tool is invalid');
     const { tool, problems } = validateToolDeclaration(body);
     if (!tool) throw validationFailed(problems, 'tool is invalid');
+    // `${NAME}` must be the tenant's own secret or an allow-listed variable: never the operator's environment
+    const refused: ValidationProblem[] = [];
+    for (const { header, name } of headerPlaceholders(tool.http?.headers)) {
+      const why = await this.secrets.refusalFor(tenantId, name);
+      if (why) refused.push({ path: `http.headers.${header}`, message: why });
+    }
+    if (refused.length) throw validationFailed(refused, 'tool is invalid');
     if (BUILTIN_TOOL_NAMES.has(tool.name))
       throw conflict('TOOL_EXISTS', `"${tool.name}" is a built-in tool`);
     if (
       (await this.tools.findByName(tenantId, tool.name)) ||
       (await this.tools.findByName(GLOBAL_TOOL_TENANT, tool.name))
     )
-      throw conflict('TOOL_EXISTS', `a tool named "${tool.name}" already exists`, {
-        name: tool.name,
-      });
+      throw toolExists(tool.name);
     const now = this.clock.now();
-    const saved = await this.tools.save(
-      Object.assign(new ToolEntity(), {
-        id: this.ids.prefixed('tool'),
-        tenant_id: tenantId,
-        ...tool,
-        http: tool.http ?? null,
-        source: 'api',
-        created_at: now,
-        updated_at: now,
-      }),
+    const row = Object.assign(new ToolEntity(), {
+      id: this.ids.prefixed('tool'),
+      tenant_id: tenantId,
+      ...tool,
+      http: tool.http ?? null,
+      source: 'api',
+      created_at: now,
+      updated_at: now,
+    });
+    // a concurrent create of the same name may have won since the check above
+    if (!(await this.tools.insertIfNameFree(row))) throw toolExists(tool.name);
+    return this.toView(row);
+  }
+
+  /**
+   * Makes the tenant's `mcp` tools of one server exactly `defs`: adds, updates, deletes. A name another
+   * tool already has (built-in, file, http or another server's) is skipped with the reason, never replaced.
+   */
+  async syncMcpTools(
+    tenantId: string,
+    serverId: string,
+    defs: ToolDefinition[],
+  ): Promise<McpToolSync> {
+    const mine = new Map(
+      (await this.tools.listForMcpServer(tenantId, serverId)).map((t) => [t.name, t]),
     );
-    return this.toView(saved);
+    const others = new Set(
+      (
+        await this.tools.findVisibleByNames(
+          tenantId,
+          defs.map((d) => d.name),
+        )
+      )
+        .filter((t) => !(t.tenant_id === tenantId && t.mcp?.server_id === serverId))
+        .map((t) => t.name),
+    );
+    const out: McpToolSync = { added: [], updated: [], deleted: [], skipped: [] };
+    const now = this.clock.now();
+    const keep = new Set<string>();
+    for (const def of defs) {
+      if (BUILTIN_TOOL_NAMES.has(def.name) || others.has(def.name)) {
+        out.skipped.push({ name: def.name, reason: 'another tool of this tenant has the name' });
+        continue;
+      }
+      keep.add(def.name);
+      const old = mine.get(def.name);
+      const next = { ...def, http: null, mcp: def.mcp ?? null };
+      if (old && JSON.stringify(toDefinition(old)) === JSON.stringify(def)) continue;
+      const row = Object.assign(old ?? new ToolEntity(), {
+        id: old?.id ?? this.ids.prefixed('tool'),
+        tenant_id: tenantId,
+        ...next,
+        source: 'mcp',
+        created_at: old?.created_at ?? now,
+        updated_at: now,
+      });
+      if (old) await this.tools.save(row);
+      else if (!(await this.tools.insertIfNameFree(row))) {
+        // a tool of this name was created since the check above
+        out.skipped.push({ name: def.name, reason: 'another tool of this tenant has the name' });
+        continue;
+      }
+      (old ? out.updated : out.added).push(def.name);
+    }
+    for (const [name, old] of mine)
+      if (!keep.has(name)) {
+        await this.tools.remove(old.id);
+        out.deleted.push(name);
+      }
+    return out;
+  }
+
+  /** The tenant's tools of one MCP server, as listed. */
+  async mcpTools(tenantId: string, serverId: string): Promise<ToolView[]> {
+    const rows = await this.tools.listForMcpServer(tenantId, serverId);
+    return rows.sort((a, b) => a.name.localeCompare(b.name)).map((t) => this.toView(t));
   }
 
   async delete(tenantId: string, id: string): Promise<void> {
@@ -147,6 +233,11 @@ export class ToolsService implements OnModuleInit {
     const declared = new Map<string, ToolDefinition>();
     for (const file of yamlFilesIn(dir)) {
       for (const tool of parseToolFile(file)) {
+        for (const { header, name } of headerPlaceholders(tool.http?.headers)) {
+          const why = this.secrets.refusalForOperator(name);
+          if (why)
+            throw new Error(`tool file ${file}: ${tool.name}: http.headers.${header} ${why}`);
+        }
         if (BUILTIN_TOOL_NAMES.has(tool.name) || declared.has(tool.name))
           throw new Error(
             `tool file ${file}: name: "${tool.name}" is declared twice (or is a built-in)`,
@@ -156,28 +247,42 @@ export class ToolsService implements OnModuleInit {
     }
     const now = this.clock.now();
     const existing = new Map((await this.tools.listFileTools()).map((t) => [t.name, t]));
-    for (const [name, tool] of declared) {
-      const old = existing.get(name);
-      const next = { ...tool, http: tool.http ?? null };
-      if (
-        old &&
-        JSON.stringify(toDefinition(old)) ===
-          JSON.stringify(toDefinition(Object.assign(new ToolEntity(), next)))
-      )
-        continue;
-      await this.tools.save(
-        Object.assign(old ?? new ToolEntity(), {
-          id: old?.id ?? this.ids.prefixed('tool'),
-          tenant_id: GLOBAL_TOOL_TENANT,
-          ...next,
-          source: 'file',
-          created_at: old?.created_at ?? now,
-          updated_at: now,
-        }),
-      );
-    }
+    for (const [name, tool] of declared)
+      await this.upsertFileTool(tool, existing.get(name) ?? null, now);
     for (const [name, old] of existing) if (!declared.has(name)) await this.tools.remove(old.id);
     if (declared.size) this.logger.log(`${declared.size} tool(s) from ${dir}`);
+  }
+
+  /**
+   * One file tool, inserted or updated. Instances booting at once insert the same tools: the unique
+   * index lets one insert win, and the others compare against (and update) the winner's row.
+   */
+  private async upsertFileTool(
+    tool: ToolDefinition,
+    old: ToolEntity | null,
+    now: number,
+  ): Promise<void> {
+    const next = { ...tool, http: tool.http ?? null };
+    if (
+      old &&
+      JSON.stringify(toDefinition(old)) ===
+        JSON.stringify(toDefinition(Object.assign(new ToolEntity(), next)))
+    )
+      return;
+    const row = Object.assign(old ?? new ToolEntity(), {
+      id: old?.id ?? this.ids.prefixed('tool'),
+      tenant_id: GLOBAL_TOOL_TENANT,
+      ...next,
+      source: 'file',
+      created_at: old?.created_at ?? now,
+      updated_at: now,
+    });
+    if (old) await this.tools.save(row);
+    else if (!(await this.tools.insertIfNameFree(row))) {
+      const winner = await this.tools.findByName(GLOBAL_TOOL_TENANT, tool.name);
+      if (!winner) throw toolExists(tool.name);
+      await this.upsertFileTool(tool, winner, now);
+    }
   }
 
   private toView(t: ToolEntity): ToolView {
@@ -208,3 +313,6 @@ export function parseToolFile(file: string): ToolDefinition[] {
     return tool;
   });
 }
+
+const toolExists = (name: string) =>
+  conflict('TOOL_EXISTS', `a tool named "${name}" already exists`, { name });

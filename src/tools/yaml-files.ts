@@ -12,7 +12,7 @@ export function yamlFilesIn(dir: string): string[] {
 }
 
 /** Parses one YAML file; a syntax error becomes `<kind> file <path>: (yaml): <first line of the reason>`. */
-export function readYamlFile(file: string, kind: 'agent' | 'tool'): unknown {
+export function readYamlFile(file: string, kind: 'agent' | 'tool' | 'mcp'): unknown {
   try {
     return parseYaml(readFileSync(file, 'utf8')) as unknown;
   } catch (e) {

@@ -91,6 +91,11 @@ describe('agent files', () => {
       /bad\.yaml: llm_config\.api_key/,
     ],
     ['not a mapping', '- a\n- b', /bad\.yaml: \(document\)/],
+    [
+      'a misspelled field, with the other problems',
+      'name: x\nsytem: hi\ntool_rules: [{ type: teleport, tool_name: send_message }]',
+      /bad\.yaml: sytem: unknown key \(did you mean "system"\?\); tool_rules\[0\]\.type: unknown rule type/,
+    ],
   ])(
     'a broken file (%s) stops the boot naming file, field and reason',
     async (_n, content, message) => {

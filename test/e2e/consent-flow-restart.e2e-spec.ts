@@ -57,14 +57,14 @@ describe('consent end to end across a restart, racing dialogs and cancellation',
   }
 
   it('restart with a pending request: redelivered on subscribe, the answer resumes the parked batch', async () => {
-    const first = await startApp({ keepDir: true });
+    const first = await startApp({ keepDir: true, modelBaseUrl: fake.baseUrl });
     const dir = first.dir;
     try {
       const agentId = await setup(first);
       await park(first, agentId, 'call_restart');
       await first.close();
 
-      const second = await startApp({ dir });
+      const second = await startApp({ dir, modelBaseUrl: fake.baseUrl });
       try {
         const ws = await WsClient.connect(second.baseUrl);
         await ws.subscribe([agentId]);
@@ -84,7 +84,7 @@ describe('consent end to end across a restart, racing dialogs and cancellation',
   });
 
   it('two dialogs racing on a parked call: one wins, both close, the tool runs once', async () => {
-    const t = await startApp();
+    const t = await startApp({ modelBaseUrl: fake.baseUrl });
     try {
       const agentId = await setup(t);
       const a = await WsClient.connect(t.baseUrl);
@@ -116,7 +116,7 @@ describe('consent end to end across a restart, racing dialogs and cancellation',
   });
 
   it('cancelling a parked run denies its pending request; a late decision is ALREADY_RESOLVED', async () => {
-    const t = await startApp();
+    const t = await startApp({ modelBaseUrl: fake.baseUrl });
     try {
       const agentId = await setup(t);
       const ws = await WsClient.connect(t.baseUrl);

@@ -23,7 +23,7 @@ describe('consent end to end: model → park → decision → tool', () => {
     toolServer = await startToolServer();
     toolUrl = toolServer.url;
     toolCalls = toolServer.calls;
-    t = await startApp();
+    t = await startApp({ modelBaseUrl: fake.baseUrl });
     client = new Letta({ baseURL: t.baseUrl, apiKey: 'none', maxRetries: 0 });
     for (const name of ['pay', 'refund', 'notify'])
       expect(
@@ -326,7 +326,7 @@ describe('consent end to end: model → park → decision → tool', () => {
     expect((await say(agentId, 'pay 8')).stop_reason.stop_reason).toBe('end_turn');
     expect(toolCalls.map((c) => c.body.arguments.amount)).toEqual([7, 8]);
 
-    // nothing pending: an approval is 400
+    // answered already: an approval of that call is 409 with the outcome
     await expect(
       client.agents.messages.create(agentId, {
         messages: [
@@ -336,6 +336,6 @@ describe('consent end to end: model → park → decision → tool', () => {
           },
         ],
       } as any),
-    ).rejects.toMatchObject({ status: 400 });
+    ).rejects.toMatchObject({ status: 409 });
   });
 });

@@ -1,4 +1,5 @@
 import { rmSync } from 'node:fs';
+import { AGENT_LEASES, type AgentLeases } from '../../src/cluster/agent-leases';
 import type { ToolInvoker } from '../../src/core/executor/contracts';
 import { ToolExecutor } from '../../src/core/executor/tool-executor';
 import type { ToolRule } from '../../src/core/rules/tool-rule';
@@ -24,7 +25,9 @@ describe('ToolExecutorService (real database)', () => {
     t = undefined;
   });
 
-  function executorOn(app: TestApp): ToolExecutor {
+  /** The executor of the app, for an agent whose lease the app holds (only the holder executes its calls). */
+  async function executorOn(app: TestApp): Promise<ToolExecutor> {
+    await app.app.get<AgentLeases>(AGENT_LEASES).acquire('default', setup.agentId);
     const svc = app.app.get(ToolExecutorService);
     return new ToolExecutor({
       clock: { now: () => Date.now() },
@@ -39,7 +42,7 @@ describe('ToolExecutorService (real database)', () => {
     t = await startApp({ keepDir: true });
     const dir = t.dir;
     try {
-      let ex = executorOn(t);
+      let ex = await executorOn(t);
       let pass = ex.newPass(setup, 'b1');
       const first = [
         await ex.execute(
@@ -55,7 +58,7 @@ describe('ToolExecutorService (real database)', () => {
       await t.close();
 
       t = await startApp({ dir });
-      ex = executorOn(t);
+      ex = await executorOn(t);
       pass = ex.newPass(setup, 'b1'); // the same batch resumes after the restart
       const again = [
         await ex.execute(

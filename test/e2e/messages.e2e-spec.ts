@@ -10,7 +10,7 @@ describe('messages: the loop through the fake model server', () => {
 
   beforeAll(async () => {
     fake = await startFakeModelServer();
-    t = await startApp();
+    t = await startApp({ modelBaseUrl: fake.baseUrl });
     client = new Letta({ baseURL: t.baseUrl, apiKey: 'none', maxRetries: 0 });
   });
   afterAll(async () => {
@@ -73,19 +73,26 @@ describe('messages: the loop through the fake model server', () => {
     expect(history[0].content).toBe('hi');
   });
 
-  it('send_message: a tool_call_message, an assistant_message and its tool return', async () => {
+  it('send_message: one assistant_message (Letta default), its call and return with use_assistant_message false', async () => {
     const agentId = await anAgent();
     fake.push({ tool_calls: [{ name: 'send_message', arguments: { message: 'Hi there' } }] });
     const res: any = await client.agents.messages.create(agentId, {
       messages: [{ role: 'user', content: 'hello' }],
     });
-    expect(res.messages.map((m: any) => m.message_type)).toEqual([
+    expect(res.messages.map((m: any) => m.message_type)).toEqual(['assistant_message']);
+    expect(res.messages[0].content).toBe('Hi there');
+    const history: any[] = (
+      await client.agents.messages.list(agentId, {
+        order: 'asc',
+        use_assistant_message: false,
+      })
+    ).getPaginatedItems();
+    expect(history.map((m: any) => m.message_type)).toEqual([
+      'user_message',
       'tool_call_message',
-      'assistant_message',
       'tool_return_message',
     ]);
-    expect(res.messages[1].content).toBe('Hi there');
-    expect(res.messages[0].tool_call).toMatchObject({ name: 'send_message' });
+    expect(history[1].tool_call).toMatchObject({ name: 'send_message' });
     expect(res.stop_reason.stop_reason).toBe('end_turn');
     // request_heartbeat is offered on every tool
     const sendSchema = fake.requests[0].tools.find((x: any) => x.function.name === 'send_message');

@@ -3,8 +3,9 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { OUTCOME_UNKNOWN } from '../../src/processing/processing-lifecycle.service';
+import { OUTCOME_UNKNOWN } from '../../src/processing/run-recovery';
 import { ProcessingRepository } from '../../src/processing/processing.repository';
+import { ToolExecutorService } from '../../src/rules/tool-executor.service';
 import { startApp } from '../support/app-harness';
 import { FakeModelServer, startFakeModelServer } from '../support/fake-model-server';
 import {
@@ -34,7 +35,7 @@ describe('processing: restart recovery', () => {
   });
 
   it('a run a crash left running ends interrupted, its in-flight call gets an error return; queued runs run after boot', async () => {
-    let t = await startApp({ keepDir: true });
+    let t = await startApp({ keepDir: true, modelBaseUrl: fake.baseUrl });
     const dir = t.dir;
     await tools.declare(t, 'lookup');
     const id = await createAgent(t, fake, { tools: ['lookup'], include_base_tools: false });
@@ -52,6 +53,7 @@ describe('processing: restart recovery', () => {
       error: null,
       parked: null,
       continued_by: null,
+      conversation_id: null,
       started_at: null,
       completed_at: null,
     };
@@ -73,11 +75,14 @@ describe('processing: restart recovery', () => {
         run_id: crashed,
         step_id: 'step-x',
         batch_id: '1',
+        conversation_id: null,
         message_type: 'tool_call_message',
         payload: { tool_call: { name: 'lookup', arguments: '{}', tool_call_id: 'call_crash' } },
         created_at: now,
       },
     ]);
+    // the claim is written before a tool starts: this call had started
+    await t.app.get(ToolExecutorService).store.claimToolCall(id, 'call_crash', now, 'default');
     await repo.insertRun({
       ...base,
       id: queued,
@@ -89,7 +94,7 @@ describe('processing: restart recovery', () => {
     await t.close();
 
     fake.push({ content: 'after restart' });
-    t = await startApp({ dir });
+    t = await startApp({ dir, modelBaseUrl: fake.baseUrl });
     try {
       const run = (await api(t, 'GET', `/v1/runs/${crashed}`)).body;
       expect(run).toMatchObject({ status: 'failed', stop_reason: 'error', error: 'interrupted' });
@@ -121,6 +126,7 @@ describe('processing: restart recovery', () => {
   it('shutdown: a run stuck in a tool past the grace period is interrupted; queued runs wait for the next boot', async () => {
     let t = await startApp({
       keepDir: true,
+      modelBaseUrl: fake.baseUrl,
       overrides: { processing: { shutdown_grace_seconds: 0 } },
     });
     const dir = t.dir;
@@ -149,7 +155,7 @@ describe('processing: restart recovery', () => {
     const third = answered.body.details.run_id as string;
 
     fake.push({ content: 'two done' }, { content: 'three done' });
-    t = await startApp({ dir });
+    t = await startApp({ dir, modelBaseUrl: fake.baseUrl });
     try {
       const r1 = (await api(t, 'GET', `/v1/runs/${running}`)).body;
       expect(r1).toMatchObject({ status: 'failed', stop_reason: 'error', error: 'interrupted' });

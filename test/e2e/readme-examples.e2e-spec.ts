@@ -30,14 +30,19 @@ describe('readme examples: a first conversation with the scripted model', () => 
     const res = await api(t, 'POST', `/v1/agents/${agent.body.id}/messages`, {
       messages: [{ role: 'user', content: 'find it' }],
     });
-    expect(types(res.body.messages)).toEqual([
+    // use_assistant_message (Letta's default): the send_message call is one assistant_message
+    expect(types(res.body.messages)).toEqual(['assistant_message', 'assistant_message']);
+    expect(res.body.messages[0].content).toBe('Looking it up...');
+    expect(res.body.messages[1].content).toBe('Here is your answer.');
+    const raw = await api(t, 'POST', `/v1/agents/${agent.body.id}/messages`, {
+      messages: [{ role: 'user', content: 'find it' }],
+      use_assistant_message: false,
+    });
+    expect(types(raw.body.messages)).toEqual([
       'tool_call_message',
-      'assistant_message',
       'tool_return_message',
       'assistant_message',
     ]);
-    expect(res.body.messages[1].content).toBe('Looking it up...');
-    expect(res.body.messages[3].content).toBe('Here is your answer.');
     expect(res.body.stop_reason).toEqual({ message_type: 'stop_reason', stop_reason: 'end_turn' });
     expect(res.body.usage).toMatchObject({ message_type: 'usage_statistics', step_count: 2 });
     expect(res.body.run_id).toMatch(/^run-/);
@@ -56,10 +61,8 @@ describe('readme examples: a first conversation with the scripted model', () => 
     })) {
       seen.push((chunk as any).message_type);
     }
-    expect(seen.filter((k) => k !== 'progress')).toEqual([
-      'tool_call_message',
+    expect(seen).toEqual([
       'assistant_message',
-      'tool_return_message',
       'assistant_message',
       'stop_reason',
       'usage_statistics',

@@ -1,115 +1,106 @@
-/* eslint-disable @typescript-eslint/no-explicit-any */
-import type { Server } from 'node:http';
+import { ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { startExampleToolServers } from '../../examples/tool-server';
-import { startApp, TestApp } from '../support/app-harness';
-import { api, say, types } from '../support/processing-fixtures';
 
 /**
- * The README's tour, as a new user runs it: the shipped example agents and tools (config/agents, config/tools)
- * with the example tool server, offline on the scripted model.
+ * The README's tour, run as printed: a clone of the repository (its node_modules linked, as after
+ * `npm install`), the first block's two commands as the two terminals, the second block in bash.
+ * Only PORT differs (a free port, so test runs never collide); the tour reads it.
  */
-describe('README tour', () => {
-  const root = path.join(__dirname, '..', '..');
-  let t: TestApp;
-  let servers: Server[] = [];
+const root = path.join(__dirname, '..', '..');
 
-  beforeAll(async () => {
-    servers = await startExampleToolServers().catch((e: NodeJS.ErrnoException) => {
-      // `npm run example:tools` already serves the same routes on these ports: use it
-      if (e.code === 'EADDRINUSE') return [];
-      throw e;
-    });
-    t = await startApp({
-      env: {
-        AGENTS_DIR: path.join(root, 'config', 'agents'),
-        TOOLS_DIR: path.join(root, 'config', 'tools'),
-        REFUNDS_API_TOKEN: 'demo',
-      },
-    });
-  });
-  afterAll(async () => {
-    await t.close();
-    await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
-  });
+/** The fenced bash blocks of the README's tour section. */
+function tourBlocks(readme: string): string[] {
+  const section = readme.slice(
+    readme.indexOf('## A 5-minute tour with curl'),
+    readme.indexOf('\n## ', readme.indexOf('## A 5-minute tour with curl') + 5),
+  );
+  return [...section.matchAll(/```bash\n([\s\S]*?)```/g)].map((m) => m[1]);
+}
 
-  const agentNamed = async (name: string): Promise<string> =>
-    (await api(t, 'GET', `/v1/agents/?name=${name}`)).body[0].id;
-
-  it('creates, lists and reads back an agent, and talks to it', async () => {
-    const created = await api(t, 'POST', '/v1/agents/', {
-      name: 'tour',
-      system: 'You are helpful.',
-      memory_blocks: [{ label: 'human', value: 'Ada' }],
-      tags: ['demo'],
-    });
-    expect(created.status).toBe(200);
-    const listed = (await api(t, 'GET', '/v1/agents/?tags=demo')).body;
-    expect(listed.map((a: any) => a.name)).toEqual(['tour']);
-    const read = (await api(t, 'GET', `/v1/agents/${created.body.id}`)).body;
-    expect(read.memory.blocks[0]).toMatchObject({ label: 'human', value: 'Ada' });
-    const reply = (await api(t, 'POST', `/v1/agents/${created.body.id}/messages`, say('hello')))
-      .body;
-    expect(reply.messages.at(-1)).toMatchObject({
-      message_type: 'assistant_message',
-      content: 'You said: hello',
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
     });
   });
+}
 
-  it('release bot: a deploy before the tests is refused, the model corrects itself; a repeat is refused', async () => {
-    const bot = await agentNamed('release-bot');
-    const res = (await api(t, 'POST', `/v1/agents/${bot}/messages`, say('ship billing v1.4.2')))
-      .body;
-    const returns = res.messages.filter((m: any) => m.message_type === 'tool_return_message');
-    expect(returns.map((m: any) => [m.name, m.status])).toEqual([
-      ['deploy', 'error'],
-      ['run_tests', 'success'],
-      ['deploy', 'success'],
-      ['send_message', 'success'],
-    ]);
-    expect(returns[0].tool_return).toContain(
-      '[ToolRuleViolation] deploy requires run_tests earlier in this pass',
-    );
-    expect(types(res.messages)).toContain('user_message'); // the heartbeat after the deploy
-    expect(res.stop_reason.stop_reason).toBe('tool_rule');
-
-    const again = (await api(t, 'POST', `/v1/agents/${bot}/messages`, say('once more'))).body;
-    const deploys = again.messages.filter(
-      (m: any) => m.message_type === 'tool_return_message' && m.name === 'deploy',
-    );
-    expect(deploys.every((m: any) => m.status === 'error')).toBe(true);
-  });
-
-  it('refund desk: parks for consent, a decision with a constrained grant lets the refund run', async () => {
-    const desk = await agentNamed('refund-desk');
-    const parked = (await api(t, 'POST', `/v1/agents/${desk}/messages`, say('refund A-1001'))).body;
-    expect(parked.stop_reason.stop_reason).toBe('requires_approval');
-    const pending = (await api(t, 'GET', '/v1/consent/requests?status=pending')).body;
-    expect(pending).toHaveLength(1);
-    expect(pending[0]).toMatchObject({ tool_name: 'issue_refund', scope: 'refunds' });
-
-    const decided = await api(t, 'POST', `/v1/consent/requests/${pending[0].id}/decision`, {
-      decision: 'approve_for_duration',
-      seconds: 600,
-      constraint: { type: 'object', properties: { amount_cents: { maximum: 5000 } } },
-    });
-    expect(decided.status).toBe(200);
-
-    // the batch continues in a new run; wait for the agent to be free again
-    for (;;) {
-      const runs = (await api(t, 'GET', `/v1/runs/?agent_id=${desk}`)).body;
-      if (runs.length >= 2 && runs.every((r: any) => ['completed', 'failed'].includes(r.status)))
-        break;
-      await new Promise((r) => setTimeout(r, 10));
+describe('README tour, as printed', () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'readme-tour-'));
+  const clone = path.join(dir, 'repo');
+  const children: ChildProcess[] = [];
+  afterAll(() => {
+    // the process groups: `bash -c` and everything it started (npm, node)
+    for (const c of children) {
+      try {
+        process.kill(-c.pid!, 'SIGKILL');
+      } catch {
+        // the group has already ended
+      }
     }
-    const history: any[] = (await api(t, 'GET', `/v1/agents/${desk}/messages?order=asc`)).body;
-    const refund = history.find(
-      (m: any) => m.message_type === 'tool_return_message' && m.name === 'issue_refund',
-    );
-    expect(refund).toMatchObject({ status: 'success' });
-    expect(JSON.parse(refund.tool_return)).toMatchObject({ status: 'issued', amount_cents: 1999 });
-    const grants = (await api(t, 'GET', `/v1/agents/${desk}/grants`)).body;
-    expect(grants).toHaveLength(1);
-    expect(grants[0]).toMatchObject({ scope: 'refunds', decision: 'approve_for_duration' });
+    rmSync(dir, { recursive: true, force: true });
   });
+
+  it('runs end to end: an agent, the release bot refused then corrected, the refund desk parked then approved', async () => {
+    execFileSync('git', ['clone', '--quiet', root, clone]);
+    symlinkSync(path.join(root, 'node_modules'), path.join(clone, 'node_modules'));
+    const [terminals, script] = tourBlocks(readFileSync(path.join(clone, 'README.md'), 'utf8'));
+    const commands = terminals
+      .split('\n')
+      .map((l) => l.replace(/#.*/, '').trim())
+      .filter(Boolean);
+    expect(commands).toEqual(['npm start', 'npm run example:tools']);
+
+    const port = await freePort();
+    // the user's environment, less what would point the server elsewhere
+    const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port) };
+    for (const k of Object.keys(env))
+      if (
+        /^(DATABASE_URL|TEST_DATABASE_URL|SQLITE_PATH|AGENTS_DIR|TOOLS_DIR|CONFIG_FILE|API_KEYS)$/.test(
+          k,
+        )
+      )
+        delete env[k];
+    const start = (command: string) => {
+      const child = spawn('bash', ['-c', command], {
+        cwd: clone,
+        env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      children.push(child);
+      let out = '';
+      child.stdout.on('data', (b: Buffer) => (out += b.toString()));
+      child.stderr.on('data', (b: Buffer) => (out += b.toString()));
+      return { child, output: () => out };
+    };
+    const server = start(commands[0]);
+    const tools = start(commands[1]);
+    for (let i = 0; !server.output().includes('listening on '); i++) {
+      if (server.child.exitCode !== null || i > 1200) throw new Error(`server: ${server.output()}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    // the example tool server fails fast on a taken port: another run serves the same routes then
+    for (let i = 0; !/example tools on|EADDRINUSE/.test(tools.output()); i++) {
+      if (tools.child.exitCode !== null || i > 1200) throw new Error(`tools: ${tools.output()}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+
+    const run = start(`set -eo pipefail\n${script}`);
+    const code = await new Promise((r) => run.child.once('exit', r));
+    const out = run.output();
+    expect({ code, out }).toMatchObject({ code: 0 });
+    expect(out).toContain('"content":"You said: hello"');
+    expect(out).toContain('[ToolRuleViolation] deploy requires run_tests earlier in this pass');
+    expect(out).toContain('"stop_reason":"tool_rule"');
+    expect(out).toContain('"stop_reason":"requires_approval"');
+    // the refund ran with the secret (the example tool server refuses a refund without it)
+    expect(out).toContain(
+      '"name":"issue_refund","tool_return":"{\\"refund_id\\":\\"rf_A-1001\\",\\"amount_cents\\":1999,\\"status\\":\\"issued\\"}","status":"success"',
+    );
+    expect(out).toMatch(/"scope":"refunds"[^}]*"decision":"approve_for_duration"/);
+  }, 240_000);
 });

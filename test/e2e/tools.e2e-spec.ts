@@ -47,7 +47,11 @@ describe('tools', () => {
         '  headers: { Authorization: "Bearer ${REFUNDS_TOKEN}" }',
       ].join('\n'),
     );
-    t = await startApp({ dir, env: { REFUNDS_TOKEN: 'tok-very-secret-123' } });
+    t = await startApp({
+      dir,
+      env: { REFUNDS_TOKEN: 'tok-very-secret-123' },
+      overrides: { tools: { http: { env_allowlist: ['REFUNDS_TOKEN'] } } },
+    });
   });
   afterAll(async () => {
     await t.close();

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { createApp } from '../../src/bootstrap';
 import { AppConfig, loadConfig } from '../../src/config/app-config';
+import { watchResponses } from './response-contract';
 
 export interface TestApp {
   app: INestApplication;
@@ -26,6 +27,11 @@ export interface StartOptions {
   dir?: string;
   /** Keep the folder on close, for a restart test. */
   keepDir?: boolean;
+  /**
+   * The `openai` provider's base URL (a fake model server's `baseUrl`): agents may name only configured
+   * endpoints in `llm_config.model_endpoint`.
+   */
+  modelBaseUrl?: string;
 }
 
 /** One PostgreSQL schema per test folder, so a restart (same folder) sees the same tables. */
@@ -57,7 +63,10 @@ export async function startApp(opts: StartOptions = {}): Promise<TestApp> {
     SQLITE_PATH: path.join(dir, 'db.sqlite'),
     AGENTS_DIR: path.join(dir, 'agents'),
     TOOLS_DIR: path.join(dir, 'tools'),
+    MCP_DIR: path.join(dir, 'mcp'),
     LOG_LEVEL: 'error',
+    // a fixed test key, so suites can store tenant secrets (PUT /v1/secrets/{name})
+    SECRETS_ENCRYPTION_KEY: 'dGVzdC1rZXktZm9yLXRlbmFudC1zZWNyZXRzLTMyYiE=',
     ...(PG_URL ? { DATABASE_URL: PG_URL } : {}),
     ...opts.env,
   };
@@ -65,9 +74,13 @@ export async function startApp(opts: StartOptions = {}): Promise<TestApp> {
   const config = loadConfig(env, {
     server: { port: 0, host: '127.0.0.1' },
     database: { schema },
+    // suites drive the API faster than any sane per-key rate; the rate-limit suite sets its own
+    rate_limit: { requests_per_second: 0, burst: 1 },
+    ...(opts.modelBaseUrl ? { models: { openai: { base_url: opts.modelBaseUrl } } } : {}),
     ...opts.overrides,
   });
   const app = await createApp(config);
+  const contract = watchResponses(app);
   try {
     await app.listen(0, '127.0.0.1');
   } catch (e) {
@@ -86,6 +99,9 @@ export async function startApp(opts: StartOptions = {}): Promise<TestApp> {
     close: async () => {
       await app.close();
       if (!opts.keepDir && !opts.dir) rmSync(dir, { recursive: true, force: true });
+      const problems = contract.problems();
+      if (problems.length > 0)
+        throw new Error(`responses that do not match /openapi.json:\n${problems.join('\n')}`);
     },
   };
 }

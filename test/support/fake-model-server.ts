@@ -4,7 +4,7 @@
  *   const fake = await startFakeModelServer();
  *   fake.push({ tool_calls: [{ name: 'search', arguments: { q: 'x' } }] }, { content: 'done' });
  *   fake.push([{ content: 'hi from A' }], { key: 'You are agent A' }); // keyed: system prompt contains the key
- *   ... drive the app with llm_config { model_endpoint_type: 'openai', model_endpoint: fake.baseUrl } ...
+ *   ... start the app with startApp({ modelBaseUrl: fake.baseUrl }) and give agents llm_config { model_endpoint_type: 'openai', model_endpoint: fake.baseUrl } ...
  *   expect(fake.requests[0].toolNames).toEqual(['search', 'send_message']);
  *   await fake.close();
  *

@@ -170,7 +170,7 @@ export async function startLoopEnv(
 ): Promise<LoopEnv> {
   const fake = await startFakeModelServer();
   const tools = await startToolServer();
-  const t = await startApp(opts);
+  const t = await startApp({ modelBaseUrl: fake.baseUrl, ...opts });
   for (const entry of toolNames) {
     const [name, over] = typeof entry === 'string' ? [entry, {}] : entry;
     await tools.declare(t, name, over);

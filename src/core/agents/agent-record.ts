@@ -54,6 +54,11 @@ export interface AgentRecord {
   max_steps: number | null;
   /** The agent's own budgets (null = the request's, else the config's). */
   budgets: BudgetFields;
+  /**
+   * Names of client tools (offered per request by Letta's `client_tools`) that the agent's rules may
+   * name: rules and consent apply to them by name as to the agent's own tools.
+   */
+  client_tools: string[];
   last_stop_reason: string | null;
   source: AgentSource;
   created_at: number;

@@ -1,3 +1,4 @@
+import { countProblem, type InputLimits } from '../limits';
 import type { ValidationProblem } from '../rules/validate-tool-rules';
 
 export interface ListAgentsQuery {
@@ -5,12 +6,15 @@ export interface ListAgentsQuery {
   after: string | null;
   before: string | null;
   name: string | null;
+  /** Letta's `query_text`: a case-insensitive part of the name. */
+  queryText: string | null;
   tags: string[];
   matchAllTags: boolean;
   order: 'asc' | 'desc';
 }
 
 export const DEFAULT_LIST_LIMIT = 50;
+const QUERY_TEXT_MAX = 200;
 const MAX_LIST_LIMIT = 1000;
 
 type Query = Record<string, unknown>;
@@ -18,7 +22,10 @@ type Query = Record<string, unknown>;
 const one = (v: unknown): unknown => (Array.isArray(v) ? v[v.length - 1] : v);
 
 /** Parses `GET /v1/agents/` query parameters (Letta's names). Tags come as `tags=a&tags=b` or `tags[]=a`. */
-export function parseListAgentsQuery(q: Query): {
+export function parseListAgentsQuery(
+  q: Query,
+  limits: Pick<InputLimits, 'max_filter_values'>,
+): {
   query: ListAgentsQuery;
   problems: ValidationProblem[];
 } {
@@ -28,6 +35,7 @@ export function parseListAgentsQuery(q: Query): {
     after: null,
     before: null,
     name: null,
+    queryText: null,
     tags: [],
     matchAllTags: false,
     order: 'desc',
@@ -48,13 +56,26 @@ export function parseListAgentsQuery(q: Query): {
     if (typeof v !== 'string') problems.push({ path: k, message: 'must be a string' });
     else query[k] = v;
   }
+  const text = one(q.query_text);
+  if (text !== undefined && text !== '') {
+    if (typeof text !== 'string' || text.length > QUERY_TEXT_MAX)
+      problems.push({
+        path: 'query_text',
+        message: `must be a text of at most ${QUERY_TEXT_MAX} characters`,
+      });
+    else query.queryText = text;
+  }
   const rawTags = [q.tags, q['tags[]']].flatMap((v): unknown[] =>
     v === undefined ? [] : Array.isArray(v) ? (v as unknown[]) : [v],
   );
-  for (const t of rawTags) {
-    if (typeof t !== 'string') problems.push({ path: 'tags', message: 'must be strings' });
-    else if (t !== '') query.tags.push(t);
-  }
+  // each tag is an SQL variable: a bounded list, never a query SQLite refuses (a 500)
+  const tooMany = countProblem('tags', new Set(rawTags).size, 'max_filter_values', limits);
+  if (tooMany) problems.push(tooMany);
+  else
+    for (const t of rawTags) {
+      if (typeof t !== 'string') problems.push({ path: 'tags', message: 'must be strings' });
+      else if (t !== '') query.tags.push(t);
+    }
   const all = one(q.match_all_tags);
   if (all !== undefined) {
     if (all === 'true' || all === '1') query.matchAllTags = true;

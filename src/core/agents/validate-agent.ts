@@ -1,5 +1,7 @@
 import type { LlmConfig, ScriptedTurn } from '../../models/model-provider';
+import type { ProviderCatalog } from '../../models/providers/provider-catalog';
 import { NO_BUDGETS, parseBudgets } from '../loop/budgets';
+import { countProblem, type InputLimits } from '../limits';
 import { ValidationProblem, validateToolRules } from '../rules/validate-tool-rules';
 import {
   AgentRecord,
@@ -25,18 +27,19 @@ export type AgentDraft = Omit<
 export interface AgentValidationContext {
   /** Names of every tool the tenant may attach (built-ins and declared). */
   availableTools: ReadonlySet<string>;
-  openaiBaseUrl: string;
+  /** The operator's model providers: handles and endpoints resolve against them only. */
+  models: Pick<ProviderCatalog, 'fromHandle' | 'resolve'>;
   newBlockId: () => string;
   /** Used when create gives no name. */
   newName: () => string;
+  limits: InputLimits;
 }
 
 export const DEFAULT_SYSTEM_PROMPT =
   'You are a helpful assistant. Use the tools you have; answer the user with send_message.';
 
-export const SUPPORTED_PROVIDERS = ['openai', 'scripted'] as const;
-const CONTEXT_WINDOW = 128000;
 const MAX_NAME = 200;
+const CLIENT_TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -47,41 +50,8 @@ const given = (o: Obj, k: string) => has(o, k) && o[k] !== null;
 /** Field names in llm_config that would carry a secret: keys come from configuration only. */
 const SECRET_FIELD = /^(api[_-]?key|.*_api_key|secret|.*_secret|access_token|password)$/i;
 
-/** `openai/gpt-4o-mini` → llm_config; `scripted/<name>` → the offline scripted provider. */
-export function llmConfigFromHandle(
-  handle: string,
-  openaiBaseUrl: string,
-): { config: LlmConfig } | { error: string } {
-  const m = /^([a-z0-9_.-]+)\/(.+)$/i.exec(handle);
-  if (!m) return { error: 'must be a handle like "openai/gpt-4o-mini" or "scripted/default"' };
-  const [, provider, model] = m;
-  switch (provider) {
-    case 'openai':
-      return {
-        config: {
-          model,
-          model_endpoint_type: 'openai',
-          model_endpoint: openaiBaseUrl,
-          context_window: CONTEXT_WINDOW,
-        },
-      };
-    case 'scripted':
-      return {
-        config: {
-          model,
-          model_endpoint_type: 'scripted',
-          model_endpoint: null,
-          context_window: CONTEXT_WINDOW,
-        },
-      };
-    default:
-      return {
-        error: `unsupported provider "${provider}"; expected one of ${SUPPORTED_PROVIDERS.join(', ')}`,
-      };
-  }
-}
-
-export const modelHandle = (c: LlmConfig) => `${c.model_endpoint_type}/${c.model}`;
+export const modelHandle = (c: LlmConfig) =>
+  `${typeof c.provider_name === 'string' ? c.provider_name : c.model_endpoint_type}/${c.model}`;
 
 /**
  * Validates a create (no `current`) or a partial update (`current` given) and returns the whole
@@ -109,9 +79,11 @@ export function validateAgentInput(
       return void bad(key, `must be at most ${opts.max} characters`);
     return v;
   };
-  const strList = (key: string): string[] | undefined => {
+  const strList = (key: string, bound: keyof InputLimits): string[] | undefined => {
     const v = input[key];
     if (!Array.isArray(v)) return void bad(key, 'must be a list of strings');
+    const tooMany = countProblem(key, v.length, bound, ctx.limits);
+    if (tooMany) return void problems.push(tooMany);
     v.forEach((s, i) => typeof s !== 'string' && bad(`${key}[${i}]`, 'must be a string'));
     return [...new Set(v.filter((s): s is string => typeof s === 'string'))];
   };
@@ -129,7 +101,7 @@ export function validateAgentInput(
   // tools: on create the base tools are added unless include_base_tools is false; an update replaces the list.
   let tools = current?.tools ?? [];
   if (given(input, 'tools')) {
-    const list = strList('tools') ?? [];
+    const list = strList('tools', 'max_tools_per_agent') ?? [];
     list.forEach((t, i) => {
       if (!ctx.availableTools.has(t)) bad(`tools[${i}]`, `unknown tool ${JSON.stringify(t)}`);
     });
@@ -141,18 +113,50 @@ export function validateAgentInput(
       bad('include_base_tools', 'must be true or false');
     if (includeBase !== false) tools = [...new Set([...BASE_TOOL_NAMES, ...tools])];
   }
+  const tooManyTools = countProblem('tools', tools.length, 'max_tools_per_agent', ctx.limits);
+  if (tooManyTools) problems.push(tooManyTools);
+
+  let client_tools = current?.client_tools ?? [];
+  if (has(input, 'client_tools')) {
+    const list = input.client_tools === null ? [] : strList('client_tools', 'max_tools_per_agent');
+    if (list) {
+      list.forEach((n, i) => {
+        if (!CLIENT_TOOL_NAME.test(n))
+          bad(`client_tools[${i}]`, 'must be a tool name: letters, digits, _ or -, at most 64');
+        else if (tools.includes(n))
+          bad(`client_tools[${i}]`, `${n} is one of the agent's own tools`);
+      });
+      client_tools = [...new Set(list)];
+    }
+  }
 
   const rulesInput = has(input, 'tool_rules') ? input.tool_rules : (current?.tool_rules ?? []);
-  const { rules: tool_rules, problems: ruleProblems } = validateToolRules(rulesInput, tools);
+  // rules may name the agent's tools and the client tools it declares
+  const { rules: tool_rules, problems: ruleProblems } = validateToolRules(
+    rulesInput,
+    [...tools, ...client_tools],
+    ctx.limits,
+  );
   problems.push(...ruleProblems);
 
-  const blocks = given(input, 'memory_blocks')
-    ? validateBlocks(input.memory_blocks, current?.blocks ?? [], ctx, bad)
-    : (current?.blocks ?? []);
+  const blockCount = Array.isArray(input.memory_blocks) ? input.memory_blocks.length : 0;
+  const tooManyBlocks = countProblem(
+    'memory_blocks',
+    blockCount,
+    'max_memory_blocks_per_agent',
+    ctx.limits,
+  );
+  if (tooManyBlocks) problems.push(tooManyBlocks);
+  const blocks =
+    given(input, 'memory_blocks') && !tooManyBlocks
+      ? validateBlocks(input.memory_blocks, current?.blocks ?? [], ctx, bad)
+      : (current?.blocks ?? []);
 
   const llm_config = resolveLlmConfig(input, ctx, current?.llm_config, bad);
 
-  const tags = given(input, 'tags') ? (strList('tags') ?? []) : (current?.tags ?? []);
+  const tags = given(input, 'tags')
+    ? (strList('tags', 'max_tags_per_agent') ?? [])
+    : (current?.tags ?? []);
   let metadata = current?.metadata ?? null;
   if (has(input, 'metadata')) {
     if (input.metadata === null || isObj(input.metadata)) metadata = input.metadata;
@@ -203,6 +207,7 @@ export function validateAgentInput(
       model_script,
       max_steps,
       budgets,
+      client_tools,
     },
     problems,
   };
@@ -218,6 +223,7 @@ function validateBlocks(
     bad('memory_blocks', 'must be a list of blocks');
     return [];
   }
+
   const labels = new Set<string>();
   const out: MemoryBlock[] = [];
   input.forEach((b: unknown, i) => {
@@ -237,8 +243,9 @@ function validateBlocks(
       fail('label', 'is required (a non-empty string)');
     else if (labels.has(label)) fail('label', `duplicate label ${JSON.stringify(label)}`);
     if (typeof value !== 'string') fail('value', 'must be a string');
-    if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1)
-      fail('limit', 'must be a whole number, 1 or more');
+    const maxChars = ctx.limits.max_block_chars;
+    if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > maxChars)
+      fail('limit', `must be a whole number from 1 to ${maxChars} (limits.max_block_chars)`);
     else if (typeof value === 'string' && value.length > limit)
       fail('value', `is ${value.length} characters, over the block's limit of ${limit}`);
     if (description !== null && typeof description !== 'string')
@@ -270,12 +277,12 @@ function resolveLlmConfig(
       bad('model', 'must be a string handle like "openai/gpt-4o-mini"');
       return null;
     }
-    const r = llmConfigFromHandle(input.model, ctx.openaiBaseUrl);
+    const r = ctx.models.fromHandle(input.model);
     if ('error' in r) {
-      bad('model', r.error);
+      bad(r.path, r.error);
       return null;
     }
-    base = r.config;
+    base = r.ok;
   }
   if (has(input, 'llm_config') && input.llm_config !== null) {
     const given = input.llm_config;
@@ -297,6 +304,7 @@ function resolveLlmConfig(
       ['model', 'string', false],
       ['model_endpoint_type', 'string', false],
       ['model_endpoint', 'string', true],
+      ['provider_name', 'string', true],
       ['context_window', 'number', false],
       ['max_tokens', 'number', true],
       ['temperature', 'number', false],
@@ -310,30 +318,85 @@ function resolveLlmConfig(
       }
     }
     if (!ok) return null;
-    // The model handle (or the current config) is the base; explicit llm_config fields win.
-    const merged = { ...(base ?? {}), ...given } as LlmConfig;
+    // The model handle (or the current config) is the base; explicit llm_config fields win. Naming
+    // a type or an endpoint without a provider picks the provider anew; the provider sets the endpoint.
+    const fresh = { ...(base ?? {}) } as Partial<LlmConfig>;
+    if (
+      !has(given, 'provider_name') &&
+      (has(given, 'model_endpoint_type') || has(given, 'model_endpoint'))
+    )
+      delete fresh.provider_name;
+    if (!has(given, 'model_endpoint')) delete fresh.model_endpoint;
+    const merged = { ...fresh, ...given } as LlmConfig;
     for (const k of Object.keys(merged)) if (merged[k] === undefined) delete merged[k];
     base = merged;
   }
   // Neither given: the offline scripted model, so a first run works without any key.
-  base ??= {
-    model: 'default',
-    model_endpoint_type: 'scripted',
-    model_endpoint: null,
-    context_window: CONTEXT_WINDOW,
-  };
-  if (typeof base.model !== 'string' || base.model === '') {
+  if (!base) {
+    const r = ctx.models.fromHandle('scripted/default');
+    base = 'ok' in r ? r.ok : null;
+  }
+  if (!base || typeof base.model !== 'string' || base.model === '') {
     bad('llm_config.model', 'is required');
     return null;
   }
-  if (!(SUPPORTED_PROVIDERS as readonly string[]).includes(base.model_endpoint_type)) {
-    bad(
-      'llm_config.model_endpoint_type',
-      `must be one of ${SUPPORTED_PROVIDERS.join(', ')}, got ${JSON.stringify(base.model_endpoint_type)}`,
-    );
+  const pinned = ctx.models.resolve(base);
+  if ('error' in pinned) {
+    bad(pinned.path, pinned.error);
     return null;
   }
-  return base;
+  return applyModelSettings(input, pinned.ok, bad);
+}
+
+const CONTEXT_WINDOW_MAX = 10_000_000;
+/** Letta's model_settings keys this server applies (or, for parallel calls and the provider type, accepts). */
+const MODEL_SETTINGS = ['temperature', 'max_output_tokens', 'parallel_tool_calls', 'provider_type'];
+
+/**
+ * Letta 1.x's `context_window_limit` and `model_settings` over the llm_config: honoured, and anything this
+ * server cannot honour is a 400 naming it rather than silently ignored.
+ */
+function applyModelSettings(
+  input: Obj,
+  llm: LlmConfig,
+  bad: (path: string, message: string) => void,
+): LlmConfig {
+  const out = { ...llm };
+  const limit = input.context_window_limit;
+  if (limit !== undefined && limit !== null) {
+    if (
+      typeof limit !== 'number' ||
+      !Number.isInteger(limit) ||
+      limit < 1 ||
+      limit > CONTEXT_WINDOW_MAX
+    )
+      bad('context_window_limit', `must be a whole number from 1 to ${CONTEXT_WINDOW_MAX}`);
+    else out.context_window = limit;
+  }
+  const ms = input.model_settings;
+  if (ms === undefined || ms === null) return out;
+  if (!isObj(ms)) {
+    bad('model_settings', 'must be an object');
+    return out;
+  }
+  for (const k of Object.keys(ms)) {
+    if (!MODEL_SETTINGS.includes(k))
+      bad(`model_settings.${k}`, `is not supported; supported: ${MODEL_SETTINGS.join(', ')}`);
+  }
+  if (ms.temperature !== undefined) {
+    if (typeof ms.temperature !== 'number' || ms.temperature < 0 || ms.temperature > 2)
+      bad('model_settings.temperature', 'must be a number from 0 to 2');
+    else out.temperature = ms.temperature;
+  }
+  if (ms.max_output_tokens !== undefined) {
+    const n = ms.max_output_tokens;
+    if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > CONTEXT_WINDOW_MAX)
+      bad('model_settings.max_output_tokens', 'must be a positive whole number');
+    else out.max_tokens = n;
+  }
+  if (ms.parallel_tool_calls !== undefined && typeof ms.parallel_tool_calls !== 'boolean')
+    bad('model_settings.parallel_tool_calls', 'must be true or false');
+  return out;
 }
 
 const EXECUTOR_FIELDS: (keyof AgentToolExecutorSettings)[] = [

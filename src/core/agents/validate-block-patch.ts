@@ -1,4 +1,5 @@
 import type { ValidationProblem } from '../rules/validate-tool-rules';
+import type { InputLimits } from '../limits';
 import type { MemoryBlock } from './agent-record';
 
 /**
@@ -9,6 +10,7 @@ import type { MemoryBlock } from './agent-record';
 export function applyBlockPatch(
   current: MemoryBlock,
   body: unknown,
+  limits: Pick<InputLimits, 'max_block_chars'>,
 ): { block: MemoryBlock | null; problems: ValidationProblem[] } {
   const problems: ValidationProblem[] = [];
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
@@ -21,9 +23,14 @@ export function applyBlockPatch(
     else problems.push({ path: 'value', message: 'must be a string' });
   }
   if (b.limit !== undefined && b.limit !== null) {
-    if (typeof b.limit === 'number' && Number.isInteger(b.limit) && b.limit > 0)
+    const max = limits.max_block_chars;
+    if (typeof b.limit === 'number' && Number.isInteger(b.limit) && b.limit > 0 && b.limit <= max)
       next.limit = b.limit;
-    else problems.push({ path: 'limit', message: 'must be a whole number above 0' });
+    else
+      problems.push({
+        path: 'limit',
+        message: `must be a whole number from 1 to ${max} (limits.max_block_chars)`,
+      });
   }
   if (b.description !== undefined) {
     if (b.description === null || typeof b.description === 'string')

@@ -1,45 +1,34 @@
-import Ajv, { ValidateFunction } from 'ajv';
+import type { ValidateFunction } from 'ajv';
+import { describeProblems, SchemaCompiler } from '../schemas/schema-compiler';
 
 /**
  * Validates arguments against a tool's JSON Schema. Each schema is compiled once: by object identity
- * (the same ToolDefinition across calls) and, for schemas rebuilt from storage, by their JSON text.
+ * (the same ToolDefinition across calls) and, for schemas rebuilt from storage, by their JSON text
+ * (the compiler's bounded cache).
  */
 export class ArgumentValidator {
-  private readonly ajv = new Ajv({ strict: false, allErrors: true });
-  private readonly byObject = new WeakMap<object, ValidateFunction | Error>();
-  private readonly byText = new Map<string, { fn: ValidateFunction | Error; schema: object }>();
+  private readonly compiler: SchemaCompiler;
+  private readonly byObject = new WeakMap<object, ValidateFunction | string>();
 
-  constructor(private readonly maxSchemas = 1000) {}
+  constructor(maxSchemas = 1000) {
+    this.compiler = new SchemaCompiler({ strict: false, allErrors: true }, maxSchemas);
+  }
 
   /** `null` when valid, else one line naming what is wrong. */
   validate(schema: Record<string, unknown>, args: Record<string, unknown>): string | null {
     const fn = this.compiled(schema);
-    if (fn instanceof Error) return `the tool's parameter schema is invalid (${fn.message})`;
+    if (typeof fn === 'string') return `the tool's parameter schema is invalid (${fn})`;
     if (fn(args)) return null;
     return (fn.errors ?? [])
       .map((e) => `${e.instancePath || '/'} ${e.message ?? 'is invalid'}`)
       .join('; ');
   }
 
-  private compiled(schema: Record<string, unknown>): ValidateFunction | Error {
+  private compiled(schema: Record<string, unknown>): ValidateFunction | string {
     let fn = this.byObject.get(schema);
     if (fn) return fn;
-    const text = JSON.stringify(schema);
-    fn = this.byText.get(text)?.fn;
-    if (!fn) {
-      try {
-        fn = this.ajv.compile(schema);
-      } catch (e) {
-        fn = e instanceof Error ? e : new Error(String(e));
-      }
-      // Bounded: drop the oldest schema when full (Map keeps insertion order).
-      if (this.byText.size >= this.maxSchemas) {
-        const [oldest, entry] = this.byText.entries().next().value!;
-        this.byText.delete(oldest);
-        this.ajv.removeSchema(entry.schema); // ajv keeps its own cache by schema object
-      }
-      this.byText.set(text, { fn, schema });
-    }
+    const c = this.compiler.compile(schema);
+    fn = c.ok ? c.validate : describeProblems(c.problems);
     this.byObject.set(schema, fn);
     return fn;
   }

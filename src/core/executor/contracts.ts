@@ -55,7 +55,8 @@ export type OutcomeKind =
   | 'cached' // dedupe return_cached: the earlier result, not run again
   | 'refused' // a rule, dedupe, bad arguments or a denial stopped it; never ran
   | 'timeout' // ran and did not finish in time
-  | 'consent_required'; // parked: a consent request is pending
+  | 'consent_required' // parked: a consent request is pending
+  | 'client_required'; // admitted, counted and claimed: the client runs it and returns the result
 
 export interface ToolOutcome {
   toolCallId: string;
@@ -180,6 +181,8 @@ export interface ExecutorStateStore {
     at: number,
     tenantId?: string,
   ): MaybePromise<boolean>;
+  /** Whether the tool_call_id was claimed, i.e. its tool may have started (recovery tells "started" from "not"). */
+  isClaimed(agentId: string, toolCallId: string): MaybePromise<boolean>;
   pruneExpired(now: number, batchTtlMs: number): MaybePromise<void>;
 }
 

@@ -45,6 +45,9 @@ export class InMemoryStateStore implements ExecutorStateStore {
     this.claims.set(k, at);
     return true;
   }
+  isClaimed(agentId: string, toolCallId: string): boolean {
+    return this.claims.has(agentId + '\u0000' + toolCallId);
+  }
   pruneExpired(now: number, batchTtlMs: number): void {
     for (const [k, e] of this.dedupe) if (e.expiresAt <= now) this.dedupe.delete(k);
     for (const [k, b] of this.batches) if (b.updatedAt + batchTtlMs <= now) this.batches.delete(k);

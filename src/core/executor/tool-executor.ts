@@ -66,8 +66,11 @@ type Admission =
 
 type RunResult =
   | { kind: 'done'; status: 'success' | 'error'; value: string }
+  | { kind: 'client' }
   | { kind: 'timeout' }
   | { kind: 'cancelled' };
+
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /**
  * Tool timeouts share one armed Node timer (the earliest deadline): a setTimeout per call costs more
@@ -94,7 +97,9 @@ export class CoalescedTimers implements TimerPort {
   private arm(at: number): void {
     if (this.armed) clearTimeout(this.armed);
     this.armedAt = at;
-    this.armed = setTimeout(() => this.fire(), Math.max(0, at - Date.now()));
+    // Node fires a longer delay at once (it overflows 32 bits): wait the most it can, then re-arm
+    const delay = Math.min(MAX_TIMER_MS, Math.max(0, at - Date.now()));
+    this.armed = setTimeout(() => this.fire(), delay);
     this.armed.unref();
   }
 
@@ -233,6 +238,44 @@ export class ToolExecutor {
     return out;
   }
 
+  /**
+   * Records what the client answered for a call that was `client_required` (admitted, counted and
+   * claimed then), as if the tool had just run here: pass history, exit requirements, dedupe.
+   */
+  async completeClientCall(
+    setup: AgentToolSetup,
+    pass: PassState,
+    call: {
+      toolCallId: string;
+      name: string;
+      arguments: Record<string, unknown>;
+      heartbeat: boolean;
+    },
+    result: { status: 'success' | 'error'; value: string },
+    startedAt: number,
+  ): Promise<ToolOutcome> {
+    const idx = ruleIndexFor(setup);
+    const tool = idx.tools.get(call.name);
+    const req: ToolCallRequest = {
+      toolCallId: call.toolCallId,
+      name: call.name,
+      arguments: call.arguments,
+    };
+    if (!tool) return internalFailure(req, new Error(`no tool named ${call.name}`));
+    pass.batch ??= await this.loadBatch(pass);
+    const policy = dedupePolicy(tool, idx.dedupe.get(call.name), idx.dedupeStar, setup.settings);
+    const admitted: Admitted = {
+      call: req,
+      tool,
+      args: call.arguments,
+      heartbeat: call.heartbeat,
+      policy,
+      key: policy ? canonicalKey(call.name, call.arguments) : undefined,
+      startedAt,
+    };
+    return this.record(setup, idx, pass, admitted, { kind: 'done', ...result });
+  }
+
   /** Runs the run_first tools with their prefilled args, each through the full checks. */
   async executeStartConstraints(
     setup: AgentToolSetup,
@@ -282,6 +325,14 @@ export class ToolExecutor {
   /** Drops the batch's state (max calls, exclusive groups, exit requirements). */
   async completeBatch(batchId: string): Promise<void> {
     await this.deps.store.deleteBatch(batchId);
+  }
+
+  /**
+   * Whether a call may have started: its claim is written (and committed) before its tool starts, so a
+   * call without one never ran. Claims live `batchTtlMs`, far longer than a run can be left unrecovered.
+   */
+  async wasStarted(agentId: string, toolCallId: string): Promise<boolean> {
+    return this.deps.store.isClaimed(agentId, toolCallId);
   }
 
   /** Drops expired dedupe entries, old claims and abandoned batch state. */
@@ -488,6 +539,7 @@ export class ToolExecutor {
   }
 
   private run(setup: AgentToolSetup, a: Admitted, meta: ExecutionMeta): Promise<RunResult> {
+    if (a.tool.kind === 'client') return Promise.resolve({ kind: 'client' });
     const outer = meta.signal;
     // The tool's AbortSignal is made only if the tool reads it: creating one costs microseconds.
     let ac: AbortController | undefined;
@@ -548,6 +600,24 @@ export class ToolExecutor {
     const { store } = this.deps;
     const name = a.tool.name;
     const finishedAt = this.deps.clock.now();
+    if (r.kind === 'client') {
+      // counted and claimed in admit; the result is recorded when the client returns it
+      const saved = store.saveBatch(pass.batchId, pass.batch!, setup.tenantId);
+      if (isPromise(saved)) await saved;
+      return {
+        ...base(
+          a.call,
+          a.args,
+          'client_required',
+          'error',
+          `[ClientToolPending] ${name} runs on the client`,
+        ),
+        requestHeartbeat: a.heartbeat,
+        continueLoop: idx.continueLoop.has(name),
+        startedAt: a.startedAt,
+        ...(a.grantId !== undefined ? { grantId: a.grantId } : {}),
+      };
+    }
     let kind: OutcomeKind = 'executed';
     let status: 'success' | 'error' = 'error';
     let value: string;

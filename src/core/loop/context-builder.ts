@@ -62,7 +62,7 @@ interface Turn {
 }
 
 /** A group that must stay together: a user message, or an assistant turn with its tool results. */
-interface Unit {
+export interface Unit {
   messages: ChatMessage[];
   ids: string[];
 }
@@ -141,31 +141,58 @@ export function buildContext(input: ContextInput): ChatMessage[] {
   const maxMessages = Math.max(64, Math.ceil(input.contextWindow / 4));
   const history =
     input.history.length > maxMessages ? input.history.slice(-maxMessages) : input.history;
-  const units = toChatUnits(history);
-  const cost = (u: Unit) =>
-    u.messages.reduce((n, m) => {
-      const calls = m.role === 'assistant' && m.tool_calls ? JSON.stringify(m.tool_calls) : '';
-      return n + 4 + input.countTokens((m.content ?? '') + calls);
-    }, 0);
+  const budget = input.contextWindow - input.reserveTokens - input.countTokens(system);
+  const kept = selectUnits(
+    toChatUnits(history),
+    (u) => unitCost(u, input.countTokens),
+    budget,
+    input.currentMessageId,
+  );
+  return [{ role: 'system', content: system }, ...kept.flatMap((u) => u.messages)];
+}
 
-  let budget = input.contextWindow - input.reserveTokens - input.countTokens(system);
-  const currentIndex = units.findIndex((u) => u.ids.includes(input.currentMessageId ?? ''));
-  const kept: Unit[] = [];
+/**
+ * The units that fit `budget`, in order: the current batch's (from the unit of `currentMessageId` on)
+ * first, newest first, skipping one that does not fit unless it is the current message's; then older
+ * ones, newest first, up to the first that does not fit. Looks at no unit older than that one.
+ */
+export function selectUnits<U extends Unit>(
+  units: U[],
+  cost: (u: U) => number,
+  budget: number,
+  currentMessageId: string | null,
+): U[] {
+  let currentIndex = -1;
+  if (currentMessageId !== null)
+    for (let i = units.length - 1; i >= 0; i--)
+      if (units[i].ids.includes(currentMessageId)) {
+        currentIndex = i;
+        break;
+      }
+  const kept: U[] = [];
   // units from the current message on are this batch: kept whole (newest first, the current message last)
   const firstBatchUnit = currentIndex >= 0 ? currentIndex : units.length;
   for (let i = units.length - 1; i >= firstBatchUnit; i--) {
     const c = cost(units[i]);
     if (c > budget && i !== currentIndex) continue;
     budget -= c;
-    kept.unshift(units[i]);
+    kept.push(units[i]);
   }
   for (let i = firstBatchUnit - 1; i >= 0; i--) {
     const c = cost(units[i]);
     if (c > budget) break;
     budget -= c;
-    kept.unshift(units[i]);
+    kept.push(units[i]);
   }
-  return [{ role: 'system', content: system }, ...kept.flatMap((u) => u.messages)];
+  return kept.reverse();
+}
+
+/** A unit's tokens: 4 per message plus its text and tool calls. */
+export function unitCost(u: Unit, countTokens: (text: string) => number): number {
+  return u.messages.reduce((n, m) => {
+    const calls = m.role === 'assistant' && m.tool_calls ? JSON.stringify(m.tool_calls) : '';
+    return n + 4 + countTokens((m.content ?? '') + calls);
+  }, 0);
 }
 
 /** A rough token count (4 characters a token) for when no tokenizer is given. */

@@ -33,7 +33,7 @@ export interface TurnView {
 export type ContinueReason = 'continue_loop' | 'child_rule' | 'self_correction';
 
 export type LoopDecision =
-  /** A call waits for a person: the run parks, the batch state is kept. */
+  /** A call waits for a person, or for the client to run it: the run parks, the batch state is kept. */
   | { kind: 'park' }
   /** Next model call in the same pass. */
   | { kind: 'continue'; reason: ContinueReason; requiredNext?: string[] }
@@ -99,7 +99,8 @@ function endOr(
 
 export function decideAfterTurn(view: TurnView): LoopDecision {
   const { outcomes } = view;
-  if (outcomes.some((o) => o.kind === 'consent_required')) return { kind: 'park' };
+  if (outcomes.some((o) => o.kind === 'consent_required' || o.kind === 'client_required'))
+    return { kind: 'park' };
   if (outcomes.length === 0) return endOr(view, 'end_turn');
 
   // 1. an exit_loop tool ran: the batch ends (exit requirements first)

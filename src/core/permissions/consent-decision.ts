@@ -1,3 +1,4 @@
+import { durationProblem, type InputLimits } from '../limits';
 import type { ConstraintCompiler } from './constraint';
 
 /**
@@ -16,7 +17,7 @@ export type ConsentDecision = (typeof CONSENT_DECISIONS)[number];
 export type GrantDecision = 'approve_for_duration' | 'approve_for_scope';
 
 /** Who resolved a request, through which channel. */
-export type ConsentChannel = 'ws' | 'rest' | 'system';
+export type ConsentChannel = 'ws' | 'rest' | 'webhook' | 'system';
 
 export interface DecisionInput {
   decision: ConsentDecision;
@@ -30,8 +31,6 @@ export interface Problem {
   message: string;
 }
 
-/** Ten years: a longer duration is a mistake, not a plan (use approve_for_scope). */
-export const MAX_GRANT_SECONDS = 10 * 365 * 24 * 3600;
 export const MAX_REASON_LENGTH = 2000;
 export const MAX_CONSTRAINT_BYTES = 16 * 1024;
 
@@ -53,6 +52,7 @@ const isObj = (v: unknown): v is Record<string, unknown> =>
 export function validateDecisionInput(
   raw: Record<string, unknown>,
   constraints: ConstraintCompiler,
+  limits: Pick<InputLimits, 'max_duration_seconds'>,
 ): { ok: true; value: DecisionInput } | { ok: false; problems: Problem[] } {
   const problems: Problem[] = [];
   const decision = raw.decision;
@@ -70,12 +70,12 @@ export function validateDecisionInput(
     const s = raw.seconds;
     if (d !== 'approve_for_duration') {
       problems.push({ path: 'seconds', message: 'is only allowed with approve_for_duration' });
-    } else if (typeof s !== 'number' || !Number.isFinite(s) || s <= 0 || s > MAX_GRANT_SECONDS) {
-      problems.push({
-        path: 'seconds',
-        message: `must be a number greater than 0 and at most ${MAX_GRANT_SECONDS}`,
-      });
-    } else value.seconds = s;
+    } else {
+      // whole seconds from 1 (1e-300 made a grant expired at birth) to limits.max_duration_seconds
+      const problem = durationProblem(s, 'seconds', limits);
+      if (problem) problems.push(problem);
+      else value.seconds = s as number;
+    }
   } else if (d === 'approve_for_duration') {
     problems.push({ path: 'seconds', message: 'is required with approve_for_duration' });
   }
@@ -95,12 +95,8 @@ export function validateDecisionInput(
         message: `must be at most ${MAX_CONSTRAINT_BYTES} bytes`,
       });
     } else {
-      const compiled = constraints.compile(c);
-      if (!compiled.ok)
-        problems.push({
-          path: 'constraint',
-          message: `is not a valid JSON Schema: ${compiled.error}`,
-        });
+      const compiled = constraints.compile(c, 'constraint');
+      if (!compiled.ok) problems.push(...compiled.problems);
       else value.constraint = c;
     }
   }

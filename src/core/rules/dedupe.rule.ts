@@ -28,7 +28,9 @@ export function dedupePolicy(
     if (rule.mode === 'off' || rule.window_seconds <= 0) return null;
     return { mode: rule.mode, windowMs: rule.window_seconds * 1000, rule };
   }
-  if (tool.safety === 'read_only' || settings.dedupeWindowMs <= 0) return null;
+  // a client tool's effects are the client's (Letta Code reads the same file twice): explicit rules only
+  if (tool.safety === 'read_only' || tool.kind === 'client' || settings.dedupeWindowMs <= 0)
+    return null;
   return { mode: 'reject', windowMs: settings.dedupeWindowMs };
 }
 

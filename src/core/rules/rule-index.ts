@@ -11,6 +11,7 @@ import type { RequiresFollowingRule } from './requires-following-tools.rule';
 import type { RequiresPrecedingRule } from './requires-preceding-tools.rule';
 import type { RunFirstRule } from './run-first.rule';
 import { canonicalRuleType, ToolRule } from './tool-rule';
+import { EVERY_TOOL } from './validate-tool-rules';
 import type { RuleOf } from './verdict';
 
 export type ConsentRule = RuleOf<'requires_consent' | 'requires_approval'>;
@@ -115,7 +116,7 @@ export function compileRules(
       }
       case 'max_count_per_step': {
         const r = rule as MaxCountRule;
-        if (r.tool_name === '*') idx.maxCountStar.push(r);
+        if (r.tool_name === EVERY_TOOL) idx.maxCountStar.push(r);
         else push(idx.maxCount, r.tool_name, r);
         break;
       }
@@ -131,7 +132,7 @@ export function compileRules(
       }
       case 'dedupe': {
         const r = rule as DedupeRule;
-        if (r.tool_name === '*') idx.dedupeStar ??= r;
+        if (r.tool_name === EVERY_TOOL) idx.dedupeStar ??= r;
         else if (!idx.dedupe.has(r.tool_name)) idx.dedupe.set(r.tool_name, r);
         break;
       }

@@ -1,10 +1,13 @@
 import stableStringify from 'json-stable-stringify';
+import { countProblem, durationProblem, type InputLimits } from '../limits';
 import type { DedupeMode, ToolRule, ToolRuleType } from './tool-rule';
 
 /** A problem with one part of the input, named by its JSON path (`tool_rules[2].children`). */
 export interface ValidationProblem {
   path: string;
   message: string;
+  /** Set when a count passed a configured bound: the setting's name (`limits.max_tags_per_agent`). */
+  limit?: string;
 }
 
 /** A stored rule may carry Letta's optional `prompt_template`; we keep it as sent. */
@@ -17,7 +20,21 @@ const DEDUPE_MODES: readonly DedupeMode[] = ['reject', 'return_cached', 'off'];
 
 /** Field kinds a rule type may have; `?` marks optional ones. */
 type FieldKind =
-  'tool' | 'tools' | 'count' | 'mapping' | 'child?' | 'bool?' | 'string?' | 'object?' | 'mode';
+  | 'tool'
+  | 'tool|*'
+  | 'tools'
+  | 'count'
+  | 'seconds'
+  | 'seconds|0'
+  | 'mapping'
+  | 'child?'
+  | 'bool?'
+  | 'string?'
+  | 'object?'
+  | 'mode';
+
+/** `tool_name: "*"`: the rule applies to each of the agent's tools (max calls and dedupe only). */
+export const EVERY_TOOL = '*';
 
 /** The fields each rule type takes, and their kinds: one table is the whole schema. */
 const RULE_FIELDS: Record<ToolRuleType, Record<string, FieldKind>> = {
@@ -33,14 +50,15 @@ const RULE_FIELDS: Record<ToolRuleType, Record<string, FieldKind>> = {
     default_child: 'child?',
     require_output_mapping: 'bool?',
   },
-  max_count_per_step: { tool_name: 'tool', max_count_limit: 'count' },
-  max_calls: { tool_name: 'tool', max_count_limit: 'count' },
+  max_count_per_step: { tool_name: 'tool|*', max_count_limit: 'count' },
+  max_calls: { tool_name: 'tool|*', max_count_limit: 'count' },
   required_before_exit: { tool_name: 'tool' },
   requires_preceding_tools: { tool_name: 'tool', tools: 'tools' },
   requires_following_tools: { tool_name: 'tool', tools: 'tools' },
   exclusive_group: { tools: 'tools', group: 'string?' },
-  cooldown: { tool_name: 'tool', seconds: 'count' },
-  dedupe: { tool_name: 'tool', window_seconds: 'count', mode: 'mode' },
+  cooldown: { tool_name: 'tool', seconds: 'seconds' },
+  // a window of 0 turns dedupe off for the tool, as `tool_executor.dedupe_window_seconds: 0` does
+  dedupe: { tool_name: 'tool|*', window_seconds: 'seconds|0', mode: 'mode' },
   requires_consent: { tool_name: 'tool', scope: 'string?' },
   requires_approval: { tool_name: 'tool', scope: 'string?' },
 };
@@ -54,6 +72,7 @@ export const TOOL_RULE_TYPES = Object.keys(RULE_FIELDS) as ToolRuleType[];
 export function validateToolRules(
   input: unknown,
   toolNames: string[],
+  limits: InputLimits,
   basePath = 'tool_rules',
 ): { rules: StoredToolRule[]; problems: ValidationProblem[] } {
   const problems: ValidationProblem[] = [];
@@ -61,6 +80,8 @@ export function validateToolRules(
   if (!Array.isArray(input)) {
     return { rules: [], problems: [{ path: basePath, message: 'must be a list of rules' }] };
   }
+  const tooMany = countProblem(basePath, input.length, 'max_rules_per_agent', limits);
+  if (tooMany) return { rules: [], problems: [tooMany] };
   const known = new Set(toolNames);
   const rules: StoredToolRule[] = [];
   const seen = new Set<string>();
@@ -68,7 +89,7 @@ export function validateToolRules(
   input.forEach((item: unknown, i) => {
     const at = `${basePath}[${i}]`;
     const before = problems.length;
-    const rule = validateOne(item, at, known, problems);
+    const rule = validateOne(item, at, known, limits, problems);
     if (!rule || problems.length > before) return;
     const key = stableStringify(rule) ?? '';
     if (seen.has(key)) return;
@@ -82,6 +103,7 @@ function validateOne(
   item: unknown,
   at: string,
   known: Set<string>,
+  limits: InputLimits,
   problems: ValidationProblem[],
 ): StoredToolRule | null {
   if (!isObj(item)) {
@@ -129,6 +151,9 @@ function validateOne(
       case 'child?':
         out[field] = toolName(v, path);
         break;
+      case 'tool|*':
+        out[field] = v === EVERY_TOOL ? v : toolName(v, path);
+        break;
       case 'tools':
         if (!Array.isArray(v)) problems.push({ path, message: 'must be a list of tool names' });
         else if (v.length === 0) problems.push({ path, message: 'must not be empty' });
@@ -139,6 +164,13 @@ function validateOne(
           problems.push({ path, message: 'must be a whole number, 0 or more' });
         else out[field] = v;
         break;
+      case 'seconds':
+      case 'seconds|0': {
+        const problem = durationProblem(v, path, limits, kind === 'seconds' ? 1 : 0);
+        if (problem) problems.push(problem);
+        else out[field] = v;
+        break;
+      }
       case 'mapping':
         if (!isObj(v)) problems.push({ path, message: 'must be an object of output → tool name' });
         else if (Object.keys(v).length === 0) problems.push({ path, message: 'must not be empty' });

@@ -1,6 +1,7 @@
 /** A tool the agent may call, as declared in config/tools/*.yaml, over POST /v1/tools/, or built in. */
 export type ToolSafety = 'read_only' | 'side_effecting' | 'privileged';
-export type ToolKind = 'builtin' | 'http';
+/** `client`: offered per request (Letta's `client_tools`) and run by the client, which returns the result. */
+export type ToolKind = 'builtin' | 'http' | 'mcp' | 'client';
 
 export interface HttpToolSpec {
   url: string;
@@ -18,4 +19,12 @@ export interface ToolDefinition {
   safety: ToolSafety;
   kind: ToolKind;
   http?: HttpToolSpec;
+  mcp?: McpToolRef;
+}
+
+/** Where an MCP tool lives: its server (by id, and name for display) and its name there. */
+export interface McpToolRef {
+  server_id: string;
+  server_name: string;
+  tool: string;
 }

@@ -4,6 +4,13 @@ import { ToolExecutorState1763810000000 } from './1763810000000-ToolExecutorStat
 import { Processing1763820000000 } from './1763820000000-Processing';
 import { Permissions1763830000000 } from './1763830000000-Permissions';
 import { AgentBudgets1763845000000 } from './1763845000000-AgentBudgets';
+import { Conversations1764600000000 } from './1764600000000-Conversations';
+import { AgentClientTools1764600001000 } from './1764600001000-AgentClientTools';
+import { AgentLeases1764500000000 } from './1764500000000-AgentLeases';
+import { UniqueFileAgentNames1764500001000 } from './1764500001000-UniqueFileAgentNames';
+import { Webhooks1764700000000 } from './1764700000000-Webhooks';
+import { McpServers1764800000000 } from './1764800000000-McpServers';
+import { TenantSecrets1764200000000 } from './1764200000000-TenantSecrets';
 /** Every migration, in order. Named `<epoch>-<What>.ts`; the app runs them at boot. */
 export const MIGRATIONS: Function[] = [
   CreateTools1763800000000,
@@ -12,4 +19,11 @@ export const MIGRATIONS: Function[] = [
   Processing1763820000000,
   Permissions1763830000000,
   AgentBudgets1763845000000,
+  TenantSecrets1764200000000,
+  AgentLeases1764500000000,
+  UniqueFileAgentNames1764500001000,
+  Conversations1764600000000,
+  AgentClientTools1764600001000,
+  Webhooks1764700000000,
+  McpServers1764800000000,
 ];

@@ -38,6 +38,10 @@ export class MessageEntity {
   @Column({ type: 'varchar', nullable: true })
   batch_id!: string | null;
 
+  /** The conversation the message belongs to (null: the agent's default one). */
+  @Column({ type: 'varchar', length: 64, nullable: true })
+  conversation_id!: string | null;
+
   @Column({ type: 'varchar' })
   message_type!: MessageType;
 

@@ -26,18 +26,39 @@ export interface RunInput {
   /** resume: the parked run continued by this one. */
   resumes_run_id?: string;
   /** Approvals as the client sent them (in-band), for the approval_response_message. */
-  approvals?: { tool_call_id: string; approve: boolean; reason?: string | null }[];
+  approvals?: InBandAnswer[];
+  /** Letta's `client_tools` of the request: offered to the model, run by the client. */
+  client_tools?: ClientToolSpec[];
   /** resume after a cancellation: the parked calls are denied and the batch ends `cancelled`. */
   cancel?: boolean;
 }
 
-/** A parked call waiting for a decision (stop reason requires_approval). */
+/** A tool the client declared for one request (Letta's `client_tools`). */
+export interface ClientToolSpec {
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
+}
+
+/** An in-band answer: a decision (`approval`), or a client tool's result (Letta's `ToolReturn`). */
+export interface InBandAnswer {
+  tool_call_id: string;
+  approve: boolean;
+  reason?: string | null;
+  /** A client tool's result: present when the client ran the tool. */
+  tool_return?: string;
+  status?: 'success' | 'error';
+}
+
+/** A parked call waiting for a decision or a client's result (stop reason requires_approval). */
 export interface ParkedCall {
   tool_call_id: string;
   name: string;
   arguments: Record<string, unknown>;
   request_id: string | null;
   step_id: string | null;
+  /** Set for a client tool the client must run: admitted (and counted) when it parked. */
+  client?: { heartbeat: boolean; started_at: number };
   /**
    * The pass the call was made in (without its batch cache): the approved call runs in that pass, whose
    * ordering rules it already satisfied, and the batch then continues in a new pass.
@@ -66,6 +87,10 @@ export class RunEntity {
 
   @Column({ type: 'varchar' })
   batch_id!: string;
+
+  /** The conversation the run belongs to (null: the agent's default one). */
+  @Column({ type: 'varchar', length: 64, nullable: true })
+  conversation_id!: string | null;
 
   @JsonColumn()
   input!: RunInput;

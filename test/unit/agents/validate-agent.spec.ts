@@ -1,8 +1,11 @@
 import { parseListAgentsQuery } from '../../../src/core/agents/list-agents-query';
+import { LIMITS } from '../../support/input-limits';
 import {
   AgentValidationContext,
   validateAgentInput,
 } from '../../../src/core/agents/validate-agent';
+import { loadConfig } from '../../../src/config/app-config';
+import { ProviderCatalog } from '../../../src/models/providers/provider-catalog';
 
 let n = 0;
 const ctx: AgentValidationContext = {
@@ -13,9 +16,12 @@ const ctx: AgentValidationContext = {
     'conversation_search',
     'issue_refund',
   ]),
-  openaiBaseUrl: 'http://openai.test/v1',
+  models: new ProviderCatalog(
+    loadConfig({}, { models: { openai: { base_url: 'http://openai.test/v1' } } }).models,
+  ),
   newBlockId: () => `block-${++n}`,
   newName: () => 'generated',
+  limits: LIMITS,
 };
 
 describe('validateAgentInput: create', () => {
@@ -46,6 +52,8 @@ describe('validateAgentInput: create', () => {
       model: 'gpt-4o-mini',
       model_endpoint_type: 'openai',
       model_endpoint: 'http://openai.test/v1',
+      provider_name: 'openai',
+      handle: 'openai/gpt-4o-mini',
       context_window: 8000,
       temperature: 0.2,
     });
@@ -150,6 +158,53 @@ describe('validateAgentInput: create', () => {
     expect(draft).toBeNull();
     expect(problems.map((p) => p.path)).toContain(path);
   });
+
+  const many = <T>(n: number, f: (i: number) => T): T[] =>
+    Array.from({ length: n }, (_, i) => f(i));
+  const overLimit: [string, Record<string, unknown>, string, string][] = [
+    ['30,000 tags', { tags: many(30_000, (i) => `t${i}`) }, 'tags', 'max_tags_per_agent'],
+    [
+      'a tools list longer than the bound',
+      { tools: many(LIMITS.max_tools_per_agent + 1, () => 'issue_refund') },
+      'tools',
+      'max_tools_per_agent',
+    ],
+    [
+      'more rules than the bound',
+      { tool_rules: many(LIMITS.max_rules_per_agent + 1, () => ({ type: 'exit_loop' })) },
+      'tool_rules',
+      'max_rules_per_agent',
+    ],
+    [
+      'more memory blocks than the bound',
+      { memory_blocks: many(LIMITS.max_memory_blocks_per_agent + 1, (i) => ({ label: `b${i}` })) },
+      'memory_blocks',
+      'max_memory_blocks_per_agent',
+    ],
+  ];
+  it.each(overLimit)('%s → a LIMIT problem at %s naming limits.%s', (_n, input, path, setting) => {
+    const { draft, problems } = validateAgentInput(input, ctx);
+    expect(draft).toBeNull();
+    expect(problems).toContainEqual(expect.objectContaining({ path, limit: `limits.${setting}` }));
+  });
+
+  it('tools at the bound are fine; one more tool past the base tools is not', () => {
+    const names = new Set<string>([...ctx.availableTools, ...many(200, (i) => `tool_${i}`)]);
+    const wide = { ...ctx, availableTools: names };
+    const n = LIMITS.max_tools_per_agent;
+    const fits = validateAgentInput({ tools: [...names].slice(0, n) }, wide);
+    expect(fits.problems).toEqual([]);
+    const over = validateAgentInput({ tools: [...names].slice(0, n + 1) }, wide);
+    expect(over.problems.map((p) => p.limit)).toEqual(['limits.max_tools_per_agent']);
+  });
+
+  it('a block limit past limits.max_block_chars → 400 at its limit', () => {
+    const { problems } = validateAgentInput(
+      { memory_blocks: [{ label: 'h', value: 'x', limit: LIMITS.max_block_chars + 1 }] },
+      ctx,
+    );
+    expect(problems.map((p) => p.path)).toEqual(['memory_blocks[0].limit']);
+  });
 });
 
 describe('validateAgentInput: update', () => {
@@ -220,7 +275,7 @@ describe('parseListAgentsQuery', () => {
     [{ 'tags[]': 'a' }, { tags: ['a'] }],
     [{ name: 'n' }, { name: 'n' }],
   ])('%j', (q, expected) => {
-    const { query, problems } = parseListAgentsQuery(q);
+    const { query, problems } = parseListAgentsQuery(q, LIMITS);
     expect(problems).toEqual([]);
     expect(query).toMatchObject(expected);
   });
@@ -230,7 +285,8 @@ describe('parseListAgentsQuery', () => {
     [{ limit: 'x' }, 'limit'],
     [{ order: 'up' }, 'order'],
     [{ match_all_tags: 'maybe' }, 'match_all_tags'],
+    [{ tags: Array.from({ length: LIMITS.max_filter_values + 1 }, (_, i) => `t${i}`) }, 'tags'],
   ])('%j → problem at %s', (q, path) => {
-    expect(parseListAgentsQuery(q).problems.map((p) => p.path)).toContain(path);
+    expect(parseListAgentsQuery(q, LIMITS).problems.map((p) => p.path)).toContain(path);
   });
 });

@@ -1,4 +1,6 @@
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { ConfigError, loadConfig } from '../../../src/config/app-config';
 
@@ -45,10 +47,75 @@ describe('loadConfig', () => {
     }
   });
 
+  const provider = (over: Record<string, unknown>) => ({
+    models: { providers: [{ name: 'p', base_url: 'http://10.0.0.5/v1', ...over }] },
+  });
+  it.each<[string, Record<string, unknown>, RegExp]>([
+    ['a reserved name', { name: 'openai' }, /models\.providers\[0\]\.name/],
+    ['a bad base URL', { base_url: 'ftp://x' }, /models\.providers\[0\]\.base_url/],
+    ['two key sources', { api_key: 'a', api_key_secret: 'B' }, /give one of/],
+    ['an unset key variable', { api_key_env: 'NOPE_NOT_SET' }, /NOPE_NOT_SET is not set/],
+    ['an unknown field', { key: 'x' }, /models\.providers\[0\]\.key: unknown field/],
+  ])('models.providers: rejects %s', (_what, over, message) => {
+    expect(() => loadConfig({}, provider(over))).toThrow(message);
+  });
+
+  it('models.providers: the key comes from the named environment variable', () => {
+    const c = loadConfig({ PROXY_KEY: 'sk-p' }, provider({ api_key_env: 'PROXY_KEY' }));
+    expect(c.models.providers[0]).toMatchObject({ name: 'p', type: 'openai', api_key: 'sk-p' });
+  });
+
   it('rejects a bad override with the key path', () => {
     expect(() => loadConfig({}, { tool_executor: { tool_timeout_seconds: -1 } })).toThrow(
       /tool_executor\.tool_timeout_seconds/,
     );
+  });
+
+  it('rejects unknown keys with a suggestion, naming the file, and reports every problem at once', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'config-'));
+    const file = path.join(dir, 'local.yaml');
+    writeFileSync(
+      file,
+      'log_levl: debug\nserver:\n  prot: 9000\n  host: ""\nprocessing: { zzz: 1 }\n',
+    );
+    let err: ConfigError | undefined;
+    try {
+      loadConfig({ CONFIG_FILE: file });
+    } catch (e) {
+      err = e as ConfigError;
+    }
+    expect(err).toBeInstanceOf(ConfigError);
+    expect(err!.problems).toEqual([
+      { key: `${file}: log_levl`, problem: 'unknown key (did you mean "log_level"?)' },
+      { key: `${file}: server.prot`, problem: 'unknown key (did you mean "port"?)' },
+      { key: `${file}: processing.zzz`, problem: 'unknown key' },
+      { key: 'server.host', problem: 'must be a non-empty string, got ""' },
+    ]);
+    expect(err!.message.split('\n')).toHaveLength(4);
+  });
+
+  it('rejects an unknown override key', () => {
+    expect(() => loadConfig({}, { tool_executor: { tool_timeout_secs: 5 } })).toThrow(
+      /tool_executor\.tool_timeout_secs: unknown key \(did you mean "tool_timeout_seconds"\?\)/,
+    );
+  });
+
+  it('stops the boot naming every misspelled key, one line each, exit code 1', () => {
+    const root = path.join(__dirname, '..', '..', '..');
+    const dir = mkdtempSync(path.join(tmpdir(), 'config-'));
+    const file = path.join(dir, 'local.yaml');
+    writeFileSync(file, 'log_levl: debug\nserver:\n  prot: 9000\n');
+    const res = spawnSync(
+      process.execPath,
+      ['-r', 'ts-node/register/transpile-only', path.join(root, 'src', 'main.ts')],
+      { cwd: root, env: { ...process.env, CONFIG_FILE: file }, encoding: 'utf8', timeout: 60000 },
+    );
+    expect(res.status).toBe(1);
+    const lines = res.stderr.trim().split('\n');
+    expect(lines).toEqual([
+      `invalid configuration: ${file}: log_levl: unknown key (did you mean "log_level"?)`,
+      `invalid configuration: ${file}: server.prot: unknown key (did you mean "port"?)`,
+    ]);
   });
 
   it('stops the boot with one line and exit code 1 on an invalid value', () => {

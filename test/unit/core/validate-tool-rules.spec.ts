@@ -1,4 +1,5 @@
 import { validateToolRules } from '../../../src/core/rules/validate-tool-rules';
+import { LIMITS } from '../../support/input-limits';
 
 const TOOLS = ['send_message', 'search', 'issue_refund', 'deploy', 'run_tests'];
 
@@ -63,7 +64,7 @@ describe('validateToolRules: accepted rules', () => {
     ],
   ];
   it.each(ok)('%s', (_name, rule) => {
-    const { rules, problems } = validateToolRules([rule], TOOLS);
+    const { rules, problems } = validateToolRules([rule], TOOLS, LIMITS);
     expect(problems).toEqual([]);
     expect(rules).toEqual([rule]);
   });
@@ -145,13 +146,37 @@ describe('validateToolRules: problems carry JSON paths', () => {
       'negative cooldown',
       [{ type: 'cooldown', tool_name: 'deploy', seconds: -5 }],
       'tool_rules[0].seconds',
-      /0 or more/,
+      /from 1 to 315360000/,
+    ],
+    [
+      'a cooldown of 0 s (it would mean nothing)',
+      [{ type: 'cooldown', tool_name: 'deploy', seconds: 0 }],
+      'tool_rules[0].seconds',
+      /from 1/,
     ],
     [
       'negative dedupe window',
       [{ type: 'dedupe', tool_name: 'deploy', window_seconds: -1, mode: 'reject' }],
       'tool_rules[0].window_seconds',
-      /0 or more/,
+      /from 0 to/,
+    ],
+    [
+      'a dedupe window of 1e308 s (it reached SQL as Infinity)',
+      [{ type: 'dedupe', tool_name: 'deploy', window_seconds: 1e308, mode: 'reject' }],
+      'tool_rules[0].window_seconds',
+      /whole number of seconds from 0 to 315360000/,
+    ],
+    [
+      'a fractional cooldown',
+      [{ type: 'cooldown', tool_name: 'deploy', seconds: 1.5 }],
+      'tool_rules[0].seconds',
+      /whole number/,
+    ],
+    [
+      'a cooldown past limits.max_duration_seconds',
+      [{ type: 'cooldown', tool_name: 'deploy', seconds: 315360001 }],
+      'tool_rules[0].seconds',
+      /to 315360000/,
     ],
     [
       'unknown dedupe mode',
@@ -195,8 +220,19 @@ describe('validateToolRules: problems carry JSON paths', () => {
     ],
   ];
   it.each(bad)('%s → %s', (_name, input, path, message) => {
-    const { problems } = validateToolRules(input, TOOLS);
+    const { problems } = validateToolRules(input, TOOLS, LIMITS);
     expect(problems).toContainEqual({ path, message: expect.stringMatching(message) });
+  });
+
+  it('more rules than limits.max_rules_per_agent: one LIMIT problem, the rules are not looked at', () => {
+    const many = Array.from({ length: LIMITS.max_rules_per_agent + 1 }, () => ({ type: 'x' }));
+    expect(validateToolRules(many, TOOLS, LIMITS).problems).toEqual([
+      {
+        path: 'tool_rules',
+        message: `has ${many.length} items; at most ${LIMITS.max_rules_per_agent} (limits.max_rules_per_agent)`,
+        limit: 'limits.max_rules_per_agent',
+      },
+    ]);
   });
 
   it('reports every problem, not only the first', () => {
@@ -207,6 +243,7 @@ describe('validateToolRules: problems carry JSON paths', () => {
         { type: 'cooldown', tool_name: 'deploy', seconds: -1 },
       ],
       TOOLS,
+      LIMITS,
     );
     expect(problems.map((p) => p.path)).toEqual([
       'tool_rules[0].type',
@@ -216,15 +253,20 @@ describe('validateToolRules: problems carry JSON paths', () => {
   });
 
   it('uses the base path given', () => {
-    const { problems } = validateToolRules([{ type: 'exit_loop' }], TOOLS, 'agent.tool_rules');
+    const { problems } = validateToolRules(
+      [{ type: 'exit_loop' }],
+      TOOLS,
+      LIMITS,
+      'agent.tool_rules',
+    );
     expect(problems[0].path).toBe('agent.tool_rules[0].tool_name');
   });
 });
 
 describe('validateToolRules: normalising', () => {
   it('treats null/undefined as no rules', () => {
-    expect(validateToolRules(undefined, TOOLS)).toEqual({ rules: [], problems: [] });
-    expect(validateToolRules(null, TOOLS)).toEqual({ rules: [], problems: [] });
+    expect(validateToolRules(undefined, TOOLS, LIMITS)).toEqual({ rules: [], problems: [] });
+    expect(validateToolRules(null, TOOLS, LIMITS)).toEqual({ rules: [], problems: [] });
   });
 
   it('keeps duplicate rules once (key order does not matter)', () => {
@@ -235,6 +277,7 @@ describe('validateToolRules: normalising', () => {
         { type: 'cooldown', tool_name: 'deploy', seconds: 6 },
       ],
       TOOLS,
+      LIMITS,
     );
     expect(rules).toEqual([
       { type: 'cooldown', tool_name: 'deploy', seconds: 5 },
@@ -246,7 +289,30 @@ describe('validateToolRules: normalising', () => {
     const { rules } = validateToolRules(
       [{ type: 'exit_loop', tool_name: 'send_message', colour: 'blue' }],
       TOOLS,
+      LIMITS,
     );
     expect(rules).toEqual([{ type: 'exit_loop', tool_name: 'send_message' }]);
+  });
+});
+
+describe('validateToolRules: "*" (each tool)', () => {
+  const accepted: [string, Record<string, unknown>][] = [
+    ['max_count_per_step', { type: 'max_count_per_step', tool_name: '*', max_count_limit: 3 }],
+    ['max_calls (alias)', { type: 'max_calls', tool_name: '*', max_count_limit: 1 }],
+    ['dedupe', { type: 'dedupe', tool_name: '*', window_seconds: 60, mode: 'reject' }],
+  ];
+  it.each(accepted)('%s accepts tool_name "*"', (_n, rule) => {
+    expect(validateToolRules([rule], TOOLS, LIMITS)).toEqual({ rules: [rule], problems: [] });
+  });
+
+  const refused: [string, Record<string, unknown>][] = [
+    ['cooldown', { type: 'cooldown', tool_name: '*', seconds: 60 }],
+    ['requires_approval', { type: 'requires_approval', tool_name: '*' }],
+    ['exit_loop', { type: 'exit_loop', tool_name: '*' }],
+    ['exclusive_group member', { type: 'exclusive_group', tools: ['*', 'deploy'] }],
+  ];
+  it.each(refused)('%s does not ("*" means nothing there)', (_n, rule) => {
+    const { problems } = validateToolRules([rule], TOOLS, LIMITS);
+    expect(problems[0].message).toMatch(/names tool "\*", which the agent does not have/);
   });
 });

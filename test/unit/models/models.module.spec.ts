@@ -3,6 +3,7 @@ import { loadConfig } from '../../../src/config/app-config';
 import { ConfigModule } from '../../../src/config/config.module';
 import { ModelsModule } from '../../../src/models/models.module';
 import { MODEL_RETRY_SLEEP, ModelsService } from '../../../src/models/models.service';
+import { ModelProvidersService } from '../../../src/models/providers/model-providers.service';
 import { startFakeModelServer } from '../../support/fake-model-server';
 
 describe('ModelsModule', () => {
@@ -24,7 +25,9 @@ describe('ModelsModule', () => {
       .compile();
     try {
       const models = mod.get(ModelsService);
-      const llm = models.resolveHandle('openai/gpt-4o-mini');
+      const h = mod.get(ModelProvidersService).fromHandle('openai/gpt-4o-mini');
+      if (!('ok' in h)) throw new Error(h.error);
+      const llm = h.ok;
       fake.push({ status: 503, headers: { 'retry-after': '2' } }, { content: 'hi' });
       const r = await models.providerFor(llm).complete({
         llmConfig: llm,

@@ -3,13 +3,16 @@ import { loadConfig } from '../../../src/config/app-config';
 import { ToolDefinition } from '../../../src/core/tools/tool-definition';
 import { LlmConfig } from '../../../src/models/model-provider';
 import { ModelsService } from '../../../src/models/models.service';
+import { ModelProvidersService } from '../../../src/models/providers/model-providers.service';
 import { OpenAiProvider } from '../../../src/models/openai.provider';
 import { ScriptedProvider } from '../../../src/models/scripted.provider';
 import { REQUEST_HEARTBEAT_DESCRIPTION, splitHeartbeat } from '../../../src/models/tool-schema';
 
 const BASE = 'http://127.0.0.1:9/v1';
-const service = () =>
-  new ModelsService(loadConfig({}, { models: { openai: { base_url: BASE, api_key: 'sk-x' } } }));
+const service = () => {
+  const config = loadConfig({}, { models: { openai: { base_url: BASE, api_key: 'sk-x' } } });
+  return new ModelsService(config, new ModelProvidersService(config));
+};
 
 const codeOf = (fn: () => unknown): string | undefined => {
   try {
@@ -36,39 +39,13 @@ describe('ModelsService', () => {
   });
 
   it.each<[string, Partial<LlmConfig>]>([
-    [
-      'openai/gpt-4o-mini',
-      {
-        model: 'gpt-4o-mini',
-        model_endpoint_type: 'openai',
-        model_endpoint: BASE,
-        context_window: 128000,
-      },
-    ],
-    [
-      'openai/org/model-x',
-      { model: 'org/model-x', model_endpoint_type: 'openai', model_endpoint: BASE },
-    ],
-    [
-      'scripted/demo',
-      {
-        model: 'demo',
-        model_endpoint_type: 'scripted',
-        model_endpoint: null,
-        context_window: 32000,
-      },
-    ],
-  ])('resolveHandle(%s)', (handle, expected) => {
-    expect(service().resolveHandle(handle)).toMatchObject({ ...expected, handle });
-  });
-
-  it.each<[string, string]>([
-    ['anthropic/claude', 'UNKNOWN_MODEL_PROVIDER'],
-    ['gpt-4o', 'INVALID_MODEL_HANDLE'],
-    ['openai/', 'INVALID_MODEL_HANDLE'],
-    ['/gpt-4o', 'INVALID_MODEL_HANDLE'],
-  ])('resolveHandle(%s) fails with %s', (handle, code) => {
-    expect(codeOf(() => service().resolveHandle(handle))).toBe(code);
+    ['a foreign model_endpoint', { model_endpoint: 'http://attacker.test/v1' }],
+    ['a provider that is not configured', { provider_name: 'elsewhere' }],
+  ])('providerFor refuses %s', (_what, over) => {
+    const cfg = { model: 'm', model_endpoint_type: 'openai', ...over } as LlmConfig;
+    expect(codeOf(() => service().providerFor(cfg))).toMatch(
+      /^(MODEL_ENDPOINT_NOT_ALLOWED|UNKNOWN_MODEL_PROVIDER)$/,
+    );
   });
 
   it('toolSchemaFor adds an optional request_heartbeat and keeps the parameters', () => {

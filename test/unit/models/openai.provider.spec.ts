@@ -140,6 +140,32 @@ describe('OpenAiProvider against the fake model server', () => {
     expect(fake.requests[0].headers.authorization).toBeUndefined();
   });
 
+  it('calls only its own base URL, never the endpoint an llm_config names', async () => {
+    const other = await startFakeModelServer();
+    try {
+      await provider().complete(
+        req({
+          llmConfig: { model: 'm', model_endpoint_type: 'openai', model_endpoint: other.baseUrl },
+        }),
+      );
+      expect(other.requests).toHaveLength(0);
+      expect(fake.requests).toHaveLength(1);
+    } finally {
+      await other.close();
+    }
+  });
+
+  it.each([false, true])(
+    'a response over maxResponseBytes fails the call (stream=%s)',
+    async (stream) => {
+      fake.push({ content: 'x'.repeat(5000) });
+      const e = await failure(provider({ maxResponseBytes: 2048 }).complete(req({ stream })));
+      expect(e.kind).toBe('llm_api_error');
+      expect(e.message).toBe('the model response exceeded 2048 bytes');
+      expect(fake.requests).toHaveLength(1); // not retried
+    },
+  );
+
   it.each<[string, FakeTurn[], number[]]>([
     ['500 then success', [{ status: 500 }], [375]],
     [
@@ -218,11 +244,7 @@ describe('OpenAiProvider against the fake model server', () => {
     const gone = await startFakeModelServer();
     const url = gone.baseUrl;
     await gone.close();
-    const e = await failure(
-      provider({ maxRetries: 1 }).complete(
-        req({ llmConfig: { model: 'm', model_endpoint_type: 'openai', model_endpoint: url } }),
-      ),
-    );
+    const e = await failure(provider({ maxRetries: 1, baseUrl: url }).complete(req()));
     expect(e.kind).toBe('llm_api_error');
     expect(e.message).toMatch(/cannot reach the model endpoint/);
     expect(sleeps).toHaveLength(1);

@@ -21,9 +21,9 @@ function harness() {
 describe('Mailbox', () => {
   it('one job at a time per agent, in arrival order', async () => {
     const { box, started, done } = harness();
-    box.enqueue('a', { runId: 'r1', priority: false });
-    box.enqueue('a', { runId: 'r2', priority: false });
-    box.enqueue('a', { runId: 'r3', priority: false });
+    box.enqueue('a', { runId: 'r1', priority: false, createdAt: 1 });
+    box.enqueue('a', { runId: 'r2', priority: false, createdAt: 2 });
+    box.enqueue('a', { runId: 'r3', priority: false, createdAt: 3 });
     expect(started).toEqual(['r1']);
     await done('r1');
     expect(started).toEqual(['r1', 'r2']);
@@ -34,30 +34,41 @@ describe('Mailbox', () => {
 
   it('priority jobs (continuations) go ahead of waiting ones, after earlier priority jobs', async () => {
     const { box, started, done } = harness();
-    box.enqueue('a', { runId: 'busy', priority: false });
-    box.enqueue('a', { runId: 'user1', priority: false });
-    box.enqueue('a', { runId: 'resume1', priority: true });
-    box.enqueue('a', { runId: 'resume2', priority: true });
+    box.enqueue('a', { runId: 'busy', priority: false, createdAt: 4 });
+    box.enqueue('a', { runId: 'user1', priority: false, createdAt: 5 });
+    box.enqueue('a', { runId: 'resume1', priority: true, createdAt: 6 });
+    box.enqueue('a', { runId: 'resume2', priority: true, createdAt: 7 });
     for (const id of ['busy', 'resume1', 'resume2', 'user1']) await done(id);
     expect(started).toEqual(['busy', 'resume1', 'resume2', 'user1']);
   });
 
+  it('runs stored on other instances join the waiting ones in the order they were stored', async () => {
+    const { box, started, done } = harness();
+    box.enqueue('a', { runId: 'busy', priority: false, createdAt: 10 });
+    box.enqueue('a', { runId: 'late', priority: false, createdAt: 30 });
+    box.enqueue('a', { runId: 'remote', priority: false, createdAt: 20 });
+    box.enqueue('a', { runId: 'resume', priority: true, createdAt: 40 });
+    for (const id of ['busy', 'resume', 'remote', 'late']) await done(id);
+    expect(started).toEqual(['busy', 'resume', 'remote', 'late']);
+    expect(box.dropAgent('a')).toEqual([]);
+  });
+
   it('different agents run at the same time', () => {
     const { box, started } = harness();
-    box.enqueue('a', { runId: 'a1', priority: false });
-    box.enqueue('b', { runId: 'b1', priority: false });
+    box.enqueue('a', { runId: 'a1', priority: false, createdAt: 8 });
+    box.enqueue('b', { runId: 'b1', priority: false, createdAt: 9 });
     expect(started).toEqual(['a1', 'b1']);
   });
 
   it('remove drops a waiting job; close stops intake and whenIdle waits for running jobs', async () => {
     const { box, started, done } = harness();
-    box.enqueue('a', { runId: 'r1', priority: false });
-    box.enqueue('a', { runId: 'r2', priority: false });
-    box.enqueue('a', { runId: 'r3', priority: false });
+    box.enqueue('a', { runId: 'r1', priority: false, createdAt: 10 });
+    box.enqueue('a', { runId: 'r2', priority: false, createdAt: 11 });
+    box.enqueue('a', { runId: 'r3', priority: false, createdAt: 12 });
     expect(box.remove('a', 'r2')).toBe(true);
     expect(box.remove('a', 'r1')).toBe(false); // running
     box.close();
-    expect(box.enqueue('a', { runId: 'r4', priority: false })).toBe(false);
+    expect(box.enqueue('a', { runId: 'r4', priority: false, createdAt: 13 })).toBe(false);
     let idle = false;
     const waiting = box.whenIdle().then(() => (idle = true));
     await new Promise((r) => setImmediate(r));

@@ -1,6 +1,13 @@
 import { DomainError } from '../../../src/common/domain-error';
 import { parseSendMessage } from '../../../src/processing/send-message.dto';
 
+const LIMITS = {
+  maxClientTools: 2,
+  maxClientToolBytes: 300,
+  grants: { max_duration_seconds: 315_360_000 },
+};
+const say = { messages: [{ role: 'user', content: 'x' }] };
+
 describe('parseSendMessage', () => {
   const ok: [string, unknown, Record<string, unknown>][] = [
     [
@@ -75,7 +82,7 @@ describe('parseSendMessage', () => {
         ],
       },
       {
-        approvalRequestId: 'r1',
+        legacyApproval: { approvalRequestId: 'r1' },
         approvals: [
           {
             tool_call_id: '',
@@ -86,9 +93,41 @@ describe('parseSendMessage', () => {
         ],
       },
     ],
+    [
+      'Letta 1.x input',
+      { input: 'hi there' },
+      { messages: [{ role: 'user', content: 'hi there' }] },
+    ],
+    [
+      'use_assistant_message false and return types',
+      { ...say, use_assistant_message: false, include_return_message_types: ['assistant_message'] },
+      { view: { useAssistantMessage: false, types: ['assistant_message'] } },
+    ],
+    [
+      'client tools',
+      {
+        ...say,
+        client_tools: [{ name: 'Bash', description: 'run', parameters: { type: 'object' } }],
+      },
+      { clientTools: [{ name: 'Bash', description: 'run', parameters: { type: 'object' } }] },
+    ],
+    [
+      "a client tool's result (Letta's ToolReturn)",
+      {
+        messages: [
+          {
+            type: 'approval',
+            approvals: [
+              { type: 'tool', tool_call_id: 'c1', tool_return: 'out', status: 'success' },
+            ],
+          },
+        ],
+      },
+      { approvals: [{ tool_call_id: 'c1', approve: true, tool_return: 'out', status: 'success' }] },
+    ],
   ];
   it.each(ok)('%s', (_n, body, expected) => {
-    expect(parseSendMessage(body, { streamPath: false })).toMatchObject(expected);
+    expect(parseSendMessage(body, { streamPath: false, limits: LIMITS })).toMatchObject(expected);
   });
 
   const bad: [string, unknown, string][] = [
@@ -122,14 +161,92 @@ describe('parseSendMessage', () => {
       'messages[0].approvals[0]',
     ],
     [
+      'an approval with an empty tool_call_id (it must name the call it answers)',
+      {
+        messages: [{ type: 'approval', approvals: [{ tool_call_id: '', approve: true }] }],
+      },
+      'messages[0].approvals[0]',
+    ],
+    [
+      'a legacy approval with an empty approval_request_id',
+      { messages: [{ type: 'approval', approval_request_id: '', approve: true }] },
+      'messages[0].approval_request_id',
+    ],
+    [
+      'a grant of 1e-300 seconds (expired at birth)',
+      {
+        messages: [
+          {
+            type: 'approval',
+            approve: true,
+            grant: { decision: 'approve_for_duration', seconds: 1e-300 },
+          },
+        ],
+      },
+      'messages[0].grant.seconds',
+    ],
+    [
+      'a grant whose constraint does not compile (refused before anything is stored)',
+      {
+        messages: [
+          {
+            type: 'approval',
+            approvals: [
+              {
+                type: 'approval',
+                tool_call_id: 'c',
+                approve: true,
+                grant: { decision: 'approve_for_scope', constraint: { type: 'nope' } },
+              },
+            ],
+          },
+        ],
+      },
+      'messages[0].approvals[0].grant.constraint.type',
+    ],
+    [
       'a grant without decision',
       { messages: [{ type: 'approval', approve: true, grant: {} }] },
       'messages[0].grant',
     ],
+    [
+      'more client tools than processing.max_client_tools',
+      { ...say, client_tools: [{ name: 'a' }, { name: 'b' }, { name: 'c' }] },
+      'client_tools',
+    ],
+    [
+      'a client tool larger than processing.max_client_tool_bytes',
+      { ...say, client_tools: [{ name: 'a', description: 'x'.repeat(400) }] },
+      'client_tools[0]',
+    ],
+    [
+      'a client tool with a bad name',
+      { ...say, client_tools: [{ name: 'a b' }] },
+      'client_tools[0]',
+    ],
+    [
+      'a ToolReturn without status',
+      {
+        messages: [
+          { type: 'approval', approvals: [{ type: 'tool', tool_call_id: 'c', tool_return: 'x' }] },
+        ],
+      },
+      'messages[0].approvals[0].status',
+    ],
+    [
+      'another assistant_message_tool_name',
+      { ...say, assistant_message_tool_name: 'reply' },
+      'assistant_message_tool_name',
+    ],
+    [
+      'an unknown return message type',
+      { ...say, include_return_message_types: ['x'] },
+      'include_return_message_types',
+    ],
   ];
   it.each(bad)('400 for %s', (_n, body, path) => {
     try {
-      parseSendMessage(body, { streamPath: false });
+      parseSendMessage(body, { streamPath: false, limits: LIMITS });
       throw new Error('accepted');
     } catch (e) {
       expect(e).toBeInstanceOf(DomainError);

@@ -1,5 +1,6 @@
 import type { DataSource } from 'typeorm';
 import { loadConfig } from '../../../src/config/app-config';
+import { LocalAgentLeases } from '../../../src/cluster/agent-leases';
 import type { GroupCommit } from '../../../src/database/group-commit';
 import { settingsFor, ToolExecutorService } from '../../../src/rules/tool-executor.service';
 import { aSetup, aTool, code, FakeClock } from '../core/executor/executor-harness';
@@ -22,6 +23,7 @@ const tx = {
   insert: () => Promise.resolve(),
 } as unknown as GroupCommit;
 const ids = { prefixed: (p: string) => `${p}-1`, snowflake: () => '1' };
+const leases = new LocalAgentLeases(ds);
 
 describe('ToolExecutorService', () => {
   const config = loadConfig({});
@@ -49,7 +51,7 @@ describe('ToolExecutorService', () => {
   });
 
   it('fails closed without ports: no invoker → error return, no broker → denied', async () => {
-    const svc = new ToolExecutorService(config, new FakeClock(), ids, ds, tx);
+    const svc = new ToolExecutorService(config, new FakeClock(), ids, ds, tx, leases);
     const setup = aSetup([{ type: 'requires_consent', tool_name: 'b' }], [aTool('a'), aTool('b')]);
     const pass = svc.executor.newPass(setup, 'batch');
     const meta = { tenantId: 'default', agentId: setup.agentId, runId: 'r', batchId: 'batch' };
@@ -72,7 +74,7 @@ describe('ToolExecutorService', () => {
   });
 
   it('prunes on an unref’d timer and stops it on shutdown', () => {
-    const svc = new ToolExecutorService(config, new FakeClock(), ids, ds, tx);
+    const svc = new ToolExecutorService(config, new FakeClock(), ids, ds, tx, leases);
     svc.onModuleInit();
     const timer = (svc as unknown as { timer: NodeJS.Timeout }).timer;
     expect(timer.hasRef()).toBe(false);

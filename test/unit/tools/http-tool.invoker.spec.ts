@@ -1,6 +1,13 @@
 import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { invokeHttpTool } from '../../../src/tools/http-tool.invoker';
+import { HostPolicy } from '../../../src/core/net/host-policy';
+import { HttpCallLimits, invokeHttpTool } from '../../../src/tools/http-tool.invoker';
+
+const LIMITS: HttpCallLimits = {
+  maxResponseBytes: 1_000_000,
+  maxRedirects: 5,
+  policy: new HostPolicy([], ['169.254.0.0/16', 'fd00:ec2::254']),
+};
 
 type Handler = (req: IncomingMessage, body: string, res: ServerResponse) => void;
 
@@ -48,6 +55,7 @@ describe('invokeHttpTool (against a local server)', () => {
       { amount: 5 },
       ctx(),
       { TOKEN: 's3cret' },
+      LIMITS,
     );
     expect(r).toEqual({ status: 'success', value: '{"ok":true}' });
     expect(seen[0].method).toBe('POST');
@@ -65,7 +73,7 @@ describe('invokeHttpTool (against a local server)', () => {
   it('returns a text body as is', async () => {
     handler = (_req, _body, res) =>
       res.writeHead(201, { 'content-type': 'text/plain' }).end('done');
-    expect(await invokeHttpTool({ url: base, method: 'PUT' }, {}, ctx(), {})).toEqual({
+    expect(await invokeHttpTool({ url: base, method: 'PUT' }, {}, ctx(), {}, LIMITS)).toEqual({
       status: 'success',
       value: 'done',
     });
@@ -73,7 +81,7 @@ describe('invokeHttpTool (against a local server)', () => {
 
   it('sends GET calls as query parameters', async () => {
     handler = (_req, _body, res) => res.end('x');
-    await invokeHttpTool({ url: `${base}/q?fixed=1`, method: 'GET' }, { a: 1 }, ctx(), {});
+    await invokeHttpTool({ url: `${base}/q?fixed=1`, method: 'GET' }, { a: 1 }, ctx(), {}, LIMITS);
     const url = new URL(seen[0].url!, base);
     expect(url.searchParams.get('fixed')).toBe('1');
     expect(JSON.parse(url.searchParams.get('arguments')!)).toEqual({ a: 1 });
@@ -83,24 +91,30 @@ describe('invokeHttpTool (against a local server)', () => {
   it.each([
     [500, 'boom', /^HTTP 500: boom/],
     [404, '', /^HTTP 404$/],
-    [302, '', /request failed/],
+    [302, '', /^too many redirects \(more than 5\)$/], // every hop redirects again
   ])('status %i is an error return', async (status, body, expected) => {
     handler = (_req, _b, res) => res.writeHead(status, { location: `${base}/elsewhere` }).end(body);
-    const r = await invokeHttpTool({ url: base, method: 'POST' }, {}, ctx(), {});
+    const r = await invokeHttpTool({ url: base, method: 'POST' }, {}, ctx(), {}, LIMITS);
     expect(r.status).toBe('error');
     expect(r.value).toMatch(expected);
   });
 
   it('times out per timeout_ms', async () => {
     handler = () => undefined; // never answers
-    const r = await invokeHttpTool({ url: base, method: 'POST', timeout_ms: 50 }, {}, ctx(), {});
+    const r = await invokeHttpTool(
+      { url: base, method: 'POST', timeout_ms: 50 },
+      {},
+      ctx(),
+      {},
+      LIMITS,
+    );
     expect(r).toEqual({ status: 'error', value: 'timed out after 50 ms' });
   });
 
   it('stops when the signal aborts', async () => {
     handler = () => undefined;
     const ac = new AbortController();
-    const p = invokeHttpTool({ url: base, method: 'POST' }, {}, ctx(ac.signal), {});
+    const p = invokeHttpTool({ url: base, method: 'POST' }, {}, ctx(ac.signal), {}, LIMITS);
     setImmediate(() => ac.abort());
     expect(await p).toEqual({ status: 'error', value: 'cancelled' });
   });
@@ -112,6 +126,7 @@ describe('invokeHttpTool (against a local server)', () => {
       {},
       ctx(),
       {},
+      LIMITS,
     );
     expect(r.status).toBe('error');
     expect(r.value).toMatch(/MISSING/);
@@ -119,8 +134,111 @@ describe('invokeHttpTool (against a local server)', () => {
   });
 
   it('an unreachable host is an error return', async () => {
-    const r = await invokeHttpTool({ url: 'http://127.0.0.1:1/', method: 'POST' }, {}, ctx(), {});
+    const r = await invokeHttpTool(
+      { url: 'http://127.0.0.1:1/', method: 'POST' },
+      {},
+      ctx(),
+      {},
+      LIMITS,
+    );
     expect(r.status).toBe('error');
     expect(r.value).toMatch(/request failed/);
+  });
+
+  it('a body past maxResponseBytes is cut off: the model gets "response exceeded N bytes"', async () => {
+    handler = (_req, _b, res) => {
+      res.writeHead(200);
+      res.write('x'.repeat(4096));
+      res.end('y'.repeat(4096));
+    };
+    const r = await invokeHttpTool(
+      { url: base, method: 'POST' },
+      {},
+      ctx(),
+      {},
+      {
+        ...LIMITS,
+        maxResponseBytes: 5000,
+      },
+    );
+    expect(r).toEqual({ status: 'error', value: 'response exceeded 5000 bytes' });
+  });
+
+  it('follows a same-origin redirect with the declared headers', async () => {
+    handler = (req, _b, res) =>
+      req.url === '/start' ? res.writeHead(307, { location: '/end' }).end() : res.end('arrived');
+    const r = await invokeHttpTool(
+      { url: `${base}/start`, method: 'POST', headers: { 'X-Key': '${K}' } },
+      {},
+      ctx(),
+      { K: 'k-value' },
+      LIMITS,
+    );
+    expect(r).toEqual({ status: 'success', value: 'arrived' });
+    expect(seen[1].headers['x-key']).toBe('k-value');
+    expect(seen[1].method).toBe('POST');
+  });
+
+  it('a cross-origin redirect loses the declared headers', async () => {
+    const other = base.replace('127.0.0.1', 'localhost');
+    handler = (req, _b, res) =>
+      req.url === '/start'
+        ? res.writeHead(302, { location: `${other}/end` }).end()
+        : res.end('arrived');
+    const r = await invokeHttpTool(
+      { url: `${base}/start`, method: 'POST', headers: { 'X-Key': '${K}' } },
+      {},
+      ctx(),
+      { K: 'k-value' },
+      LIMITS,
+    );
+    expect(r).toEqual({ status: 'success', value: 'arrived' });
+    expect(seen[1].headers['x-key']).toBeUndefined();
+    expect(seen[1].method).toBe('GET');
+  });
+
+  it.each<[string, string[], string[], RegExp]>([
+    ['a denied address', [], ['127.0.0.0/8'], /request refused: 127\.0\.0\.1 is denied/],
+    [
+      'a host off the allow-list',
+      ['10.0.0.0/8'],
+      [],
+      /request refused: .*not on the outbound host allow-list/,
+    ],
+  ])('%s is refused before any byte is sent', async (_what, allowed, denied, message) => {
+    handler = (_req, _b, res) => res.end('x');
+    const r = await invokeHttpTool(
+      { url: base, method: 'POST' },
+      {},
+      ctx(),
+      {},
+      {
+        ...LIMITS,
+        policy: new HostPolicy(allowed, denied),
+      },
+    );
+    expect(r.status).toBe('error');
+    expect(r.value).toMatch(message);
+    expect(seen).toHaveLength(0);
+  });
+
+  it('a name that resolves to a denied address is refused after DNS resolution', async () => {
+    handler = (_req, _b, res) => res.end('x');
+    const r = await invokeHttpTool(
+      { url: base.replace('127.0.0.1', 'localhost'), method: 'POST' },
+      {},
+      ctx(),
+      {},
+      { ...LIMITS, policy: new HostPolicy([], ['127.0.0.0/8', '::1']) },
+    );
+    expect(r.value).toMatch(/request refused: localhost \((127\.0\.0\.1|::1)\) is denied/);
+    expect(seen).toHaveLength(0);
+  });
+
+  it('a redirect to a denied address is refused', async () => {
+    handler = (_req, _b, res) =>
+      res.writeHead(302, { location: 'http://169.254.169.254/latest/meta-data/' }).end();
+    const r = await invokeHttpTool({ url: base, method: 'GET' }, {}, ctx(), {}, LIMITS);
+    expect(r.value).toBe('request refused: 169.254.169.254 is denied by the outbound host policy');
   });
 });

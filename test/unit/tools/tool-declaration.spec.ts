@@ -47,7 +47,17 @@ describe('validateToolDeclaration', () => {
     [
       'parameters do not compile',
       { parameters: { type: 'object', properties: { a: { type: 'nope' } } } },
-      'parameters',
+      'parameters.properties.a.type',
+    ],
+    [
+      'a backreference pattern (RE2 has none)',
+      { parameters: { type: 'object', properties: { a: { type: 'string', pattern: '(a)\\1' } } } },
+      'parameters.properties.a.pattern',
+    ],
+    [
+      'a lookahead in patternProperties',
+      { parameters: { type: 'object', patternProperties: { '^(?!x)': {} } } },
+      'parameters.patternProperties["^(?!x)"]',
     ],
     ['missing http', { http: undefined }, 'http'],
     ['bad url', { http: { url: 'ftp://x', method: 'POST' } }, 'http.url'],

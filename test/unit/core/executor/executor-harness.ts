@@ -209,6 +209,8 @@ export function code(o: ToolOutcome): string {
       return 'cached';
     case 'consent_required':
       return 'pending';
+    case 'client_required':
+      return 'client';
     case 'timeout':
       return 'Timeout';
     case 'refused':

@@ -3,6 +3,7 @@ import {
   validateDecisionInput,
 } from '../../../../src/core/permissions/consent-decision';
 import { ConstraintCompiler } from '../../../../src/core/permissions/constraint';
+import { LIMITS } from '../../../support/input-limits';
 
 const constraints = new ConstraintCompiler();
 const amountMax100 = { type: 'object', properties: { amount: { type: 'number', maximum: 100 } } };
@@ -28,7 +29,7 @@ describe('validateDecisionInput', () => {
     ],
   ];
   it.each(valid)('%s', (_name, raw, expected) => {
-    expect(validateDecisionInput(raw, constraints)).toEqual({ ok: true, value: expected });
+    expect(validateDecisionInput(raw, constraints, LIMITS)).toEqual({ ok: true, value: expected });
   });
 
   const invalid: [string, Record<string, unknown>, string][] = [
@@ -37,6 +38,18 @@ describe('validateDecisionInput', () => {
     ['decision not a string', { decision: 1 }, 'decision'],
     ['duration without seconds', { decision: 'approve_for_duration' }, 'seconds'],
     ['duration with zero seconds', { decision: 'approve_for_duration', seconds: 0 }, 'seconds'],
+    [
+      'duration of 1e-300 s (a grant expired at birth)',
+      { decision: 'approve_for_duration', seconds: 1e-300 },
+      'seconds',
+    ],
+    ['duration of 1e308 s', { decision: 'approve_for_duration', seconds: 1e308 }, 'seconds'],
+    [
+      'duration past limits.max_duration_seconds',
+      { decision: 'approve_for_duration', seconds: LIMITS.max_duration_seconds + 1 },
+      'seconds',
+    ],
+    ['fractional seconds', { decision: 'approve_for_duration', seconds: 1.5 }, 'seconds'],
     [
       'duration with negative seconds',
       { decision: 'approve_for_duration', seconds: -5 },
@@ -64,7 +77,12 @@ describe('validateDecisionInput', () => {
     [
       'constraint that does not compile',
       { decision: 'approve_for_scope', constraint: { type: 'nonsense' } },
-      'constraint',
+      'constraint.type',
+    ],
+    [
+      'constraint with a backtracking-only pattern (lookahead)',
+      { decision: 'approve_for_scope', constraint: { properties: { s: { pattern: '(?=a)a' } } } },
+      'constraint.properties.s.pattern',
     ],
     [
       'constraint with an unknown keyword',
@@ -76,7 +94,7 @@ describe('validateDecisionInput', () => {
     ['reason with a NUL character', { decision: 'deny', reason: 'a\u0000b' }, 'reason'],
   ];
   it.each(invalid)('refuses %s', (_name, raw, path) => {
-    const r = validateDecisionInput(raw, constraints);
+    const r = validateDecisionInput(raw, constraints, LIMITS);
     expect(r.ok).toBe(false);
     if (!r.ok) expect(r.problems.map((p) => p.path)).toContain(path);
   });

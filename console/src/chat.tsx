@@ -1,0 +1,336 @@
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { api, asText, type Agent, type LettaMessage, type Run } from './api';
+import { live, type RunEventFrame } from './live';
+import { relative, useStore } from './store';
+import { go } from './router';
+
+interface Entry {
+  key: string;
+  runId: string;
+  kind: string;
+  at: number;
+  data: Record<string, unknown>;
+}
+
+/** Text of a Letta message's content (a string or a list of text parts). */
+function textOf(c: unknown): string {
+  if (typeof c === 'string') return c;
+  if (!Array.isArray(c)) return '';
+  return (c as unknown[])
+    .map((p) => (typeof p === 'object' && p !== null ? asText((p as { text?: unknown }).text) : ''))
+    .join('');
+}
+
+function args(raw: unknown): string {
+  if (typeof raw !== 'string') return JSON.stringify(raw ?? {}, null, 2);
+  try {
+    return JSON.stringify(JSON.parse(raw), null, 2);
+  } catch {
+    return raw;
+  }
+}
+
+/** One timeline line per run event; messages by their Letta type. */
+function TimelineItem({ e }: { e: Entry }) {
+  const s = useStore();
+  const d = e.data;
+  switch (e.kind) {
+    case 'run.started':
+      return <li class="tl tl-run">Run started</li>;
+    case 'step.started':
+      return <li class="tl tl-step">Model call {asText(d.step)}</li>;
+    case 'tools.executing':
+      return (
+        <li class="tl tl-step">
+          Executing{' '}
+          {Array.isArray(d.tools)
+            ? d.tools.map((t) => <code key={String(t)}>{String(t)}</code>)
+            : null}
+        </li>
+      );
+    case 'run.completed': {
+      const u = (d.usage ?? null) as Record<string, number> | null;
+      return (
+        <li class={`tl tl-end ${d.status === 'failed' ? 'is-error' : ''}`}>
+          <strong>Stop:</strong> {String(d.stop_reason ?? d.status)}
+          {u && (
+            <span class="muted small">
+              {' '}
+              · {u.total_tokens ?? 0} tokens ({u.prompt_tokens ?? 0} in, {u.completion_tokens ?? 0}{' '}
+              out)
+              {u.step_count ? ` · ${u.step_count} model call(s)` : ''}
+            </span>
+          )}
+          {d.error ? <div class="small">{JSON.stringify(d.error)}</div> : null}
+        </li>
+      );
+    }
+    case 'input_message':
+    case 'message':
+      break;
+    default:
+      return (
+        <li class="tl muted small">
+          {e.kind} {JSON.stringify(d)}
+        </li>
+      );
+  }
+  const m = d as LettaMessage;
+  const call = m.tool_call as
+    { name?: string; arguments?: unknown; tool_call_id?: string } | undefined;
+  switch (m.message_type) {
+    case 'user_message':
+      return (
+        <li class="tl tl-user">
+          <span class="who">You</span> {textOf(m.content)}
+        </li>
+      );
+    case 'system_message':
+      return <li class="tl muted small">System: {textOf(m.content)}</li>;
+    case 'reasoning_message':
+      return (
+        <li class="tl tl-reason">
+          <span class="who">Reasoning</span> {asText(m.reasoning)}
+        </li>
+      );
+    case 'assistant_message':
+      return (
+        <li class="tl tl-assistant">
+          <span class="who">Agent</span> {textOf(m.content)}
+        </li>
+      );
+    case 'tool_call_message':
+      return (
+        <li class="tl tl-call">
+          <span class="who">Tool call</span> <code>{call?.name}</code>
+          <pre class="json small">{args(call?.arguments)}</pre>
+        </li>
+      );
+    case 'approval_request_message': {
+      const pending =
+        [...s.pending.values()].find(
+          (r) => r.tool_call_id === call?.tool_call_id && r.agent_id === m.agent_id,
+        ) ?? [...s.pending.values()].find((r) => r.tool_call_id === call?.tool_call_id);
+      return (
+        <li class="tl tl-park">
+          <span class="who">Waiting for consent</span> <code>{call?.name}</code>
+          <pre class="json small">{args(call?.arguments)}</pre>
+          {pending ? (
+            <button class="btn primary small" onClick={() => s.open(pending.id)}>
+              Answer consent request
+            </button>
+          ) : (
+            <span class="muted small">answered</span>
+          )}
+        </li>
+      );
+    }
+    case 'tool_return_message': {
+      const text = asText(m.tool_return);
+      const refused = /^\[(ToolRuleViolation|PermissionDenied)/.test(text);
+      return (
+        <li
+          class={`tl tl-return ${m.status === 'error' ? (refused ? 'is-refused' : 'is-error') : 'is-ok'}`}
+        >
+          <span class="who">
+            {refused ? 'Refused' : m.status === 'error' ? 'Tool error' : 'Result'}
+          </span>{' '}
+          <code>{asText(m.name)}</code>
+          <pre class="json small">{args(text)}</pre>
+        </li>
+      );
+    }
+    case 'heartbeat_message':
+      return <li class="tl tl-step">Heartbeat</li>;
+    default:
+      return (
+        <li class="tl muted small">
+          {m.message_type}: {textOf(m.content) || JSON.stringify(m)}
+        </li>
+      );
+  }
+}
+
+function PastRun({ run }: { run: Run }) {
+  const [open, setOpen] = useState(false);
+  const [msgs, setMsgs] = useState<LettaMessage[] | null>(null);
+  const [steps, setSteps] = useState<Record<string, unknown>[] | null>(null);
+  const toggle = async () => {
+    setOpen(!open);
+    if (!msgs) {
+      setMsgs(await api<LettaMessage[]>('GET', `/v1/runs/${run.id}/messages?limit=1000`));
+      setSteps(await api<Record<string, unknown>[]>('GET', `/v1/runs/${run.id}/steps?limit=1000`));
+    }
+  };
+  return (
+    <li class="past">
+      <button class="past-head" aria-expanded={open} onClick={() => void toggle()}>
+        <span class={`dot ${run.status}`} aria-hidden="true" />
+        <span>{relative(run.created_at)}</span>
+        <span class="pill">{run.stop_reason ?? run.status}</span>
+        <span class="muted small">{run.usage?.total_tokens ?? 0} tokens</span>
+      </button>
+      {open && (
+        <div class="past-body">
+          {steps && <p class="muted small">{steps.length} model call(s)</p>}
+          <ol class="timeline">
+            {(msgs ?? []).map((m) => (
+              <TimelineItem
+                key={m.id}
+                e={{ key: m.id, runId: run.id, kind: 'message', at: 0, data: m }}
+              />
+            ))}
+          </ol>
+        </div>
+      )}
+    </li>
+  );
+}
+
+export function Chat({ agentId }: { agentId: string | null }) {
+  const s = useStore();
+  const [agent, setAgent] = useState<Agent | null>(null);
+  const [entries, setEntries] = useState<Entry[]>([]);
+  const [runs, setRuns] = useState<Run[]>([]);
+  const [text, setText] = useState('');
+  const [error, setError] = useState<string | null>(null);
+  const [sending, setSending] = useState(false);
+  const end = useRef<HTMLLIElement>(null);
+
+  useEffect(() => {
+    if (!s.agents) void s.loadAgents();
+  }, []);
+  useEffect(() => {
+    setEntries([]);
+    setAgent(null);
+    if (!agentId) return;
+    api<Agent>('GET', `/v1/agents/${agentId}`).then(setAgent, (e: Error) => setError(e.message));
+    const loadRuns = () =>
+      api<Run[]>('GET', `/v1/runs/?agent_id=${agentId}&limit=20`).then(setRuns, () => undefined);
+    void loadRuns();
+    return live.on((f) => {
+      if (f.type !== 'run.event' || f.agent_id !== agentId) return;
+      const ev: RunEventFrame = f;
+      if (ev.event === 'message.delta') return; // the whole message follows
+      setEntries((es) => [
+        ...es.slice(-500),
+        {
+          key: `${ev.run_id}:${es.length}:${ev.event}`,
+          runId: ev.run_id,
+          kind: ev.event,
+          at: Date.now(),
+          data: ev.data,
+        },
+      ]);
+      if (ev.event === 'run.completed') void loadRuns();
+    });
+  }, [agentId]);
+  useEffect(() => end.current?.scrollIntoView({ block: 'nearest' }), [entries.length]);
+
+  const send = async (e: Event) => {
+    e.preventDefault();
+    if (!agentId || !text.trim()) return;
+    setSending(true);
+    setError(null);
+    try {
+      await api('POST', `/v1/agents/${agentId}/messages/async`, {
+        messages: [{ role: 'user', content: text }],
+      });
+      setText('');
+    } catch (err) {
+      setError((err as Error).message);
+    } finally {
+      setSending(false);
+    }
+  };
+
+  const byRun: { runId: string; items: Entry[] }[] = [];
+  for (const en of entries) {
+    const last = byRun[byRun.length - 1];
+    if (last?.runId === en.runId) last.items.push(en);
+    else byRun.push({ runId: en.runId, items: [en] });
+  }
+
+  return (
+    <section aria-labelledby="chat-title" class="chat">
+      <div class="page-head">
+        <div>
+          <h1 id="chat-title">Chat{agent ? ` with ${agent.name}` : ''}</h1>
+          <p class="muted">
+            Send a message and watch the batch run: model calls, tool calls, rules and consent.
+          </p>
+        </div>
+        <label class="inline">
+          <span class="label">Agent</span>
+          <select value={agentId ?? ''} onChange={(e) => go(`#/chat/${e.currentTarget.value}`)}>
+            <option value="" disabled>
+              Choose an agent
+            </option>
+            {(s.agents ?? []).map((a) => (
+              <option key={a.id} value={a.id}>
+                {a.name}
+              </option>
+            ))}
+          </select>
+        </label>
+      </div>
+      {error && (
+        <p class="banner is-error" role="alert">
+          {error}
+        </p>
+      )}
+      {agentId && (
+        <div class="chat-grid">
+          <div class="panel">
+            <h2>Live timeline</h2>
+            {byRun.length === 0 ? (
+              <p class="muted">Runs of this agent appear here as they happen.</p>
+            ) : (
+              <div role="log" aria-label="Run timeline" aria-live="polite">
+                {byRun.map((g, i) => (
+                  <div class="run-group" key={`${g.runId}-${i}`}>
+                    <p class="eyebrow">run {g.runId.slice(4, 12)}</p>
+                    <ol class="timeline">
+                      {g.items.map((en) => (
+                        <TimelineItem key={en.key} e={en} />
+                      ))}
+                    </ol>
+                  </div>
+                ))}
+              </div>
+            )}
+            <form class="composer" onSubmit={(e) => void send(e)}>
+              <label class="grow">
+                <span class="sr-only">Message</span>
+                <textarea
+                  rows={2}
+                  placeholder="Write a message…"
+                  value={text}
+                  onInput={(e) => setText(e.currentTarget.value)}
+                  onKeyDown={(e) => {
+                    if (e.key === 'Enter' && !e.shiftKey) void send(e);
+                  }}
+                />
+              </label>
+              <button class="btn primary" type="submit" disabled={sending || !text.trim()}>
+                Send
+              </button>
+            </form>
+          </div>
+          <div class="panel">
+            <h2>Past runs</h2>
+            {runs.length === 0 ? (
+              <p class="muted">No runs yet.</p>
+            ) : (
+              <ul class="pasts">
+                {runs.map((r) => (
+                  <PastRun key={r.id} run={r} />
+                ))}
+              </ul>
+            )}
+          </div>
+        </div>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,262 @@
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { api, type ConsentRequest, type Resolved } from './api';
+import {
+  constrainable,
+  defaultCondition,
+  OPS_FOR,
+  toSchema,
+  type Condition,
+  type Kind,
+} from './constraint';
+import { live } from './live';
+import { countdown, store, useNow } from './store';
+
+const DURATIONS = [
+  { seconds: 300, label: '5 minutes' },
+  { seconds: 600, label: '10 minutes' },
+  { seconds: 3600, label: '1 hour' },
+  { seconds: 8 * 3600, label: '8 hours' },
+  { seconds: 86400, label: '24 hours' },
+];
+
+interface Props {
+  request: ConsentRequest;
+  onClose: () => void;
+}
+
+/**
+ * One consent request and the four answers. Sent over the WebSocket (REST when it is down); when anyone
+ * decides (here, elsewhere, or the expiry) the inbox drops the request and this dialog closes.
+ */
+export function ConsentDialog({ request: r, onClose }: Props) {
+  const ref = useRef<HTMLDialogElement>(null);
+  const now = useNow();
+  const [seconds, setSeconds] = useState(600);
+  const [reason, setReason] = useState('');
+  const [conditions, setConditions] = useState<Condition[]>([]);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const fields = useMemo(() => constrainable(r.arguments), [r.arguments]);
+  const kinds = useMemo(
+    () => Object.fromEntries(fields.map((f) => [f.field, f.kind])) as Record<string, Kind>,
+    [fields],
+  );
+  const { schema, problems } = toSchema(conditions, kinds);
+  const expired = Date.parse(r.expires_at) <= now;
+
+  useEffect(() => {
+    const d = ref.current;
+    if (d && !d.open) d.showModal();
+    return () => d?.close();
+  }, []);
+
+  const decide = async (body: Record<string, unknown>) => {
+    setBusy(true);
+    setError(null);
+    try {
+      if (!live.send({ type: 'consent.decision', request_id: r.id, ...body }))
+        store.settle(
+          r.id,
+          await api<Resolved & { status: string; decision_reason: string | null }>(
+            'POST',
+            `/v1/consent/requests/${r.id}/decision`,
+            body,
+          ),
+        );
+      // the consent.resolved frame (or the REST answer's) closes the dialog through the inbox
+    } catch (e) {
+      setError((e as Error).message);
+      setBusy(false);
+    }
+  };
+
+  const toggle = (field: string, kind: Kind, value: unknown, on: boolean) =>
+    setConditions((cs) =>
+      on ? [...cs, defaultCondition(field, kind, value)] : cs.filter((c) => c.field !== field),
+    );
+  const update = (field: string, patch: Partial<Condition>) =>
+    setConditions((cs) => cs.map((c) => (c.field === field ? { ...c, ...patch } : c)));
+  const grantExtras = schema && problems.length === 0 ? { constraint: schema } : {};
+  const blocked = busy || expired || problems.length > 0;
+  const titleId = `dlg-${r.id}`;
+
+  return (
+    <dialog
+      ref={ref}
+      class="dialog"
+      aria-labelledby={titleId}
+      onCancel={(e) => {
+        e.preventDefault();
+        onClose();
+      }}
+    >
+      <header class="dialog-head">
+        <div>
+          <p class="eyebrow">Consent request</p>
+          <h2 id={titleId}>
+            {store.agentName(r.agent_id)} wants to run <code>{r.tool_name}</code>
+          </h2>
+        </div>
+        <span class={`countdown ${expired ? 'is-expired' : ''}`} role="timer" aria-live="off">
+          {expired ? 'expired' : `expires in ${countdown(r.expires_at, now)}`}
+        </span>
+      </header>
+      <p class="muted">{r.reason}</p>
+      <dl class="facts">
+        <dt>Scope</dt>
+        <dd>
+          <code>{r.scope}</code>
+        </dd>
+        <dt>Tool call</dt>
+        <dd>
+          <code>{r.tool_call_id}</code>
+        </dd>
+      </dl>
+      <h3>Arguments</h3>
+      <pre class="json">{JSON.stringify(r.arguments, null, 2)}</pre>
+
+      {fields.length > 0 && (
+        <fieldset class="constraint">
+          <legend>Constraint for a standing grant (optional)</legend>
+          <p class="hint">
+            Approve for a duration or for the scope covers later calls only when their arguments
+            match.
+          </p>
+          {fields.map(({ field, kind, value }) => {
+            const c = conditions.find((x) => x.field === field);
+            const id = `c-${field}`;
+            return (
+              <div class="constraint-row" key={field}>
+                <label class="check">
+                  <input
+                    type="checkbox"
+                    checked={!!c}
+                    onChange={(e) => toggle(field, kind, value, e.currentTarget.checked)}
+                  />
+                  <code>{field}</code>
+                </label>
+                {c && (
+                  <>
+                    <select
+                      aria-label={`Condition on ${field}`}
+                      value={c.op}
+                      onChange={(e) =>
+                        update(field, { op: e.currentTarget.value as Condition['op'] })
+                      }
+                    >
+                      {OPS_FOR[kind].map((o) => (
+                        <option value={o.op} key={o.op}>
+                          {o.label}
+                        </option>
+                      ))}
+                    </select>
+                    {kind === 'boolean' ? (
+                      <select
+                        id={id}
+                        aria-label={`Value for ${field}`}
+                        value={c.value}
+                        onChange={(e) => update(field, { value: e.currentTarget.value })}
+                      >
+                        <option value="true">true</option>
+                        <option value="false">false</option>
+                      </select>
+                    ) : (
+                      <input
+                        id={id}
+                        aria-label={`Value for ${field}`}
+                        inputMode={kind === 'number' ? 'decimal' : undefined}
+                        value={c.value}
+                        onInput={(e) => update(field, { value: e.currentTarget.value })}
+                      />
+                    )}
+                  </>
+                )}
+              </div>
+            );
+          })}
+          {schema && (
+            <>
+              <p class="hint">As JSON Schema (what the grant stores):</p>
+              <pre class="json" aria-label="Constraint as JSON Schema">
+                {JSON.stringify(schema, null, 2)}
+              </pre>
+            </>
+          )}
+          {problems.map((p) => (
+            <p class="field-error" key={p}>
+              {p}
+            </p>
+          ))}
+        </fieldset>
+      )}
+
+      {error && (
+        <p class="banner is-error" role="alert">
+          {error}
+        </p>
+      )}
+
+      <div class="decisions">
+        <button
+          class="btn primary"
+          disabled={blocked}
+          onClick={() => void decide({ decision: 'approve_once' })}
+        >
+          Approve once
+        </button>
+        <div class="split">
+          <button
+            class="btn"
+            disabled={blocked}
+            onClick={() =>
+              void decide({ decision: 'approve_for_duration', seconds, ...grantExtras })
+            }
+          >
+            Approve for…
+          </button>
+          <select
+            aria-label="Duration"
+            value={seconds}
+            onChange={(e) => setSeconds(Number(e.currentTarget.value))}
+          >
+            {DURATIONS.map((d) => (
+              <option value={d.seconds} key={d.seconds}>
+                {d.label}
+              </option>
+            ))}
+          </select>
+        </div>
+        <button
+          class="btn"
+          disabled={blocked}
+          onClick={() => void decide({ decision: 'approve_for_scope', ...grantExtras })}
+        >
+          Approve for scope
+        </button>
+      </div>
+      <div class="deny-row">
+        <label class="grow">
+          <span class="label">Reason for denying</span>
+          <input
+            value={reason}
+            maxLength={2000}
+            placeholder="e.g. amount too high"
+            onInput={(e) => setReason(e.currentTarget.value)}
+          />
+        </label>
+        <button
+          class="btn danger"
+          disabled={busy || expired}
+          onClick={() => void decide({ decision: 'deny', ...(reason ? { reason } : {}) })}
+        >
+          Deny
+        </button>
+      </div>
+      <footer class="dialog-foot">
+        <button class="btn ghost" onClick={onClose}>
+          Close
+        </button>
+      </footer>
+    </dialog>
+  );
+}

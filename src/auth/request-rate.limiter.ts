@@ -1,0 +1,51 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { NextFunction, Request, Response } from 'express';
+import { CLOCK } from '../common/clock';
+import { DomainError } from '../common/domain-error';
+import { toErrorBody } from '../common/domain-error.filter';
+import type { AppConfig } from '../config/app-config';
+import { APP_CONFIG } from '../config/config.module';
+import { Bucket, takeToken } from '../core/limits/token-bucket';
+import type { Clock } from '../core/ports';
+import { ApiKeysService } from './api-keys.service';
+
+/** Probes of the operator are never limited. */
+const UNLIMITED = new Set(['/v1/health', '/v1/health/']);
+
+/**
+ * Request rate per API key (`rate_limit.*`): a token bucket per configured key (open mode: one), checked
+ * before the body is read; past it 429 RATE_LIMITED with Retry-After. Requests without a valid key share
+ * one bucket (they get 401 anyway), so varying the key cannot mint buckets. Counted per process: N
+ * instances allow up to N times the rate.
+ */
+@Injectable()
+export class RequestRateLimiter {
+  private readonly buckets = new Map<string, Bucket>();
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(CLOCK) private readonly clock: Clock,
+    private readonly keys: ApiKeysService,
+  ) {}
+
+  readonly handle = (req: Request, res: Response, next: NextFunction): void => {
+    const { requests_per_second: rate, burst } = this.config.rate_limit;
+    if (rate === 0 || UNLIMITED.has(req.path)) return next();
+    const name =
+      this.keys.principalFor(ApiKeysService.keyFromHeaders(req.headers))?.key ?? 'unauthenticated';
+    const taken = takeToken(this.buckets.get(name), rate, burst, this.clock.now());
+    this.buckets.set(name, taken.bucket);
+    if (taken.allowed) return next();
+    const seconds = Math.max(1, Math.ceil(taken.retryAfterMs / 1000));
+    const { status, body } = toErrorBody(
+      new DomainError(
+        'too_many_requests',
+        'RATE_LIMITED',
+        `more than ${rate} requests per second (burst ${burst}) for this API key; retry after ${seconds} s`,
+        { retry_after_seconds: seconds, requests_per_second: rate, burst },
+      ),
+    );
+    res.setHeader('Retry-After', String(seconds));
+    res.status(status).json(body);
+  };
+}

@@ -1,0 +1,171 @@
+import {
+  Body,
+  Controller,
+  Delete,
+  Get,
+  HttpCode,
+  Param,
+  Patch,
+  Post,
+  Query,
+  Res,
+} from '@nestjs/common';
+import type { Response } from 'express';
+import { Tenant } from '../auth/tenant.guard';
+import { validationFailed } from '../common/domain-error';
+import { toLettaMessage } from '../processing/message.mapper';
+import { MessageResponder } from '../processing/message-responder';
+import { parseHistoryQuery, parseResumeStream } from '../processing/query.dto';
+import { ConversationEntity } from './conversation.entity';
+import { ConversationsService } from './conversations.service';
+
+const iso = (ms: number | null) => (ms == null ? null : new Date(ms).toISOString());
+
+/** A conversation in Letta's shape. */
+function toLettaConversation(c: ConversationEntity) {
+  return {
+    id: c.id,
+    agent_id: c.agent_id,
+    summary: c.summary,
+    description: c.summary,
+    archived: c.archived,
+    archived_at: null,
+    created_at: iso(c.created_at),
+    updated_at: iso(c.updated_at),
+    last_message_at: iso(c.last_message_at),
+    in_context_message_ids: null,
+    model: null,
+    model_settings: null,
+    context_window_limit: null,
+  };
+}
+
+const agentIdOf = (query: Record<string, unknown>, body: unknown) =>
+  query.agent_id ??
+  (typeof body === 'object' && body !== null
+    ? (body as Record<string, unknown>).agent_id
+    : undefined);
+
+/** Letta's conversations: `/v1/conversations*` (the `default` one with `agent_id` is the agent's own history). */
+@Controller('v1/conversations')
+export class ConversationsController {
+  constructor(
+    private readonly conversations: ConversationsService,
+    private readonly responder: MessageResponder,
+  ) {}
+
+  @Post()
+  @HttpCode(200)
+  async create(
+    @Tenant() tenant: string,
+    @Query() query: Record<string, unknown>,
+    @Body() body: unknown,
+  ) {
+    return toLettaConversation(
+      await this.conversations.create(tenant, agentIdOf(query, body), body),
+    );
+  }
+
+  @Get()
+  async list(@Tenant() tenant: string, @Query() query: Record<string, unknown>) {
+    const page = parseHistoryQuery({ limit: query.limit, order: query.order, after: query.after });
+    const archived = query.archive_status ?? 'unarchived';
+    if (archived !== 'unarchived' && archived !== 'archived' && archived !== 'all') {
+      throw validationFailed([
+        { path: 'archive_status', message: 'must be unarchived, archived or all' },
+      ]);
+    }
+    const agentId = typeof query.agent_id === 'string' ? query.agent_id : undefined;
+    const rows = await this.conversations.list(tenant, { ...page, agentId, archived });
+    return rows.map(toLettaConversation);
+  }
+
+  @Get(':id')
+  async get(@Tenant() tenant: string, @Param('id') id: string) {
+    return toLettaConversation(await this.conversations.get(tenant, id));
+  }
+
+  @Patch(':id')
+  async update(@Tenant() tenant: string, @Param('id') id: string, @Body() body: unknown) {
+    return toLettaConversation(await this.conversations.update(tenant, id, body));
+  }
+
+  @Delete(':id')
+  @HttpCode(200)
+  async delete(@Tenant() tenant: string, @Param('id') id: string) {
+    await this.conversations.delete(tenant, id);
+    return { message: `conversation ${id} deleted` };
+  }
+
+  /** Letta streams by default here (`streaming: false` answers JSON). */
+  @Post(':id/messages')
+  @HttpCode(200)
+  async send(
+    @Tenant() tenant: string,
+    @Param('id') id: string,
+    @Query() query: Record<string, unknown>,
+    @Body() body: unknown,
+    @Res() res: Response,
+  ): Promise<void> {
+    const t = await this.conversations.target(tenant, id, agentIdOf(query, body));
+    const streams = !(
+      typeof body === 'object' &&
+      body !== null &&
+      (body as { streaming?: unknown }).streaming === false
+    );
+    const req = { ...this.responder.parse(body, streams), conversationId: t.conversationId };
+    await this.conversations.touch(t);
+    await this.responder.respond(tenant, t.agentId, req, res);
+  }
+
+  @Get(':id/messages')
+  async messages(
+    @Tenant() tenant: string,
+    @Param('id') id: string,
+    @Query() query: Record<string, unknown>,
+  ) {
+    const t = await this.conversations.target(tenant, id, query.agent_id);
+    const q = parseHistoryQuery(query);
+    return (await this.conversations.messages(tenant, t, q, q.view)).map(toLettaMessage);
+  }
+
+  /** Resumes the stream of the conversation's newest run (as `POST /v1/runs/{id}/stream` does). */
+  @Post(':id/stream')
+  @HttpCode(200)
+  async stream(
+    @Tenant() tenant: string,
+    @Param('id') id: string,
+    @Query() query: Record<string, unknown>,
+    @Body() body: unknown,
+    @Res() res: Response,
+  ): Promise<void> {
+    const t = await this.conversations.target(tenant, id, agentIdOf(query, body));
+    const run = await this.conversations.latestRun(tenant, t);
+    await this.responder.resume(tenant, run, parseResumeStream(body), res);
+  }
+
+  @Post(':id/cancel')
+  @HttpCode(200)
+  async cancel(
+    @Tenant() tenant: string,
+    @Param('id') id: string,
+    @Query() query: Record<string, unknown>,
+  ) {
+    return this.conversations.cancel(
+      tenant,
+      await this.conversations.target(tenant, id, query.agent_id),
+    );
+  }
+
+  @Post(':id/compact')
+  @HttpCode(200)
+  async compact(
+    @Tenant() tenant: string,
+    @Param('id') id: string,
+    @Query() query: Record<string, unknown>,
+    @Body() body: unknown,
+  ) {
+    const t = await this.conversations.target(tenant, id, agentIdOf(query, body));
+    return this.conversations.compact(tenant, t);
+  }
+}

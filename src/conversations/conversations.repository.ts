@@ -1,0 +1,68 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { ConversationEntity } from './conversation.entity';
+
+export interface ConversationPage {
+  agentId?: string;
+  archived: 'unarchived' | 'archived' | 'all';
+  limit: number;
+  after?: string;
+  order: 'asc' | 'desc';
+}
+
+/** Conversations' rows. */
+@Injectable()
+export class ConversationsRepository {
+  constructor(@InjectDataSource() private readonly ds: DataSource) {}
+
+  private get repo() {
+    return this.ds.getRepository(ConversationEntity);
+  }
+
+  insert(c: ConversationEntity): Promise<unknown> {
+    return this.repo.insert(c);
+  }
+
+  find(tenantId: string, id: string): Promise<ConversationEntity | null> {
+    return this.repo.findOneBy({ id, tenant_id: tenantId });
+  }
+
+  /** One statement (no implicit transaction: SQLite's connection is shared, see Transactor). */
+  async update(c: ConversationEntity): Promise<ConversationEntity> {
+    await this.repo.update(
+      { id: c.id },
+      { summary: c.summary, archived: c.archived, updated_at: c.updated_at },
+    );
+    return c;
+  }
+
+  delete(tenantId: string, id: string): Promise<unknown> {
+    return this.repo.delete({ id, tenant_id: tenantId });
+  }
+
+  /** Newest first by default; `after` is relative to the order (as Letta's cursors are). */
+  async list(tenantId: string, page: ConversationPage): Promise<ConversationEntity[]> {
+    const qb = this.repo.createQueryBuilder('c').where('c.tenant_id = :tenantId', { tenantId });
+    if (page.agentId) qb.andWhere('c.agent_id = :agentId', { agentId: page.agentId });
+    if (page.archived !== 'all') {
+      qb.andWhere('c.archived = :archived', { archived: page.archived === 'archived' });
+    }
+    const dir = page.order === 'asc' ? 'ASC' : 'DESC';
+    if (page.after) {
+      const op = page.order === 'asc' ? '>' : '<';
+      const cursor = await this.find(tenantId, page.after);
+      if (cursor) {
+        qb.andWhere(`(c.created_at ${op} :at OR (c.created_at = :at AND c.id ${op} :id))`, {
+          at: cursor.created_at,
+          id: cursor.id,
+        });
+      }
+    }
+    return qb.orderBy('c.created_at', dir).addOrderBy('c.id', dir).limit(page.limit).getMany();
+  }
+
+  touch(id: string, at: number): Promise<unknown> {
+    return this.repo.update({ id }, { last_message_at: at, updated_at: at });
+  }
+}

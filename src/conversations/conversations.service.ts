@@ -1,0 +1,181 @@
+import { Inject, Injectable } from '@nestjs/common';
+import {
+  badRequest,
+  notFound,
+  validationFailed,
+  type ValidationProblem,
+} from '../common/domain-error';
+import { CLOCK } from '../common/clock';
+import { ID_GENERATOR, isPrefixedId } from '../common/ids';
+import type { Clock, IdGenerator } from '../core/ports';
+import { AgentsService } from '../agents/agents.service';
+import { HistoryService } from '../processing/history.service';
+import type { MessageEntity } from '../processing/entities/message.entity';
+import type { RunEntity } from '../processing/entities/run.entity';
+import { MessagingService } from '../processing/messaging.service';
+import { ProcessingRepository } from '../processing/processing.repository';
+import type { HistoryQuery } from '../processing/query.dto';
+import type { LettaView } from '../processing/message.mapper';
+import { ConversationEntity } from './conversation.entity';
+import { ConversationPage, ConversationsRepository } from './conversations.repository';
+
+/** Where a conversation route points: a conversation of an agent, or the agent's default one. */
+export interface ConversationTarget {
+  agentId: string;
+  /** null: the agent's default conversation (Letta's `default` with `agent_id`). */
+  conversationId: string | null;
+  row: ConversationEntity | null;
+}
+
+const SUMMARY_MAX = 10_000;
+
+/**
+ * Letta's conversations: separate histories of one agent. Their messages go through the agent's one
+ * mailbox (one batch at a time per agent), each conversation's history stays its own.
+ */
+@Injectable()
+export class ConversationsService {
+  constructor(
+    @Inject(CLOCK) private readonly clock: Clock,
+    @Inject(ID_GENERATOR) private readonly ids: IdGenerator,
+    private readonly repo: ConversationsRepository,
+    private readonly agents: AgentsService,
+    private readonly history: HistoryService,
+    private readonly messaging: MessagingService,
+    private readonly runs: ProcessingRepository,
+  ) {}
+
+  async create(tenantId: string, agentId: unknown, body: unknown): Promise<ConversationEntity> {
+    if (typeof agentId !== 'string' || !isPrefixedId('agent', agentId)) {
+      throw badRequest('VALIDATION_FAILED', 'agent_id (query) must be an agent id', {
+        problems: [{ path: 'agent_id', message: 'must be an agent id' }],
+      });
+    }
+    await this.agents.get(tenantId, agentId);
+    const fields = parseFields(body);
+    const now = this.clock.now();
+    const row: ConversationEntity = {
+      id: this.ids.prefixed('conv'),
+      tenant_id: tenantId,
+      agent_id: agentId,
+      summary: fields.summary ?? null,
+      archived: false,
+      created_at: now,
+      updated_at: now,
+      last_message_at: null,
+    };
+    await this.repo.insert(row);
+    return row;
+  }
+
+  async get(tenantId: string, id: string): Promise<ConversationEntity> {
+    const row = isPrefixedId('conv', id) ? await this.repo.find(tenantId, id) : null;
+    if (!row) throw notFound('conversation', id);
+    return row;
+  }
+
+  list(tenantId: string, page: ConversationPage): Promise<ConversationEntity[]> {
+    return this.repo.list(tenantId, page);
+  }
+
+  async update(tenantId: string, id: string, body: unknown): Promise<ConversationEntity> {
+    const row = await this.get(tenantId, id);
+    const fields = parseFields(body);
+    if (fields.summary !== undefined) row.summary = fields.summary;
+    if (fields.archived !== undefined) row.archived = fields.archived;
+    row.updated_at = this.clock.now();
+    return this.repo.update(row);
+  }
+
+  /** Deleting a conversation cancels what runs in it; its messages stay (as the agent's history rows). */
+  async delete(tenantId: string, id: string): Promise<void> {
+    const row = await this.get(tenantId, id);
+    await this.cancel(tenantId, { agentId: row.agent_id, conversationId: id, row });
+    await this.repo.delete(tenantId, id);
+  }
+
+  /** `{id}` or `default` with `agent_id` (Letta's agent-direct mode). */
+  async target(tenantId: string, id: string, agentId: unknown): Promise<ConversationTarget> {
+    if (id === 'default') {
+      if (typeof agentId !== 'string' || !isPrefixedId('agent', agentId)) {
+        throw badRequest(
+          'AGENT_ID_REQUIRED',
+          'the default conversation is addressed with agent_id (query or body)',
+        );
+      }
+      await this.agents.get(tenantId, agentId);
+      return { agentId, conversationId: null, row: null };
+    }
+    const row = await this.get(tenantId, id);
+    return { agentId: row.agent_id, conversationId: row.id, row };
+  }
+
+  messages(
+    tenantId: string,
+    t: ConversationTarget,
+    q: HistoryQuery,
+    view: LettaView,
+  ): Promise<MessageEntity[]> {
+    return this.history.list(tenantId, t.agentId, { ...q, conversationId: t.conversationId }, view);
+  }
+
+  /** The conversation's newest run, whose stream `POST /v1/conversations/{id}/stream` resumes. */
+  async latestRun(tenantId: string, t: ConversationTarget): Promise<RunEntity> {
+    const run = await this.runs.latestRun(tenantId, t.agentId, t.conversationId);
+    if (!run) throw notFound('run of conversation', t.conversationId ?? 'default');
+    return run;
+  }
+
+  async touch(t: ConversationTarget): Promise<void> {
+    if (t.conversationId) await this.repo.touch(t.conversationId, this.clock.now());
+  }
+
+  /** Cancels the conversation's queued, running and parked runs; `{}` when none (as Letta answers). */
+  async cancel(tenantId: string, t: ConversationTarget): Promise<Record<string, string>> {
+    const ids = await this.runs.openRunIds(tenantId, t.conversationId, t.agentId);
+    if (ids.length === 0) return {};
+    return this.messaging.stopRuns(tenantId, t.agentId, ids, 'cancel');
+  }
+
+  /** The history count: context is trimmed to the window at every model call, so nothing is compacted. */
+  async compact(tenantId: string, t: ConversationTarget) {
+    const rows = await this.messages(
+      tenantId,
+      t,
+      { limit: 1000, order: 'desc' },
+      { useAssistantMessage: false, types: null },
+    );
+    return {
+      num_messages_before: rows.length,
+      num_messages_after: rows.length,
+      summary:
+        'Not compacted: this server trims the history to the context window at every model call.',
+    };
+  }
+}
+
+function parseFields(body: unknown): { summary?: string | null; archived?: boolean } {
+  if (body === undefined || body === null) return {};
+  if (typeof body !== 'object' || Array.isArray(body)) {
+    throw validationFailed([{ path: '', message: 'body must be a JSON object' }]);
+  }
+  const b = body as Record<string, unknown>;
+  const problems: ValidationProblem[] = [];
+  const out: { summary?: string | null; archived?: boolean } = {};
+  const text = b.summary ?? b.description;
+  if (text !== undefined) {
+    if (text !== null && (typeof text !== 'string' || text.length > SUMMARY_MAX)) {
+      problems.push({
+        path: 'summary',
+        message: `must be a text of at most ${SUMMARY_MAX} characters`,
+      });
+    } else out.summary = text;
+  }
+  if (b.archived !== undefined && b.archived !== null) {
+    if (typeof b.archived !== 'boolean')
+      problems.push({ path: 'archived', message: 'must be a boolean' });
+    else out.archived = b.archived;
+  }
+  if (problems.length) throw validationFailed(problems);
+  return out;
+}

@@ -1,0 +1,49 @@
+import type { ValidationProblem } from './rules/validate-tool-rules';
+
+/**
+ * Bounds on what a tenant declares (config `limits.*`; docs/security.md lists each with its answer).
+ * Counts past a bound are `LIMIT_EXCEEDED` problems; durations out of range are plain validation problems.
+ */
+export interface InputLimits {
+  /** Rule `seconds` / `window_seconds` and grant `seconds` (ten years by default). */
+  max_duration_seconds: number;
+  max_tags_per_agent: number;
+  max_tools_per_agent: number;
+  max_rules_per_agent: number;
+  max_memory_blocks_per_agent: number;
+  /** A memory block's `limit` (so its value) in characters. */
+  max_block_chars: number;
+  /** Values in one list filter (`GET /v1/agents/?tags=…`): each is an SQL variable. */
+  max_filter_values: number;
+}
+
+/** A list longer than its bound; `setting` names the key under `limits`. */
+export function countProblem<K extends keyof InputLimits>(
+  path: string,
+  count: number,
+  setting: K,
+  limits: Pick<InputLimits, K>,
+): ValidationProblem | null {
+  const max = limits[setting];
+  if (count <= max) return null;
+  return {
+    path,
+    message: `has ${count} items; at most ${max} (limits.${setting})`,
+    limit: `limits.${setting}`,
+  };
+}
+
+/**
+ * A duration in whole seconds within `min` … `limits.max_duration_seconds`: finite, so it can never
+ * reach SQL as Infinity, and long enough to mean something (a grant of 1e-300 s was expired at birth).
+ */
+export function durationProblem(
+  v: unknown,
+  path: string,
+  limits: Pick<InputLimits, 'max_duration_seconds'>,
+  min = 1,
+): ValidationProblem | null {
+  const max = limits.max_duration_seconds;
+  if (typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max) return null;
+  return { path, message: `must be a whole number of seconds from ${min} to ${max}` };
+}

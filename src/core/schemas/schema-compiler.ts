@@ -1,0 +1,179 @@
+import Ajv, { type Options, type ValidateFunction } from 'ajv';
+import { LRUCache } from 'lru-cache';
+import { RE2JS } from 're2js';
+import type { ValidationProblem } from '../rules/validate-tool-rules';
+
+/**
+ * Compiles tenant JSON Schemas (tool `parameters`, grant constraints) so that no tenant can hurt the
+ * process or reach another tenant:
+ * - `pattern` and `patternProperties` run on RE2 (linear time), so no input can make a regex backtrack;
+ *   a pattern RE2 cannot express (lookahead, backreference) is refused, with its path; `uniqueItems`
+ *   on items Ajv compares pairwise (objects, arrays, untyped: quadratic) needs a `maxItems` bound;
+ * - each schema gets its own Ajv instance, dropped after compiling: no `$id` is ever registered, so a
+ *   `$ref` reaches only its own document, and nothing (schemas, ids, regex scope) accumulates per compile;
+ * - compiled functions are cached by schema text in a bounded LRU: memory stays flat whatever tenants
+ *   create and delete (identical text compiles to identical code, so sharing the cache is safe).
+ */
+export class SchemaCompiler {
+  private readonly cache: LRUCache<string, Compiled>;
+
+  constructor(
+    private readonly options: Pick<
+      Options,
+      'strict' | 'strictTypes' | 'strictTuples' | 'allErrors'
+    >,
+    maxCached = 1000,
+  ) {
+    this.cache = new LRUCache({ max: maxCached });
+  }
+
+  /** The compiled validator, or the problems (paths under `basePath`) that refuse the schema. */
+  compile(schema: Record<string, unknown>, basePath = ''): Compiled {
+    const text = JSON.stringify(schema);
+    const hit = this.cache.get(text);
+    if (hit) return hit.ok ? hit : { ok: false, problems: rebase(hit.problems, basePath) };
+    const compiled = this.compileFresh(schema);
+    this.cache.set(text, compiled);
+    return compiled.ok ? compiled : { ok: false, problems: rebase(compiled.problems, basePath) };
+  }
+
+  private compileFresh(schema: Record<string, unknown>): Compiled {
+    const costly = costProblems(schema, '');
+    if (costly.length) return { ok: false, problems: costly };
+    let valid: boolean;
+    try {
+      valid = metaAjv().validateSchema(schema) as boolean;
+    } catch (e) {
+      // an unknown $schema
+      return { ok: false, problems: [{ path: '$schema', message: (e as Error).message }] };
+    }
+    if (!valid) {
+      // one problem per path: the meta-schema's anyOf branches repeat each mistake
+      const byPath = new Map<string, string>();
+      for (const e of metaAjv().errors ?? [])
+        if (!byPath.has(e.instancePath)) byPath.set(e.instancePath, e.message ?? 'is invalid');
+      return {
+        ok: false,
+        problems: [...byPath].map(([pointer, message]) => ({
+          path: jsonPointerToPath(pointer),
+          message: `is not a valid JSON Schema: ${message}`,
+        })),
+      };
+    }
+    try {
+      const ajv = new Ajv({
+        ...this.options,
+        allowUnionTypes: true,
+        validateSchema: false, // done above against the shared meta-schema
+        meta: false, // (adding the meta-schema to every instance would double the cost of a compile)
+        addUsedSchema: false,
+        code: { regExp: re2Engine },
+      });
+      return { ok: true, validate: ajv.compile(schema) };
+    } catch (e) {
+      return {
+        ok: false,
+        problems: [{ path: '', message: `is not a valid JSON Schema: ${(e as Error).message}` }],
+      };
+    }
+  }
+}
+
+export type Compiled =
+  { ok: true; validate: ValidateFunction } | { ok: false; problems: ValidationProblem[] };
+
+/** One line for a refused schema (for texts that have no room for a list). */
+export const describeProblems = (problems: ValidationProblem[]): string =>
+  problems.map((p) => (p.path ? `${p.path} ${p.message}` : p.message)).join('; ');
+
+/** Ajv's `code.regExp` engine: RE2 with the JavaScript syntax JSON Schema uses translated. */
+function re2Engine(pattern: string, u: string): { test(s: string): boolean; toString(): string } {
+  const re = RE2JS.compile(RE2JS.translateRegExp(pattern));
+  // Ajv keys compiled patterns by toString(): it must be unique per pattern
+  return { test: (s) => re.test(s), toString: () => `/${pattern}/${u}` };
+}
+re2Engine.code = 'require("re2js").RE2JS.compile'; // only used by Ajv's standalone code, which we never emit
+
+/** Keywords whose values are data, not schemas: never searched for patterns. */
+const DATA_KEYWORDS = new Set(['const', 'enum', 'default', 'examples']);
+
+/** Pairwise `uniqueItems` over more items than this is refused (it is quadratic in the array's length). */
+export const MAX_PAIRWISE_UNIQUE_ITEMS = 1000;
+
+/**
+ * Every keyword whose cost an input could make super-linear, with its path inside the schema: a `pattern`
+ * or `patternProperties` key RE2 refuses, a pairwise `uniqueItems` without a small `maxItems`.
+ */
+function costProblems(node: unknown, path: string): ValidationProblem[] {
+  if (typeof node !== 'object' || node === null) return [];
+  if (Array.isArray(node)) return node.flatMap((v, i) => costProblems(v, `${path}[${i}]`));
+  const out: ValidationProblem[] = [];
+  const o = node as Record<string, unknown>;
+  const at = (k: string) => (path ? `${path}.${k}` : k);
+  if (typeof o.pattern === 'string') {
+    const why = re2Refusal(o.pattern);
+    if (why) out.push({ path: at('pattern'), message: why });
+  }
+  const pp = o.patternProperties;
+  if (typeof pp === 'object' && pp !== null && !Array.isArray(pp)) {
+    for (const key of Object.keys(pp)) {
+      const why = re2Refusal(key);
+      if (why)
+        out.push({ path: `${at('patternProperties')}[${JSON.stringify(key)}]`, message: why });
+    }
+  }
+  if (o.uniqueItems === true && !scalarItems(o.items)) {
+    const max = o.maxItems;
+    if (typeof max !== 'number' || max > MAX_PAIRWISE_UNIQUE_ITEMS)
+      out.push({
+        path: at('uniqueItems'),
+        message: `needs maxItems of at most ${MAX_PAIRWISE_UNIQUE_ITEMS} unless items have a scalar type (it compares every pair)`,
+      });
+  }
+  for (const [k, v] of Object.entries(o))
+    if (!DATA_KEYWORDS.has(k)) out.push(...costProblems(v, at(k)));
+  return out;
+}
+
+/** Ajv checks uniqueness of scalar-typed items with a hash (linear); anything else pair by pair. */
+function scalarItems(items: unknown): boolean {
+  if (typeof items !== 'object' || items === null || Array.isArray(items)) return false;
+  const type = (items as Record<string, unknown>).type;
+  const types = Array.isArray(type) ? type : [type];
+  return (
+    types.length > 0 &&
+    types.every((t) => ['string', 'number', 'integer', 'boolean', 'null'].includes(t as string))
+  );
+}
+
+function re2Refusal(pattern: string): string | null {
+  try {
+    re2Engine(pattern, 'u');
+    return null;
+  } catch (e) {
+    return `is not a pattern this server evaluates (RE2 syntax, no lookaround or backreferences): ${(e as Error).message}`;
+  }
+}
+
+function rebase(problems: ValidationProblem[], basePath: string): ValidationProblem[] {
+  if (!basePath) return problems;
+  return problems.map((p) => ({
+    ...p,
+    path: !p.path ? basePath : p.path.startsWith('[') ? basePath + p.path : `${basePath}.${p.path}`,
+  }));
+}
+
+const jsonPointerToPath = (pointer: string): string =>
+  pointer
+    .split('/')
+    .slice(1)
+    .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'))
+    .map((s, i) => (/^\d+$/.test(s) ? `[${s}]` : i === 0 ? s : `.${s}`))
+    .join('');
+
+let meta: Ajv | null = null;
+/** Validates schemas against the draft-07 meta-schema; compiles no tenant schema, so it holds none. */
+function metaAjv(): Ajv {
+  meta ??= new Ajv({ strict: false, validateFormats: false });
+  return meta;
+}

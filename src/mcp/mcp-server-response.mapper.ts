@@ -1,0 +1,30 @@
+import { redactHeaders } from '../tools/tool-declaration';
+import type { McpServerEntity } from './mcp-server.entity';
+
+/**
+ * An MCP server in Letta's flat response shape (`StdioMCPServer` / `StreamableHTTPMCPServer`), plus our
+ * `tool_safety`, `source` and times. Values are shown as declared: `${SECRET}` references stay, and a
+ * literal (only an operator file may hold one) is shown as `[redacted]`.
+ */
+export function toMcpServerResponse(s: McpServerEntity): Record<string, unknown> {
+  const c = s.config;
+  const transport =
+    c.mcp_server_type === 'stdio'
+      ? { command: c.command, args: c.args, env: redactHeaders(c.env) ?? {} }
+      : {
+          server_url: c.server_url,
+          auth_header: c.auth_header,
+          auth_token: c.auth_token === null ? null : redactHeaders({ v: c.auth_token })!.v,
+          custom_headers: redactHeaders(c.custom_headers) ?? {},
+        };
+  return {
+    id: s.id,
+    server_name: s.server_name,
+    mcp_server_type: c.mcp_server_type,
+    ...transport,
+    tool_safety: s.tool_safety,
+    source: s.source,
+    created_at: new Date(s.created_at).toISOString(),
+    updated_at: new Date(s.updated_at).toISOString(),
+  };
+}

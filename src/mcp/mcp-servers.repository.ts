@@ -1,0 +1,61 @@
+import { Injectable } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import { In, Repository } from 'typeorm';
+import { Transactor } from '../database/transactor';
+import { isUniqueViolation } from '../database/unique-violation';
+import { GLOBAL_TOOL_TENANT } from '../tools/tool.entity';
+import { McpServerEntity } from './mcp-server.entity';
+
+/** MCP servers: a tenant sees its own (API) servers and the global (file) ones. */
+@Injectable()
+export class McpServersRepository {
+  constructor(
+    @InjectRepository(McpServerEntity) private readonly repo: Repository<McpServerEntity>,
+    private readonly tx: Transactor,
+  ) {}
+
+  listVisible(tenantId: string): Promise<McpServerEntity[]> {
+    return this.repo.find({
+      where: { tenant_id: In([tenantId, GLOBAL_TOOL_TENANT]) },
+      order: { server_name: 'ASC' },
+    });
+  }
+
+  findVisible(tenantId: string, id: string): Promise<McpServerEntity | null> {
+    return this.repo.findOne({ where: { id, tenant_id: In([tenantId, GLOBAL_TOOL_TENANT]) } });
+  }
+
+  findById(id: string): Promise<McpServerEntity | null> {
+    return this.repo.findOne({ where: { id } });
+  }
+
+  /** A server of this name the tenant would see (its own or a global one), other than `exceptId`. */
+  async nameTaken(tenantId: string, name: string, exceptId?: string): Promise<boolean> {
+    const found = await this.repo.find({
+      where: { tenant_id: In([tenantId, GLOBAL_TOOL_TENANT]), server_name: name },
+    });
+    return found.some((s) => s.id !== exceptId);
+  }
+
+  countForTenant(tenantId: string): Promise<number> {
+    return this.repo.count({ where: { tenant_id: tenantId } });
+  }
+
+  listFileServers(): Promise<McpServerEntity[]> {
+    return this.repo.find({ where: { tenant_id: GLOBAL_TOOL_TENANT, source: 'file' } });
+  }
+
+  /** Inserts or updates a server; null when another server of the tenant has its name (the unique index decides). */
+  async saveIfNameFree(server: McpServerEntity): Promise<McpServerEntity | null> {
+    try {
+      return await this.tx.run((em) => em.save(McpServerEntity, server));
+    } catch (e) {
+      if (isUniqueViolation(e)) return null;
+      throw e;
+    }
+  }
+
+  async remove(id: string): Promise<void> {
+    await this.repo.delete({ id });
+  }
+}

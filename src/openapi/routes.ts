@@ -1,0 +1,200 @@
+import { listOf } from './schemas';
+
+/** What the scanned document cannot know about an operation (keyed by Nest's `Controller_method` id). */
+export interface RouteDoc {
+  summary: string;
+  /** The success body's schema (a component name, `[Name]` for a list, or an inline schema). */
+  response?: string | [string] | Record<string, unknown>;
+  /** The body is a Server-Sent Events stream of Letta messages. */
+  sse?: boolean;
+  /** The request body, described (the validators in src/core say what is accepted, path by path). */
+  body?: string;
+  /** Other statuses whose body is not the error schema (a component name per status). */
+  other?: Record<string, string>;
+}
+
+/** Letta's flat StdioMCPServer / StreamableHTTPMCPServer, plus tool_safety, source and times. */
+const MCP_SERVER = {
+  type: 'object',
+  properties: {
+    id: { type: 'string' },
+    server_name: { type: 'string' },
+    mcp_server_type: { enum: ['stdio', 'streamable_http'] },
+    command: { type: 'string' },
+    args: { type: 'array', items: { type: 'string' } },
+    env: { type: 'object', additionalProperties: { type: 'string' } },
+    server_url: { type: 'string' },
+    auth_header: { type: ['string', 'null'] },
+    auth_token: { type: ['string', 'null'] },
+    custom_headers: { type: 'object', additionalProperties: { type: 'string' } },
+    tool_safety: { type: 'object', additionalProperties: { type: 'string' } },
+    source: { enum: ['api', 'file'] },
+    created_at: { type: 'string', format: 'date-time' },
+    updated_at: { type: 'string', format: 'date-time' },
+  },
+};
+
+const AGENT_BODY =
+  "Letta's CreateAgent fields we use: name, system, description, model or llm_config, tools/tool_ids, include_base_tools, tool_rules (Letta's and ours), memory_blocks, tags, metadata; plus tool_executor, budgets, max_steps, model_script. Unknown fields are ignored.";
+const MESSAGE_BODY =
+  "Letta's LettaRequest: messages (role, content) or input; approvals ({type:'approval', tool_call_id, approve, reason, grant?}); max_steps, budgets, stream_tokens, include_pings, use_assistant_message.";
+
+export const ROUTES: Record<string, RouteDoc> = {
+  HealthController_health: {
+    summary: 'Liveness: 200 while the process serves',
+    response: 'Health',
+  },
+  HealthController_ready: {
+    summary: 'Readiness: 503 unless database, event channel and migrations are fine',
+    response: 'Readiness',
+    other: { '503': 'Readiness' },
+  },
+  MetricsController_scrape: {
+    summary: 'Prometheus metrics (text); the operator token when API keys are configured',
+    response: { type: 'string' },
+  },
+  AgentsController_create: { summary: 'Create an agent', response: 'AgentState', body: AGENT_BODY },
+  AgentsController_list: {
+    summary: 'List agents (newest first; cursors after/before)',
+    response: ['AgentState'],
+  },
+  AgentsController_get: { summary: 'Retrieve an agent', response: 'AgentState' },
+  AgentsController_update: {
+    summary: 'Update an agent (partial)',
+    response: 'AgentState',
+    body: AGENT_BODY,
+  },
+  AgentsController_delete: {
+    summary: 'Delete an agent (its queued and running work is stopped first)',
+  },
+  AgentsController_tools: { summary: "List an agent's tools", response: ['Tool'] },
+  AgentsController_approval: {
+    summary: 'Set whether a tool requires approval',
+    response: 'AgentState',
+  },
+  AgentsController_attach: { summary: 'Attach a tool', response: 'AgentState' },
+  AgentsController_detach: { summary: 'Detach a tool', response: 'AgentState' },
+  MemoryBlocksController_list: { summary: "List an agent's memory blocks", response: ['Block'] },
+  MemoryBlocksController_get: { summary: 'Retrieve a memory block by label', response: 'Block' },
+  MemoryBlocksController_update: { summary: 'Update a memory block by label', response: 'Block' },
+  MessagesController_send: {
+    summary: 'Send messages and wait for the batch (or stream with streaming: true)',
+    response: 'LettaResponse',
+    body: MESSAGE_BODY,
+  },
+  MessagesController_streamRoute: {
+    summary: 'Send messages and stream the batch as Server-Sent Events',
+    sse: true,
+    body: MESSAGE_BODY,
+  },
+  MessagesController_sendAsync: {
+    summary: 'Send messages; answer at once with the stored run',
+    response: 'Run',
+    body: MESSAGE_BODY,
+  },
+  MessagesController_list: { summary: "An agent's history", response: ['LettaMessage'] },
+  MessagesController_cancel: {
+    summary:
+      "Cancel an agent's queued, running or parked runs (409 ALREADY_RESOLVED when a decision on the parked batch came first)",
+    response: { type: 'object', additionalProperties: { type: 'string' } },
+  },
+  RunsController_list: { summary: 'List runs', response: ['Run'] },
+  RunsController_get: { summary: 'Retrieve a run', response: 'Run' },
+  RunsController_messages: { summary: "A run's messages", response: ['LettaMessage'] },
+  RunsController_steps: { summary: "A run's steps (one per model call)", response: ['Step'] },
+  RunsController_stream: {
+    summary: 'Resume a background run as Server-Sent Events (starting_after)',
+    sse: true,
+  },
+  ToolsController_list: {
+    summary: "List the tenant's tools (built-in, file-declared, own)",
+    response: ['Tool'],
+  },
+  ToolsController_create: {
+    summary: 'Declare an http tool (409 TOOL_EXISTS for a taken name)',
+    response: 'Tool',
+    body: 'name, description, parameters (JSON Schema), safety (read_only | side_effecting | privileged), kind: http, http {url, method, headers (${NAME} from tenant secrets or the allow-list), timeout_ms}',
+  },
+  ToolsController_get: { summary: 'Retrieve a tool', response: 'Tool' },
+  ToolsController_delete: { summary: 'Delete a tool' },
+  ToolsController_addBaseTools: { summary: 'The built-in tools', response: ['Tool'] },
+  McpServersController_create: {
+    summary: 'Declare an MCP server; its tools are listed at once (docs/mcp.md)',
+    response: MCP_SERVER,
+    body: "Letta's CreateMCPServerRequest: server_name, config {mcp_server_type: stdio (command, args, env; 403 MCP_STDIO_NOT_ALLOWED unless mcp.stdio.allowed_commands lists the command) | streamable_http (server_url, auth_header, auth_token, custom_headers)}; values from tenant secrets as ${NAME}; tool_safety {tool: read_only | side_effecting | privileged}",
+  },
+  McpServersController_list: {
+    summary: "The tenant's and the operator's MCP servers",
+    response: { type: 'array', items: MCP_SERVER },
+  },
+  McpServersController_get: { summary: 'Retrieve an MCP server', response: MCP_SERVER },
+  McpServersController_update: {
+    summary: 'Update an MCP server (config fields merge; the transport cannot change)',
+    response: MCP_SERVER,
+    body: 'server_name?, config? (same mcp_server_type), tool_safety?',
+  },
+  McpServersController_delete: { summary: 'Delete an MCP server and its tools (204)' },
+  McpServersController_tools: { summary: "An MCP server's tools", response: ['Tool'] },
+  McpServersController_tool: { summary: "One of an MCP server's tools", response: 'Tool' },
+  McpServersController_refresh: {
+    summary:
+      "List an MCP server's tools now (502 MCP_SERVER_UNAVAILABLE when it cannot be reached)",
+    response: {
+      type: 'object',
+      properties: {
+        added: { type: 'array', items: { type: 'string' } },
+        updated: { type: 'array', items: { type: 'string' } },
+        deleted: { type: 'array', items: { type: 'string' } },
+        skipped: {
+          type: 'array',
+          items: {
+            type: 'object',
+            properties: { name: { type: 'string' }, reason: { type: 'string' } },
+          },
+        },
+      },
+    },
+  },
+  ModelsController_list: { summary: "The configured providers' models", response: ['Model'] },
+  ModelsController_embeddings: {
+    summary: 'Embedding models (none configured: an empty list)',
+    response: { type: 'array' },
+  },
+  ConsentController_list: {
+    summary: 'Consent requests (status=pending for the waiting ones)',
+    response: ['ConsentRequest'],
+  },
+  ConsentController_get: { summary: 'Retrieve a consent request', response: 'ConsentRequest' },
+  ConsentController_decide: {
+    summary: 'Decide a consent request (first decision wins; 409 ALREADY_RESOLVED for the loser)',
+    response: 'ConsentRequest',
+    body: 'decision: approve_once | approve_for_duration (seconds) | approve_for_scope | deny (reason); constraint: a JSON Schema the arguments must match for a grant',
+  },
+  ConsentController_audit: { summary: 'The consent audit log', response: ['AuditEntry'] },
+  AgentsController_secrets: {
+    summary:
+      "An agent's own secrets (Letta's secrets / tool_exec_environment_variables): names only",
+    response: ['Secret'],
+  },
+  SecretsController_list: {
+    summary: "The tenant's secrets: names only, never values",
+    response: ['Secret'],
+  },
+  SecretsController_put: {
+    summary: 'Set a secret (write-only; encrypted at rest); `${NAME}` in tool headers resolves it',
+    response: 'Secret',
+    body: '{value}: a non-empty string without control characters, at most secrets.max_value_bytes',
+  },
+  SecretsController_delete: { summary: 'Delete a secret' },
+  GrantsController_list: { summary: "An agent's standing grants", response: ['Grant'] },
+  GrantsController_revoke: { summary: 'Revoke a grant', response: 'Grant' },
+};
+
+/** The success body's schema of a route doc, as OpenAPI wants it. */
+export function responseSchema(doc: RouteDoc): Record<string, unknown> | null {
+  const r = doc.response;
+  if (r === undefined) return null;
+  if (typeof r === 'string') return { $ref: `#/components/schemas/${r}` };
+  if (Array.isArray(r)) return listOf(r[0]);
+  return r;
+}

@@ -1,0 +1,71 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { Response } from 'express';
+import { RunEventsBus } from '../common/run-events';
+import type { AppConfig } from '../config/app-config';
+import { APP_CONFIG } from '../config/config.module';
+import { LettaView, toLettaMessages, toLettaUsage } from './message.mapper';
+import { BatchResult, MessagingService } from './messaging.service';
+import type { RunEntity } from './entities/run.entity';
+import { HistoryService } from './history.service';
+import { RunStream, RunStreamOptions } from './run-stream';
+import { parseSendMessage, sendMessageLimits, SendMessageRequest } from './send-message.dto';
+
+/**
+ * Sends a message request and answers it the Letta way, for the agent and the conversation routes alike:
+ * JSON once the batch ends, or an SSE stream of the run.
+ */
+@Injectable()
+export class MessageResponder {
+  constructor(
+    private readonly messaging: MessagingService,
+    private readonly history: HistoryService,
+    private readonly bus: RunEventsBus,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
+
+  /** `streaming` is what the route implies when the body does not say (`/stream`, conversations). */
+  parse(body: unknown, streaming: boolean): SendMessageRequest {
+    return parseSendMessage(body, {
+      streamPath: streaming,
+      limits: sendMessageLimits(this.config),
+    });
+  }
+
+  async respond(tenant: string, agentId: string, req: SendMessageRequest, res: Response) {
+    if (req.streaming) return this.stream(tenant, agentId, req, res);
+    const run = await this.messaging.submit(tenant, agentId, req, 'sync');
+    res.status(200).json(toBatchResponse(await this.messaging.waitFor(run.id), req.view));
+  }
+
+  /**
+   * Resumes a run's stream (Letta's `POST /v1/runs/{id}/stream`, a conversation's `/stream`): its stored
+   * messages after `starting_after`, then live frames until it ends.
+   */
+  async resume(
+    tenant: string,
+    known: RunEntity,
+    opts: RunStreamOptions & { startingAfter: number | null },
+    res: Response,
+  ): Promise<void> {
+    // subscribe first, then read: whatever lands in between is in both and sent once (by seq_id)
+    const stream = new RunStream(res, this.bus, known.agent_id, opts);
+    const run = await this.history.getRun(tenant, known.id);
+    stream.resume(run, await this.history.runMessages(tenant, known.id), opts.startingAfter);
+  }
+
+  /** Errors before the run is stored answer as JSON; from then on the stream carries everything. */
+  private async stream(tenant: string, agentId: string, req: SendMessageRequest, res: Response) {
+    await this.messaging.submit(tenant, agentId, req, 'stream', (run) => {
+      new RunStream(res, this.bus, agentId, req).follow(run.id);
+    });
+  }
+}
+
+export function toBatchResponse({ run, messages }: BatchResult, view: LettaView) {
+  return {
+    messages: toLettaMessages(messages, view),
+    stop_reason: { message_type: 'stop_reason', stop_reason: run.stop_reason },
+    usage: toLettaUsage(run.usage),
+    run_id: run.id,
+  };
+}

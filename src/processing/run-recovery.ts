@@ -1,0 +1,137 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { CLOCK } from '../common/clock';
+import { ID_GENERATOR } from '../common/ids';
+import type { Clock, IdGenerator } from '../core/ports';
+import type { MessageEntity } from './entities/message.entity';
+import type { ParkedCall, RunEntity } from './entities/run.entity';
+import { EMPTY_USAGE } from './message.mapper';
+import { newMessageRow, ProcessingRepository } from './processing.repository';
+import {
+  AGENT_PORT,
+  AgentPort,
+  CONSENT_BRIDGE,
+  ConsentBridge,
+  EXECUTOR_PORT,
+  ExecutorPort,
+} from './processing.ports';
+
+export const OUTCOME_UNKNOWN =
+  '[ToolError] outcome unknown (server restarted while the tool was running); it was not run again';
+export const NOT_STARTED =
+  '[ToolError] not run: the server restarted before the tool started; nothing was executed';
+
+/**
+ * Nothing lost, nothing run twice: a run its process left `running` (a crash, or an instance whose agent
+ * was taken over) ends failed/`interrupted`, its in-flight calls get an error return (never a second
+ * execution), and an approved call whose tool had not started runs once in a new continuation (no one is
+ * asked again). Called by the instance that has just taken the agent's lease, before it processes anything.
+ */
+@Injectable()
+export class RunRecovery {
+  private readonly logger = new Logger('RunRecovery');
+
+  constructor(
+    @Inject(CLOCK) private readonly clock: Clock,
+    @Inject(ID_GENERATOR) private readonly ids: IdGenerator,
+    private readonly repo: ProcessingRepository,
+    @Inject(AGENT_PORT) private readonly agents: AgentPort,
+    @Inject(EXECUTOR_PORT) private readonly exec: ExecutorPort,
+    @Inject(CONSENT_BRIDGE) private readonly consent: ConsentBridge,
+  ) {}
+
+  /**
+   * Ends a run whose process died (or lost the agent); its unanswered tool calls get an error return.
+   * Approved calls that had not started park on it again: the caller resumes the agent's parked batch.
+   */
+  async interrupt(run: RunEntity): Promise<void> {
+    const batch = await this.repo.batchMessages(run.batch_id, [
+      'tool_call_message',
+      'tool_return_message',
+    ]);
+    const answered = new Set(
+      batch
+        .filter((m) => m.message_type === 'tool_return_message')
+        .map((m) => String(m.payload.tool_call_id)),
+    );
+    const parkedRun = await this.repo.findParkedRun(run.tenant_id, run.agent_id);
+    const stillParked = new Set((parkedRun?.parked ?? []).map((c) => c.tool_call_id));
+    const now = this.clock.now();
+    const callOf = (m: MessageEntity) =>
+      m.payload.tool_call as { tool_call_id: string; name: string };
+    const orphans = batch.filter((m) => {
+      if (m.message_type !== 'tool_call_message') return false;
+      const id = String(callOf(m)?.tool_call_id);
+      return !answered.has(id) && !stillParked.has(id);
+    });
+    // "started" = claimed: the claim is committed before a tool starts
+    const started = new Set<string>();
+    for (const m of orphans) {
+      const id = callOf(m).tool_call_id;
+      if (await this.exec.executor.wasStarted(run.agent_id, id)) started.add(id);
+    }
+    const carried = await this.unstartedParkedCalls(run, orphans.map(callOf), started);
+    const carriedIds = new Set(carried.map((c) => c.tool_call_id));
+    const ended = orphans.filter((m) => !carriedIds.has(callOf(m).tool_call_id));
+    await this.repo.append(
+      run.agent_id,
+      ended.map((m) => {
+        const call = callOf(m);
+        return newMessageRow(
+          this.ids.prefixed('message'),
+          run,
+          'tool_return_message',
+          {
+            tool_return: started.has(call.tool_call_id) ? OUTCOME_UNKNOWN : NOT_STARTED,
+            status: 'error',
+            tool_call_id: call.tool_call_id,
+            name: call.name,
+            error_type: 'ToolError',
+          },
+          m.step_id,
+          now,
+        );
+      }),
+    );
+    if (carried.length)
+      await this.consent.restoreUnstartedApprovals(run.tenant_id, run.agent_id, [...carriedIds]);
+    // the carried calls park on this run, so the usual resumption continues them in a new run
+    await this.repo.finishRun(
+      run.id,
+      {
+        status: 'failed',
+        stop_reason: 'error',
+        usage: run.usage ?? EMPTY_USAGE,
+        error: 'interrupted',
+        parked: carried.length ? carried : null,
+      },
+      now,
+    );
+    if (!carried.length) {
+      await this.exec.executor.completeBatch(run.batch_id).catch(() => undefined);
+      await this.agents.setLastStopReason(run.tenant_id, run.agent_id, 'error');
+    }
+    this.logger.warn(
+      `run ${run.id} was interrupted` +
+        (started.size ? `; ${started.size} tool call(s) with unknown outcome` : '') +
+        (carried.length ? `; ${carried.length} approved call(s) that had not started run now` : ''),
+    );
+  }
+
+  /**
+   * The parked calls a continuation was running that never started: their decisions are stored, so they
+   * carry over to the next continuation rather than fail. A cancelling continuation runs nothing.
+   */
+  private async unstartedParkedCalls(
+    run: RunEntity,
+    orphans: { tool_call_id: string }[],
+    started: Set<string>,
+  ): Promise<ParkedCall[]> {
+    if (run.input.kind !== 'resume' || run.input.cancel || !run.input.resumes_run_id) return [];
+    const unanswered = new Set(orphans.map((c) => c.tool_call_id));
+    const parked = (await this.repo.findRunById(run.input.resumes_run_id))?.parked ?? [];
+    // (a client's tool results came with the interrupted run's input; those are not re-asked here)
+    return parked.filter(
+      (c) => !c.client && unanswered.has(c.tool_call_id) && !started.has(c.tool_call_id),
+    );
+  }
+}

@@ -1,0 +1,23 @@
+import { Controller, Get, Param, Query } from '@nestjs/common';
+import { Tenant } from '../auth/tenant.guard';
+import { assertPrefixedId } from '../common/ids';
+import { HistoryService } from './history.service';
+import { toLettaStep } from './message.mapper';
+import { parseRunsQuery } from './query.dto';
+
+/** Letta's steps: `GET /v1/steps/` (the tenant's, or one agent's) and `GET /v1/steps/{id}`. */
+@Controller('v1/steps')
+export class StepsController {
+  constructor(private readonly history: HistoryService) {}
+
+  @Get()
+  async list(@Tenant() tenant: string, @Query() query: Record<string, unknown>) {
+    return (await this.history.listSteps(tenant, parseRunsQuery(query))).map(toLettaStep);
+  }
+
+  @Get(':stepId')
+  async get(@Tenant() tenant: string, @Param('stepId') stepId: string) {
+    assertPrefixedId('step', 'step', stepId);
+    return toLettaStep(await this.history.getStep(tenant, stepId));
+  }
+}

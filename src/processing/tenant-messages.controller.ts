@@ -1,0 +1,61 @@
+import { Body, Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
+import { Tenant } from '../auth/tenant.guard';
+import { validationFailed } from '../common/domain-error';
+import { HistoryService } from './history.service';
+import { toLettaMessage } from './message.mapper';
+import { parseHistoryQuery } from './query.dto';
+
+const iso = (ms: number) => new Date(ms).toISOString();
+const SEARCH_QUERY_MAX = 1000;
+
+/** Letta's tenant-wide messages: `GET /v1/messages/`, `GET /v1/messages/{id}`, `POST /v1/messages/search`. */
+@Controller('v1/messages')
+export class TenantMessagesController {
+  constructor(private readonly history: HistoryService) {}
+
+  @Get()
+  async list(@Tenant() tenant: string, @Query() query: Record<string, unknown>) {
+    const q = parseHistoryQuery(query);
+    const conversationId = typeof query.conversation_id === 'string' ? query.conversation_id : null;
+    return (await this.history.tenantMessages(tenant, { ...q, conversationId }, q.view)).map(
+      toLettaMessage,
+    );
+  }
+
+  @Get(':messageId')
+  async get(@Tenant() tenant: string, @Param('messageId') messageId: string) {
+    return [toLettaMessage(await this.history.getMessage(tenant, messageId))];
+  }
+
+  /** Case-insensitive text search (Letta's `fts` mode; `vector` and `hybrid` search the same way here). */
+  @Post('search')
+  @HttpCode(200)
+  async search(@Tenant() tenant: string, @Body() body: unknown) {
+    const b = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
+    if (typeof b.query !== 'string' || b.query.length === 0 || b.query.length > SEARCH_QUERY_MAX) {
+      throw validationFailed([
+        { path: 'query', message: `must be a text of 1 to ${SEARCH_QUERY_MAX} characters` },
+      ]);
+    }
+    const limit = b.limit === undefined ? 50 : Number(b.limit);
+    if (!Number.isInteger(limit) || limit < 1 || limit > 1000) {
+      throw validationFailed([{ path: 'limit', message: 'must be a whole number from 1 to 1000' }]);
+    }
+    const str = (v: unknown) => (typeof v === 'string' && v !== '' ? v : undefined);
+    const rows = await this.history.search(
+      tenant,
+      b.query,
+      limit,
+      str(b.agent_id),
+      str(b.conversation_id),
+    );
+    return rows.map((m) => ({
+      message_id: m.id,
+      message_type: m.message_type,
+      agent_id: m.agent_id,
+      conversation_id: m.conversation_id,
+      created_at: iso(m.created_at),
+      content: m.payload.content,
+    }));
+  }
+}

@@ -1,0 +1,49 @@
+import { Injectable } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import { In, Repository } from 'typeorm';
+import { TenantSecretEntity } from './tenant-secret.entity';
+
+/** Sealed secrets by tenant, owner (tenant-wide or an agent) and name. */
+@Injectable()
+export class SecretsRepository {
+  constructor(
+    @InjectRepository(TenantSecretEntity) private readonly repo: Repository<TenantSecretEntity>,
+  ) {}
+
+  listOwned(tenantId: string, owner: string): Promise<TenantSecretEntity[]> {
+    return this.repo.find({ where: { tenant_id: tenantId, owner }, order: { name: 'ASC' } });
+  }
+
+  /** Rows of these owners (the tenant's and one agent's) with these names. */
+  findNamed(tenantId: string, owners: string[], names: string[]): Promise<TenantSecretEntity[]> {
+    if (names.length === 0) return Promise.resolve([]);
+    return this.repo.find({ where: { tenant_id: tenantId, owner: In(owners), name: In(names) } });
+  }
+
+  /** Whether any of the tenant's secrets (any owner) has this name. */
+  async existsAnywhere(tenantId: string, name: string): Promise<boolean> {
+    return (await this.repo.count({ where: { tenant_id: tenantId, name } })) > 0;
+  }
+
+  countForTenant(tenantId: string): Promise<number> {
+    return this.repo.count({ where: { tenant_id: tenantId } });
+  }
+
+  find(tenantId: string, owner: string, name: string): Promise<TenantSecretEntity | null> {
+    return this.repo.findOne({ where: { tenant_id: tenantId, owner, name } });
+  }
+
+  async upsert(row: TenantSecretEntity): Promise<void> {
+    await this.repo.upsert(row, ['tenant_id', 'owner', 'name']);
+  }
+
+  /** Whether a row was removed. */
+  async remove(tenantId: string, owner: string, name: string): Promise<boolean> {
+    const r = await this.repo.delete({ tenant_id: tenantId, owner, name });
+    return (r.affected ?? 0) > 0;
+  }
+
+  async removeOwner(tenantId: string, owner: string): Promise<void> {
+    await this.repo.delete({ tenant_id: tenantId, owner });
+  }
+}

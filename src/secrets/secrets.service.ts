@@ -1,0 +1,256 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { CLOCK } from '../common/clock';
+import { conflict, DomainError, validationFailed } from '../common/domain-error';
+import { AppConfig, SECRET_NAME } from '../config/app-config';
+import { APP_CONFIG } from '../config/config.module';
+import type { Clock } from '../core/ports';
+import { SecretCipher } from './secret-cipher';
+import { SecretsRepository } from './secrets.repository';
+import { TENANT_WIDE, TenantSecretEntity } from './tenant-secret.entity';
+
+/** A secret as the API shows it: never its value. */
+export interface SecretView {
+  name: string;
+  source: 'api' | 'config';
+  created_at: number | null;
+  updated_at: number | null;
+}
+
+/** Header-safe text: no control characters (CR/LF would split a header). */
+const hasControl = (v: string) =>
+  [...v].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f);
+
+/**
+ * Tenant secrets: set over the API (sealed with AES-256-GCM under `secrets.encryption_key`) or by the
+ * operator in `secrets.config`, plus the environment variables the operator allow-lists. `resolve` is the
+ * only way to a value, at the last moment before a call; values never go into a response, log or error.
+ */
+@Injectable()
+export class SecretsService {
+  private readonly logger = new Logger('Secrets');
+  private readonly cipher: SecretCipher | null;
+  /** tenant → name → value, from `secrets.config`. */
+  private readonly fromConfig = new Map<string, Map<string, string>>();
+
+  constructor(
+    private readonly repo: SecretsRepository,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(CLOCK) private readonly clock: Clock,
+  ) {
+    const key = config.secrets.encryption_key;
+    this.cipher = key ? new SecretCipher(key) : null;
+    for (const s of config.secrets.config) {
+      const m = this.fromConfig.get(s.tenant) ?? new Map<string, string>();
+      m.set(s.name, s.value);
+      this.fromConfig.set(s.tenant, m);
+    }
+  }
+
+  /** Names (never values) of the tenant's own secrets, or of one agent's (`owner` = agent id). */
+  async list(tenantId: string, owner = TENANT_WIDE): Promise<SecretView[]> {
+    const stored = (await this.repo.listOwned(tenantId, owner)).map((r): SecretView => ({
+      name: r.name,
+      source: 'api',
+      created_at: r.created_at,
+      updated_at: r.updated_at,
+    }));
+    if (owner !== TENANT_WIDE) return stored;
+    const configured = [...(this.fromConfig.get(tenantId)?.keys() ?? [])].map(
+      (name): SecretView => ({ name, source: 'config', created_at: null, updated_at: null }),
+    );
+    return [...configured, ...stored].sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  /** Sets (creates or replaces) a secret; the value is checked, sealed and never echoed. */
+  async put(
+    tenantId: string,
+    name: string,
+    body: unknown,
+    owner = TENANT_WIDE,
+  ): Promise<SecretView> {
+    const value = this.checkValue(name, body);
+    if (owner === TENANT_WIDE && this.fromConfig.get(tenantId)?.has(name))
+      throw conflict('SECRET_READ_ONLY', `secret ${name} is set in the server configuration`, {
+        name,
+      });
+    const cipher = this.requireCipher();
+    const existing = await this.repo.find(tenantId, owner, name);
+    if (
+      !existing &&
+      (await this.repo.countForTenant(tenantId)) >= this.config.secrets.max_per_tenant
+    )
+      throw conflict(
+        'SECRET_LIMIT',
+        `a tenant may store at most ${this.config.secrets.max_per_tenant} secrets`,
+        { max: this.config.secrets.max_per_tenant },
+      );
+    const now = this.clock.now();
+    const row = Object.assign(new TenantSecretEntity(), {
+      tenant_id: tenantId,
+      owner,
+      name,
+      sealed: cipher.encrypt(value, aad(tenantId, owner, name)),
+      created_at: existing?.created_at ?? now,
+      updated_at: now,
+    });
+    await this.repo.upsert(row);
+    return { name, source: 'api', created_at: row.created_at, updated_at: row.updated_at };
+  }
+
+  async delete(tenantId: string, name: string, owner = TENANT_WIDE): Promise<void> {
+    if (owner === TENANT_WIDE && this.fromConfig.get(tenantId)?.has(name))
+      throw conflict('SECRET_READ_ONLY', `secret ${name} is set in the server configuration`, {
+        name,
+      });
+    if (!(await this.repo.remove(tenantId, owner, name)))
+      throw new DomainError('not_found', 'SECRET_NOT_FOUND', `no secret named ${name}`, { name });
+  }
+
+  /**
+   * Letta's agent-level `secrets` / `tool_exec_environment_variables` (`{NAME: value}` or `[{key, value}]`)
+   * in an agent body, checked: undefined when the body names neither. Call before the agent is saved.
+   */
+  agentSecretsIn(body: unknown): { name: string; value: string }[] | undefined {
+    if (typeof body !== 'object' || body === null) return undefined;
+    const b = body as Record<string, unknown>;
+    const fields = ['secrets', 'tool_exec_environment_variables'].filter((f) => b[f] != null);
+    if (fields.length === 0) return undefined;
+    const out: { name: string; value: string }[] = [];
+    const problems: { path: string; message: string }[] = [];
+    for (const f of fields) {
+      const raw = b[f];
+      const entries: [string, unknown][] = Array.isArray(raw)
+        ? raw.map((e: unknown) => {
+            const o = (typeof e === 'object' && e !== null ? e : {}) as Record<string, unknown>;
+            return [typeof o.key === 'string' ? o.key : '', o.value];
+          })
+        : typeof raw === 'object'
+          ? Object.entries(raw as Record<string, unknown>)
+          : [];
+      if (!Array.isArray(raw) && typeof raw !== 'object')
+        problems.push({ path: f, message: 'must be an object of NAME → value' });
+      for (const [name, value] of entries) {
+        try {
+          out.push({ name, value: this.checkValue(name, { value }) });
+        } catch (e) {
+          for (const p of ((e as DomainError).details?.problems ?? []) as {
+            path: string;
+            message: string;
+          }[])
+            problems.push({ path: `${f}.${name}`, message: `${p.path} ${p.message}` });
+        }
+      }
+    }
+    if (problems.length) throw validationFailed(problems, 'agent is invalid');
+    if (out.length) this.requireCipher();
+    return out;
+  }
+
+  /** Replaces an agent's own secrets with these (Letta's agent-level secrets). */
+  async replaceOwned(
+    tenantId: string,
+    owner: string,
+    entries: { name: string; value: string }[],
+  ): Promise<void> {
+    await this.repo.removeOwner(tenantId, owner);
+    for (const e of entries) await this.put(tenantId, e.name, { value: e.value }, owner);
+  }
+
+  /** Drops an agent's own secrets (the agent is gone). */
+  async deleteOwner(tenantId: string, owner: string): Promise<void> {
+    await this.repo.removeOwner(tenantId, owner);
+  }
+
+  /**
+   * Why `${name}` may not be declared by this tenant, or null when it may: it must be one of the tenant's
+   * secrets (any owner, API or configuration) or an allow-listed environment variable.
+   */
+  async refusalFor(tenantId: string, name: string): Promise<string | null> {
+    if (this.config.tools.http.env_allowlist.includes(name)) return null;
+    if (this.fromConfig.get(tenantId)?.has(name)) return null;
+    if (await this.repo.existsAnywhere(tenantId, name)) return null;
+    return `names \${${name}}, which is neither one of your secrets (PUT /v1/secrets/${name}) nor an environment variable the operator allow-lists`;
+  }
+
+  /** For a tool file (global): a name the operator allow-lists or sets for some tenant in configuration. */
+  refusalForOperator(name: string): string | null {
+    if (this.config.tools.http.env_allowlist.includes(name)) return null;
+    for (const m of this.fromConfig.values()) if (m.has(name)) return null;
+    return `names \${${name}}, which is neither in tools.http.env_allowlist nor in secrets.config`;
+  }
+
+  /**
+   * The values of these names for a call by this tenant (and agent): the agent's own secret, else the
+   * tenant's, else the operator's configuration for the tenant, else an allow-listed environment variable.
+   * Names with no value are left out. Implements the MCP module's TenantSecrets port.
+   */
+  async resolve(
+    tenantId: string,
+    names: string[],
+    agentId?: string,
+  ): Promise<Record<string, string>> {
+    const out: Record<string, string> = {};
+    const wanted = [...new Set(names)];
+    for (const n of wanted) {
+      const env = this.config.tools.http.env_allowlist.includes(n)
+        ? this.config.secrets_env[n]
+        : undefined;
+      if (env !== undefined) out[n] = env;
+      const configured = this.fromConfig.get(tenantId)?.get(n);
+      if (configured !== undefined) out[n] = configured;
+    }
+    const owners = agentId ? [TENANT_WIDE, agentId] : [TENANT_WIDE];
+    const rows = this.cipher ? await this.repo.findNamed(tenantId, owners, wanted) : [];
+    // the tenant-wide row first, so an agent's own secret wins
+    rows.sort((a, b) => (a.owner === b.owner ? 0 : a.owner === TENANT_WIDE ? -1 : 1));
+    for (const r of rows) {
+      try {
+        out[r.name] = this.cipher!.decrypt(r.sealed, aad(r.tenant_id, r.owner, r.name));
+      } catch {
+        // a changed encryption key: the secret counts as not set; say which, never what
+        this.logger.warn(
+          `secret ${r.name} of tenant ${r.tenant_id} does not decrypt with the configured key`,
+        );
+      }
+    }
+    return out;
+  }
+
+  private checkValue(name: string, body: unknown): string {
+    const problems: { path: string; message: string }[] = [];
+    if (!SECRET_NAME.test(name))
+      problems.push({
+        path: 'name',
+        message: 'must be letters, digits and _, not starting with a digit, at most 128',
+      });
+    const value =
+      typeof body === 'object' && body !== null ? (body as { value?: unknown }).value : undefined;
+    if (typeof value !== 'string' || value === '')
+      problems.push({ path: 'value', message: 'is required: a non-empty string' });
+    else if (Buffer.byteLength(value) > this.config.secrets.max_value_bytes)
+      problems.push({
+        path: 'value',
+        message: `must be at most ${this.config.secrets.max_value_bytes} bytes`,
+      });
+    else if (hasControl(value))
+      problems.push({
+        path: 'value',
+        message: 'must not contain control characters (it goes into a header)',
+      });
+    if (problems.length) throw validationFailed(problems, 'secret is invalid');
+    return value as string;
+  }
+
+  private requireCipher(): SecretCipher {
+    if (!this.cipher)
+      throw conflict(
+        'SECRETS_NOT_CONFIGURED',
+        'secrets cannot be stored: the operator has not set secrets.encryption_key (SECRETS_ENCRYPTION_KEY)',
+      );
+    return this.cipher;
+  }
+}
+
+/** Binds a sealed value to its tenant, owner and name. */
+const aad = (tenantId: string, owner: string, name: string) =>
+  `${tenantId}\u0000${owner}\u0000${name}`;

@@ -1,0 +1,279 @@
+import {
+  Inject,
+  Injectable,
+  Logger,
+  OnApplicationBootstrap,
+  OnApplicationShutdown,
+  OnModuleInit,
+} from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Subscription } from 'rxjs';
+import { CLOCK } from '../common/clock';
+import { ID_GENERATOR } from '../common/ids';
+import { RunEvent, RunEventsBus } from '../common/run-events';
+import { AppConfig } from '../config/app-config';
+import { APP_CONFIG } from '../config/config.module';
+import type { Clock, IdGenerator } from '../core/ports';
+import {
+  retryDelayMs,
+  runWebhookEvent,
+  SIGNATURE_HEADER,
+  signatureFor,
+  WebhookEvent,
+} from '../core/webhooks/webhook-rules';
+import type { ConsentRequestEntity } from '../permissions/consent.entities';
+import { toRequestFrame, toResolvedFrame } from '../permissions/consent.mappers';
+import { ConsentResolved, PermissionBrokerService } from '../permissions/permission-broker.service';
+import type {
+  WebhookDecisionTokenEntity,
+  WebhookDeliveryEntity,
+  WebhookEntity,
+} from './webhook.entities';
+import { WebhooksRepository } from './webhooks.repository';
+import { hashToken, newDecisionToken } from './webhooks.service';
+
+/** Due deliveries taken per look. */
+const BATCH = 20;
+const MAX_ERROR_TEXT = 500;
+const PRUNE_EVERY_MS = 3_600_000;
+
+/**
+ * Turns consent and run events into signed webhook deliveries: stored first (one per webhook and event,
+ * whichever instance sees it), then sent by any instance that claims them, retried with backoff.
+ * It listens where the WebSocket gateway listens (the broker and the run-events bus).
+ */
+@Injectable()
+export class WebhookDispatcher
+  implements OnModuleInit, OnApplicationBootstrap, OnApplicationShutdown
+{
+  private readonly logger = new Logger('Webhooks');
+  private readonly unsubscribe: (() => void)[] = [];
+  private runEvents: Subscription | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  private pass: Promise<number> | null = null;
+  private lastPrune = 0;
+  private stopped = false;
+
+  constructor(
+    private readonly repo: WebhooksRepository,
+    private readonly broker: PermissionBrokerService,
+    private readonly bus: RunEventsBus,
+    private readonly http: HttpAdapterHost,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(CLOCK) private readonly clock: Clock,
+    @Inject(ID_GENERATOR) private readonly ids: IdGenerator,
+  ) {}
+
+  onModuleInit(): void {
+    this.unsubscribe.push(
+      this.broker.onRequest((r) => this.onConsentRequest(r)),
+      this.broker.onDecision((e) => this.onConsentResolved(e)),
+      this.broker.onCancelled((e) => this.onConsentResolved(e)),
+    );
+    // the instance that ran the run stores its delivery; the unique (webhook, event) row covers any overlap
+    this.runEvents = this.bus.local$.subscribe((e) => {
+      if (e.type === 'run.completed') this.guard(this.onRunCompleted(e));
+    });
+  }
+
+  onApplicationBootstrap(): void {
+    this.timer = setInterval(
+      () => this.guard(this.deliverDue()),
+      this.config.webhooks.poll_interval_seconds * 1000,
+    );
+    this.timer.unref();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    this.stopped = true;
+    this.unsubscribe.forEach((u) => u());
+    this.runEvents?.unsubscribe();
+    if (this.timer) clearInterval(this.timer);
+    await this.pass?.catch(() => undefined);
+  }
+
+  // ------------------------------------------------------------ events in
+
+  private async onConsentRequest(r: ConsentRequestEntity): Promise<void> {
+    await this.enqueue(r.tenantId, 'consent.request', `consent.request:${r.id}`, (webhook) => {
+      const token = newDecisionToken();
+      const row: WebhookDecisionTokenEntity = {
+        tokenHash: hashToken(token),
+        tenantId: r.tenantId,
+        webhookId: webhook.id,
+        requestId: r.id,
+        expiresAt: r.expiresAt,
+        usedAt: null,
+      };
+      return {
+        data: {
+          request: toRequestFrame(r),
+          decision_url: `${this.baseUrl()}/v1/webhooks/decisions/${token}`,
+          decision_url_expires_at: new Date(r.expiresAt).toISOString(),
+        },
+        token: row,
+      };
+    });
+  }
+
+  private async onConsentResolved(e: ConsentResolved): Promise<void> {
+    const { type: _type, ...frame } = toResolvedFrame(e);
+    await this.enqueue(e.tenantId, 'consent.resolved', `consent.resolved:${e.requestId}`, () => ({
+      data: { ...frame, agent_id: e.agentId, run_id: e.runId, tool_name: e.toolName },
+    }));
+  }
+
+  private async onRunCompleted(e: RunEvent): Promise<void> {
+    const event = runWebhookEvent(e.data.status);
+    await this.enqueue(e.tenantId, event, `run:${e.runId}`, () => ({
+      data: {
+        run_id: e.runId,
+        agent_id: e.agentId,
+        status: e.data.status ?? null,
+        stop_reason: e.data.stop_reason ?? null,
+        usage: e.data.usage ?? null,
+        error: e.data.error ?? null,
+      },
+    }));
+  }
+
+  private async enqueue(
+    tenantId: string,
+    event: WebhookEvent,
+    eventKey: string,
+    build: (w: WebhookEntity) => {
+      data: Record<string, unknown>;
+      token?: WebhookDecisionTokenEntity;
+    },
+  ): Promise<void> {
+    // only this tenant's webhooks: an event never reaches another tenant's URL
+    const targets = (await this.repo.listForTenant(tenantId)).filter((w) =>
+      w.events.includes(event),
+    );
+    if (targets.length === 0) return;
+    const now = this.clock.now();
+    let added = false;
+    for (const w of targets) {
+      const id = this.ids.prefixed('delivery');
+      const { data, token } = build(w);
+      const delivery: WebhookDeliveryEntity = {
+        id,
+        tenantId,
+        webhookId: w.id,
+        event,
+        eventKey,
+        body: JSON.stringify({ id, event, created_at: new Date(now).toISOString(), data }),
+        status: 'pending',
+        attempts: 0,
+        lastStatusCode: null,
+        lastError: null,
+        nextAttemptAt: now,
+        claimedUntil: null,
+        createdAt: now,
+        lastAttemptAt: null,
+      };
+      if (await this.repo.enqueue(delivery, token ?? null)) added = true;
+    }
+    if (added) this.guard(this.deliverDue());
+  }
+
+  // ------------------------------------------------------------ deliveries out
+
+  /** Sends every due delivery this instance can claim; returns how many attempts it made. Tests call it. */
+  deliverDue(): Promise<number> {
+    // one pass at a time per instance; a call during a pass runs after it
+    const run = (this.pass ?? Promise.resolve(0)).then(() => this.deliverPass());
+    this.pass = run.catch(() => 0);
+    return run;
+  }
+
+  private async deliverPass(): Promise<number> {
+    let n = 0;
+    for (;;) {
+      if (this.stopped) return n;
+      const now = this.clock.now();
+      const due = await this.repo.due(now, BATCH);
+      const claimUntil = now + this.config.webhooks.claim_seconds * 1000;
+      const mine: WebhookDeliveryEntity[] = [];
+      for (const d of due) if (await this.repo.claim(d.id, now, claimUntil)) mine.push(d);
+      await Promise.all(mine.map((d) => this.attempt(d)));
+      n += mine.length;
+      if (due.length < BATCH) break;
+    }
+    await this.pruneNow();
+    return n;
+  }
+
+  private async attempt(d: WebhookDeliveryEntity): Promise<void> {
+    const s = this.config.webhooks;
+    const webhook = await this.repo.findById(d.webhookId);
+    if (!webhook) return; // deleted meanwhile: its deliveries went with it
+    let code: number | null = null;
+    let err: string | null = null;
+    const ts = Math.floor(this.clock.now() / 1000);
+    try {
+      const res = await fetch(webhook.url, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'user-agent': 'rulebound-webhooks/1',
+          'x-webhook-id': d.id,
+          'x-webhook-event': d.event,
+          [SIGNATURE_HEADER]: signatureFor(webhook.secret, ts, d.body),
+        },
+        body: d.body,
+        // a redirect would send the signed event somewhere the tenant did not register
+        redirect: 'manual',
+        signal: AbortSignal.timeout(s.request_timeout_seconds * 1000),
+      });
+      code = res.status;
+      await res.body?.cancel().catch(() => undefined);
+      if (code < 200 || code >= 300) err = `the target answered HTTP ${code}`;
+    } catch (e) {
+      const cause = (e as { cause?: { code?: string } }).cause?.code;
+      err = (cause ? `${cause}: ` : '') + (e instanceof Error ? e.message : String(e));
+    }
+    const attempts = d.attempts + 1;
+    const now = this.clock.now();
+    const delay =
+      err === null
+        ? null
+        : retryDelayMs(attempts, {
+            baseMs: s.retry_base_seconds * 1000,
+            maxMs: s.retry_max_seconds * 1000,
+            maxAttempts: s.max_attempts,
+          });
+    await this.repo.recordAttempt(d.id, {
+      status: err === null ? 'delivered' : delay === null ? 'failed' : 'pending',
+      attempts,
+      lastStatusCode: code,
+      lastError: err?.slice(0, MAX_ERROR_TEXT) ?? null,
+      nextAttemptAt: delay === null ? d.nextAttemptAt : now + delay,
+      lastAttemptAt: now,
+    });
+  }
+
+  private async pruneNow(): Promise<void> {
+    const now = this.clock.now();
+    if (now - this.lastPrune < PRUNE_EVERY_MS) return;
+    this.lastPrune = now;
+    await this.repo.prune(now - this.config.webhooks.retention_days * 86_400_000);
+  }
+
+  /** Where decision URLs point: the configured public URL, else the address this server listens on. */
+  private baseUrl(): string {
+    if (this.config.webhooks.public_url) return this.config.webhooks.public_url;
+    const server = this.http.httpAdapter?.getHttpServer() as Server | undefined;
+    const addr = server?.address() as AddressInfo | null | undefined;
+    const host = this.config.server.host.includes(':')
+      ? `[${this.config.server.host}]`
+      : this.config.server.host;
+    return `http://${host}:${addr?.port ?? this.config.server.port}`;
+  }
+
+  private guard(p: Promise<unknown>): void {
+    p.catch((e: unknown) => this.logger.error(`webhooks: ${String(e)}`));
+  }
+}

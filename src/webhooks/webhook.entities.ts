@@ -1,0 +1,58 @@
+import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
+import { EpochMsColumn, JsonColumn } from '../database/columns';
+import type { WebhookEvent } from '../core/webhooks/webhook-rules';
+
+/** A tenant's webhook: where to POST which events, and the secret that signs them. */
+@Entity('webhooks')
+@Index('idx_webhooks_tenant', ['tenantId'])
+export class WebhookEntity {
+  @PrimaryColumn({ type: 'varchar', length: 64 }) id!: string;
+  @Column({ name: 'tenant_id', type: 'varchar', length: 200 }) tenantId!: string;
+  @Column({ type: 'text' }) url!: string;
+  @JsonColumn() events!: WebhookEvent[];
+  /** Needed in the clear to sign; never returned by the API after creation. */
+  @Column({ type: 'varchar', length: 300 }) secret!: string;
+  @Column({ type: 'text', nullable: true }) description!: string | null;
+  @EpochMsColumn({ name: 'created_at' }) createdAt!: number;
+}
+
+export type DeliveryStatus = 'pending' | 'delivered' | 'failed';
+
+/**
+ * One event for one webhook. (webhook_id, event_key) is unique: an event seen by several instances (or
+ * twice) is delivered once. Any instance may send it after claiming it (claimed_until).
+ */
+@Entity('webhook_deliveries')
+@Index('idx_webhook_deliveries_event', ['webhookId', 'eventKey'], { unique: true })
+@Index('idx_webhook_deliveries_due', ['status', 'nextAttemptAt'])
+export class WebhookDeliveryEntity {
+  @PrimaryColumn({ type: 'varchar', length: 64 }) id!: string;
+  @Column({ name: 'tenant_id', type: 'varchar', length: 200 }) tenantId!: string;
+  @Column({ name: 'webhook_id', type: 'varchar', length: 64 }) webhookId!: string;
+  @Column({ type: 'varchar', length: 32 }) event!: WebhookEvent;
+  @Column({ name: 'event_key', type: 'varchar', length: 300 }) eventKey!: string;
+  /** The exact JSON body sent (and signed) on every attempt. */
+  @Column({ type: 'text' }) body!: string;
+  @Column({ type: 'varchar', length: 16 }) status!: DeliveryStatus;
+  @Column({ type: 'integer' }) attempts!: number;
+  @Column({ name: 'last_status_code', type: 'integer', nullable: true }) lastStatusCode!:
+    number | null;
+  @Column({ name: 'last_error', type: 'text', nullable: true }) lastError!: string | null;
+  @EpochMsColumn({ name: 'next_attempt_at' }) nextAttemptAt!: number;
+  @EpochMsColumn({ name: 'claimed_until', nullable: true }) claimedUntil!: number | null;
+  @EpochMsColumn({ name: 'created_at' }) createdAt!: number;
+  @EpochMsColumn({ name: 'last_attempt_at', nullable: true }) lastAttemptAt!: number | null;
+}
+
+/** A one-time decision URL's token (stored as its SHA-256; the token itself only travels in the delivery). */
+@Entity('webhook_decision_tokens')
+export class WebhookDecisionTokenEntity {
+  @PrimaryColumn({ name: 'token_hash', type: 'varchar', length: 64 }) tokenHash!: string;
+  @Column({ name: 'tenant_id', type: 'varchar', length: 200 }) tenantId!: string;
+  @Column({ name: 'webhook_id', type: 'varchar', length: 64 }) webhookId!: string;
+  @Column({ name: 'request_id', type: 'varchar', length: 64 }) requestId!: string;
+  @EpochMsColumn({ name: 'expires_at' }) expiresAt!: number;
+  @EpochMsColumn({ name: 'used_at', nullable: true }) usedAt!: number | null;
+}
+
+export const WEBHOOK_ENTITIES = [WebhookEntity, WebhookDeliveryEntity, WebhookDecisionTokenEntity];

@@ -1,0 +1,148 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource, EntityManager, In, IsNull, LessThan, LessThanOrEqual } from 'typeorm';
+import { Transactor } from '../database/transactor';
+import {
+  WebhookDecisionTokenEntity,
+  WebhookDeliveryEntity,
+  WebhookEntity,
+} from './webhook.entities';
+
+type Attempt = Pick<
+  WebhookDeliveryEntity,
+  'status' | 'attempts' | 'lastStatusCode' | 'lastError' | 'nextAttemptAt' | 'lastAttemptAt'
+>;
+
+/** Every read and write of the webhook tables. */
+@Injectable()
+export class WebhooksRepository {
+  constructor(
+    @InjectDataSource() private readonly ds: DataSource,
+    private readonly tx: Transactor,
+  ) {}
+
+  countForTenant(tenantId: string): Promise<number> {
+    return this.ds.manager.countBy(WebhookEntity, { tenantId });
+  }
+
+  async insertWebhook(row: WebhookEntity): Promise<void> {
+    await this.ds.manager.insert(WebhookEntity, row);
+  }
+
+  listForTenant(tenantId: string): Promise<WebhookEntity[]> {
+    return this.ds.manager.find(WebhookEntity, {
+      where: { tenantId },
+      order: { createdAt: 'ASC' },
+    });
+  }
+
+  find(tenantId: string, id: string): Promise<WebhookEntity | null> {
+    return this.ds.manager.findOneBy(WebhookEntity, { tenantId, id });
+  }
+
+  findById(id: string): Promise<WebhookEntity | null> {
+    return this.ds.manager.findOneBy(WebhookEntity, { id });
+  }
+
+  /** The webhook, its deliveries and its decision tokens go together. */
+  async deleteWebhook(tenantId: string, id: string): Promise<void> {
+    await this.tx.run(async (em) => {
+      await em.delete(WebhookDecisionTokenEntity, { tenantId, webhookId: id });
+      await em.delete(WebhookDeliveryEntity, { tenantId, webhookId: id });
+      await em.delete(WebhookEntity, { tenantId, id });
+    });
+  }
+
+  /**
+   * Stores a delivery (and the decision token it carries) unless this webhook already has one for the event:
+   * false then. Every instance that sees an event may try; one row wins.
+   */
+  async enqueue(
+    delivery: WebhookDeliveryEntity,
+    token: WebhookDecisionTokenEntity | null,
+  ): Promise<boolean> {
+    const exists = () =>
+      this.ds.manager.existsBy(WebhookDeliveryEntity, {
+        webhookId: delivery.webhookId,
+        eventKey: delivery.eventKey,
+      });
+    if (await exists()) return false;
+    try {
+      await this.tx.run(async (em) => {
+        await em.insert(WebhookDeliveryEntity, delivery);
+        if (token) await em.insert(WebhookDecisionTokenEntity, token);
+      });
+      return true;
+    } catch (e) {
+      // the unique index refused a concurrent twin: that one is delivered
+      if (await exists()) return false;
+      throw e;
+    }
+  }
+
+  /** Pending deliveries whose time has come and that no live claim holds. */
+  due(now: number, limit: number): Promise<WebhookDeliveryEntity[]> {
+    return this.ds.manager
+      .createQueryBuilder(WebhookDeliveryEntity, 'd')
+      .where('d.status = :pending AND d.next_attempt_at <= :now', { pending: 'pending', now })
+      .andWhere('(d.claimed_until IS NULL OR d.claimed_until < :now)', { now })
+      .orderBy('d.next_attempt_at', 'ASC')
+      .limit(limit)
+      .getMany();
+  }
+
+  /** Takes a delivery for one attempt; false when another instance (or pass) took it first. */
+  async claim(id: string, now: number, until: number): Promise<boolean> {
+    const res = await this.ds.manager
+      .createQueryBuilder()
+      .update(WebhookDeliveryEntity)
+      .set({ claimedUntil: until })
+      .where('id = :id AND status = :pending AND next_attempt_at <= :now', {
+        id,
+        pending: 'pending',
+        now,
+      })
+      .andWhere('(claimed_until IS NULL OR claimed_until < :now)', { now })
+      .execute();
+    return (res.affected ?? 0) === 1;
+  }
+
+  async recordAttempt(id: string, a: Attempt): Promise<void> {
+    await this.ds.manager.update(WebhookDeliveryEntity, { id }, { ...a, claimedUntil: null });
+  }
+
+  deliveriesOf(tenantId: string, webhookId: string, limit: number) {
+    return this.ds.manager.find(WebhookDeliveryEntity, {
+      where: { tenantId, webhookId },
+      order: { createdAt: 'DESC', id: 'ASC' },
+      take: limit,
+    });
+  }
+
+  findToken(tokenHash: string): Promise<WebhookDecisionTokenEntity | null> {
+    return this.ds.manager.findOneBy(WebhookDecisionTokenEntity, { tokenHash });
+  }
+
+  /** One use per token: only the first claim wins. */
+  async useToken(tokenHash: string, now: number): Promise<boolean> {
+    const res = await this.ds.manager.update(
+      WebhookDecisionTokenEntity,
+      { tokenHash, usedAt: IsNull() },
+      { usedAt: now },
+    );
+    return (res.affected ?? 0) === 1;
+  }
+
+  async releaseToken(tokenHash: string): Promise<void> {
+    await this.ds.manager.update(WebhookDecisionTokenEntity, { tokenHash }, { usedAt: null });
+  }
+
+  /** Finished deliveries created before `before`, and tokens expired by then. */
+  async prune(before: number, em: EntityManager = this.ds.manager): Promise<void> {
+    await em.delete(WebhookDeliveryEntity, {
+      status: In(['delivered', 'failed']),
+      createdAt: LessThan(before),
+    });
+    await em.delete(WebhookDecisionTokenEntity, { expiresAt: LessThanOrEqual(before) });
+  }
+}

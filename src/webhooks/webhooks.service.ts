@@ -1,0 +1,115 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { createHash, randomBytes } from 'node:crypto';
+import { CLOCK } from '../common/clock';
+import { conflict, DomainError, notFound, validationFailed } from '../common/domain-error';
+import { ID_GENERATOR } from '../common/ids';
+import { AppConfig } from '../config/app-config';
+import { APP_CONFIG } from '../config/config.module';
+import type { Clock, IdGenerator } from '../core/ports';
+import { validateWebhookInput } from '../core/webhooks/webhook-rules';
+import { PermissionBrokerService } from '../permissions/permission-broker.service';
+import { WebhookEntity } from './webhook.entities';
+import { WebhooksRepository } from './webhooks.repository';
+
+/** 32 random bytes, base64url: the shape of every decision token. */
+const TOKEN = /^[A-Za-z0-9_-]{43}$/;
+
+export const newDecisionToken = (): string => randomBytes(32).toString('base64url');
+export const hashToken = (token: string): string =>
+  createHash('sha256').update(token).digest('hex');
+
+/** Webhooks of a tenant, and decisions that arrive through a webhook's one-time URL. */
+@Injectable()
+export class WebhooksService {
+  constructor(
+    private readonly repo: WebhooksRepository,
+    private readonly broker: PermissionBrokerService,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(CLOCK) private readonly clock: Clock,
+    @Inject(ID_GENERATOR) private readonly ids: IdGenerator,
+  ) {}
+
+  async create(tenantId: string, raw: unknown): Promise<{ webhook: WebhookEntity }> {
+    const limits = this.config.webhooks;
+    const v = validateWebhookInput(raw, limits);
+    if (!v.ok) throw validationFailed(v.problems, 'webhook is invalid');
+    if ((await this.repo.countForTenant(tenantId)) >= limits.max_per_tenant)
+      throw conflict(
+        'WEBHOOK_LIMIT',
+        `a tenant has at most ${limits.max_per_tenant} webhooks (webhooks.max_per_tenant)`,
+        { limit: limits.max_per_tenant },
+      );
+    const webhook: WebhookEntity = {
+      id: this.ids.prefixed('webhook'),
+      tenantId,
+      url: v.value.url,
+      events: v.value.events,
+      secret: v.value.secret ?? `whsec_${randomBytes(24).toString('base64url')}`,
+      description: v.value.description,
+      createdAt: this.clock.now(),
+    };
+    await this.repo.insertWebhook(webhook);
+    return { webhook };
+  }
+
+  list(tenantId: string): Promise<WebhookEntity[]> {
+    return this.repo.listForTenant(tenantId);
+  }
+
+  async get(tenantId: string, id: string): Promise<WebhookEntity> {
+    const w = await this.repo.find(tenantId, id);
+    if (!w) throw notFound('webhook', id);
+    return w;
+  }
+
+  async remove(tenantId: string, id: string): Promise<WebhookEntity> {
+    const w = await this.get(tenantId, id);
+    await this.repo.deleteWebhook(tenantId, id);
+    return w;
+  }
+
+  async deliveries(tenantId: string, id: string, limit: number) {
+    await this.get(tenantId, id);
+    return this.repo.deliveriesOf(tenantId, id, limit);
+  }
+
+  /**
+   * A decision through a one-time URL. The token is spent by the first attempt that reaches the broker;
+   * a body the broker refuses as invalid gives it back. The request's own rules (first decision wins,
+   * expiry) apply as on every channel.
+   */
+  async decideByToken(token: string, body: unknown) {
+    if (!TOKEN.test(token)) throw notFound('decision URL', token.slice(0, 64));
+    const hash = hashToken(token);
+    const row = await this.repo.findToken(hash);
+    if (!row) throw notFound('decision URL', token);
+    if (row.usedAt !== null) throw used();
+    if (this.clock.now() >= row.expiresAt)
+      throw new DomainError(
+        'gone',
+        'DECISION_URL_EXPIRED',
+        'this decision URL has expired (the request timed out)',
+        { request_id: row.requestId },
+      );
+    if (typeof body !== 'object' || body === null || Array.isArray(body))
+      throw validationFailed([
+        { path: '$', message: 'must be a JSON object {decision, seconds?, constraint?, reason?}' },
+      ]);
+    if (!(await this.repo.useToken(hash, this.clock.now()))) throw used();
+    try {
+      return await this.broker.decide(
+        row.tenantId,
+        row.requestId,
+        body as Record<string, unknown>,
+        'webhook',
+      );
+    } catch (e) {
+      if (e instanceof DomainError && e.code === 'VALIDATION_FAILED')
+        await this.repo.releaseToken(hash);
+      throw e;
+    }
+  }
+}
+
+const used = () =>
+  conflict('DECISION_URL_USED', 'this decision URL has already been used (it works once)');

@@ -1,0 +1,202 @@
+/* eslint-disable @typescript-eslint/no-explicit-any */
+import Letta from '@letta-ai/letta-client';
+import type { TestApp } from '../support/app-harness';
+import type { FakeModelServer } from '../support/fake-model-server';
+import { createAgent, LoopEnv, startLoopEnv } from '../support/processing-fixtures';
+
+/**
+ * A walk over Letta's SDK resources (@letta-ai/letta-client 1.12, unmodified) against the server: one
+ * call per step, its answer checked against the shape the SDK's types declare.
+ */
+describe('clients: the Letta SDK walk', () => {
+  let env: LoopEnv;
+  let t: TestApp;
+  let fake: FakeModelServer;
+  let client: Letta;
+
+  beforeAll(async () => {
+    env = await startLoopEnv([]);
+    ({ t, fake } = env);
+    client = new Letta({ baseURL: t.baseUrl, apiKey: 'none', maxRetries: 0 });
+  });
+  afterAll(() => env.close());
+  beforeEach(() => env.reset());
+
+  const collect = async (stream: AsyncIterable<any>) => {
+    const out: any[] = [];
+    for await (const c of stream) out.push(c);
+    return out;
+  };
+
+  it('models: list and embedding models', async () => {
+    const models: Letta.Models.Model[] = await client.models.list();
+    expect(models[0]).toMatchObject({
+      handle: expect.any(String),
+      name: expect.any(String),
+      model: expect.any(String),
+      model_endpoint_type: expect.any(String),
+      provider_type: expect.any(String),
+      context_window: expect.any(Number),
+      max_context_window: expect.any(Number),
+    });
+    expect(await client.models.embeddings.list()).toEqual([]);
+  });
+
+  it('agents: a model handle with model_settings and context_window_limit honoured', async () => {
+    const agent: any = await client.agents.create({
+      name: 'with-settings',
+      model: 'scripted/default',
+      model_settings: { provider_type: 'openai', temperature: 0.2, max_output_tokens: 300 } as any,
+      context_window_limit: 16000,
+    });
+    // every field the SDK's AgentState marks required
+    for (const k of [
+      'id',
+      'agent_type',
+      'blocks',
+      'llm_config',
+      'memory',
+      'name',
+      'sources',
+      'system',
+      'tags',
+      'tools',
+    ])
+      expect(agent).toHaveProperty(k);
+    expect(agent.llm_config).toMatchObject({
+      model: 'default',
+      context_window: 16000,
+      temperature: 0.2,
+      max_tokens: 300,
+    });
+    const found = (await client.agents.list({ query_text: 'WITH-SETT' })).getPaginatedItems();
+    expect(found.map((a) => a.id)).toEqual([agent.id]);
+    const updated: any = await client.agents.update(agent.id, { context_window_limit: 12000 });
+    expect(updated.llm_config.context_window).toBe(12000);
+    await expect(
+      client.agents.update(agent.id, {
+        model_settings: { reasoning: { reasoning_effort: 'high' } } as any,
+      }),
+    ).rejects.toMatchObject({ status: 400 });
+  });
+
+  it('conversations: create, retrieve, update, list, messages, cancel, compact, delete', async () => {
+    const agentId = await createAgent(t, fake, { include_base_tools: false });
+    const conv: Letta.Conversations.Conversation = await client.conversations.create({
+      agent_id: agentId,
+    });
+    expect(conv).toMatchObject({ id: expect.stringMatching(/^conv-/), agent_id: agentId });
+    expect(await client.conversations.retrieve(conv.id)).toMatchObject({ id: conv.id });
+    expect(await client.conversations.update(conv.id, { summary: 'about cats' })).toMatchObject({
+      summary: 'about cats',
+    });
+    expect((await client.conversations.list({ agent_id: agentId })).map((c) => c.id)).toEqual([
+      conv.id,
+    ]);
+
+    fake.push({ content: 'in the conversation' }, { content: 'in the default one' });
+    const frames = await collect(
+      await client.conversations.messages.create(conv.id, {
+        messages: [{ role: 'user', content: 'hi' }],
+      }),
+    );
+    expect(frames.map((f) => f.message_type)).toEqual([
+      'assistant_message',
+      'stop_reason',
+      'usage_statistics',
+    ]);
+    // the conversation's newest run, resumed
+    const replay = await collect(await client.conversations.messages.stream(conv.id, {}));
+    expect(replay.map((f) => f.message_type)).toEqual([
+      'assistant_message',
+      'stop_reason',
+      'usage_statistics',
+    ]);
+    await client.agents.messages.create(agentId, {
+      messages: [{ role: 'user', content: 'elsewhere' }],
+    });
+    // separate histories: the model saw only its own conversation's messages
+    expect(JSON.stringify(fake.requests[1].messages)).not.toContain('in the conversation');
+    const inConv = (
+      await client.conversations.messages.list(conv.id, { order: 'asc' })
+    ).getPaginatedItems();
+    expect(inConv.map((m: any) => m.content)).toEqual(['hi', 'in the conversation']);
+    const inDefault = (
+      await client.conversations.messages.list('default', {
+        agent_id: agentId,
+        order: 'asc',
+      })
+    ).getPaginatedItems();
+    expect(inDefault.map((m: any) => m.content)).toEqual(['elsewhere', 'in the default one']);
+
+    expect(await client.conversations.cancel(conv.id)).toEqual({});
+    expect(await client.conversations.messages.compact(conv.id)).toMatchObject({
+      num_messages_before: 2,
+      num_messages_after: 2,
+    });
+    await client.conversations.delete(conv.id);
+    await expect(client.conversations.retrieve(conv.id)).rejects.toMatchObject({ status: 404 });
+  });
+
+  it('runs, steps, messages, tags', async () => {
+    const agentId = await createAgent(t, fake, {
+      include_base_tools: false,
+      tags: ['sdk-walk', 'blue'],
+    });
+    fake.push({
+      content: 'the walk answer',
+      usage: { prompt_tokens: 11, completion_tokens: 4, total_tokens: 15 },
+    });
+    const res = await client.agents.messages.create(agentId, {
+      messages: [{ role: 'user', content: 'walk' }],
+    });
+    const runId = (res as any).run_id as string;
+    expect(await client.runs.retrieve(runId)).toMatchObject({
+      id: runId,
+      agent_id: agentId,
+      status: 'completed',
+    });
+    expect(await client.runs.usage.retrieve(runId)).toMatchObject({
+      prompt_tokens: 11,
+      completion_tokens: 4,
+      total_tokens: 15,
+    });
+    const runs = (await client.runs.list({ agent_id: agentId })).getPaginatedItems();
+    expect(runs.map((r) => r.id)).toEqual([runId]);
+    const runMessages = (await client.runs.messages.list(runId)).getPaginatedItems();
+    expect(runMessages.map((m: any) => m.message_type)).toEqual([
+      'user_message',
+      'assistant_message',
+    ]);
+
+    const steps = (await client.steps.list({ agent_id: agentId })).getPaginatedItems();
+    expect(steps).toHaveLength(1);
+    expect(await client.steps.retrieve(steps[0].id)).toMatchObject({
+      id: steps[0].id,
+      run_id: runId,
+    });
+
+    const all = await client.messages.list({ limit: 5 });
+    expect(all[0]).toMatchObject({ message_type: 'assistant_message', content: 'the walk answer' });
+    expect(await client.messages.retrieve(all[0].id)).toMatchObject([{ id: all[0].id }]);
+    const hits = await client.messages.search({ query: 'WALK ANSWER', agent_id: agentId });
+    expect(hits.map((h: any) => h.message_id)).toEqual([all[0].id]);
+
+    expect(await client.tags.list({ query_text: 'sdk' })).toEqual(['sdk-walk']);
+  });
+
+  it('tools: list by name, search, add-base-tools; source_code is a clear 400', async () => {
+    const byName = (await client.tools.list({ name: 'send_message' })).getPaginatedItems();
+    expect(byName.map((x) => x.name)).toEqual(['send_message']);
+    const hits = await client.tools.search({ query: 'core memory append' });
+    expect(hits.map((h) => h.tool.name)).toEqual(['core_memory_append']);
+    const base = await (client.tools as any)._client.post('/v1/tools/add-base-tools');
+    expect(base.map((x: any) => x.name)).toEqual(expect.arrayContaining(['send_message']));
+    await expect(
+      client.tools.create({ source_code: 'def f():\n    return 1' }),
+    ).rejects.toMatchObject({
+      status: 400,
+      error: { details: { problems: [expect.objectContaining({ path: 'source_code' })] } },
+    });
+  });
+});

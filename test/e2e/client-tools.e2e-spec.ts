@@ -1,0 +1,230 @@
+/* eslint-disable @typescript-eslint/no-explicit-any */
+import type { TestApp } from '../support/app-harness';
+import type { FakeModelServer } from '../support/fake-model-server';
+import {
+  api,
+  createAgent,
+  LoopEnv,
+  say,
+  startLoopEnv,
+  types,
+} from '../support/processing-fixtures';
+
+/** Letta's client-side tools: offered under the agent's rules, run by the client, answered with a ToolReturn. */
+describe('client tools', () => {
+  let env: LoopEnv;
+  let t: TestApp;
+  let fake: FakeModelServer;
+
+  beforeAll(async () => {
+    env = await startLoopEnv(['lookup']);
+    ({ t, fake } = env);
+  });
+  afterAll(() => env.close());
+  beforeEach(() => env.reset());
+
+  const BASH = {
+    name: 'Bash',
+    description: 'Runs a shell command on the client',
+    parameters: {
+      type: 'object',
+      properties: { command: { type: 'string' } },
+      required: ['command'],
+    },
+  };
+  const toolReturn = (id: string, out: string, status = 'success') => ({
+    messages: [
+      {
+        type: 'approval',
+        approvals: [{ type: 'tool', tool_call_id: id, tool_return: out, status }],
+      },
+    ],
+    client_tools: [BASH],
+  });
+
+  it('a call parks as an approval request; the ToolReturn is its result and the batch continues', async () => {
+    const id = await createAgent(t, fake, { tools: ['lookup'], include_base_tools: false });
+    fake.push(
+      {
+        tool_calls: [
+          { id: 'call_b1', name: 'Bash', arguments: { command: 'ls', request_heartbeat: true } },
+        ],
+      },
+      { content: 'two files' },
+    );
+    const first = await api(
+      t,
+      'POST',
+      `/v1/agents/${id}/messages`,
+      say('list', { client_tools: [BASH] }),
+    );
+    expect(first.status).toBe(200);
+    expect(fake.requests[0].toolNames).toEqual(expect.arrayContaining(['lookup', 'Bash']));
+    expect(first.body.stop_reason.stop_reason).toBe('requires_approval');
+    const req = first.body.messages.at(-1);
+    expect(req.message_type).toBe('approval_request_message');
+    expect(req.tool_call).toMatchObject({ name: 'Bash', tool_call_id: 'call_b1' });
+    expect((await api(t, 'GET', `/v1/agents/${id}`)).body.pending_approval).toBeTruthy();
+
+    // a decision is not a result: the client must say what the tool returned
+    const bare = await api(t, 'POST', `/v1/agents/${id}/messages`, {
+      messages: [
+        {
+          type: 'approval',
+          approvals: [{ type: 'approval', tool_call_id: 'call_b1', approve: true }],
+        },
+      ],
+    });
+    expect(bare.status).toBe(400);
+    expect(bare.body.code).toBe('CLIENT_TOOL_RESULT_REQUIRED');
+
+    const second = await api(
+      t,
+      'POST',
+      `/v1/agents/${id}/messages`,
+      toolReturn('call_b1', 'a.txt b.txt'),
+    );
+    expect(second.status).toBe(200);
+    expect(types(second.body.messages)).toEqual([
+      'approval_response_message',
+      'tool_return_message',
+      'assistant_message',
+    ]);
+    expect(second.body.messages[1]).toMatchObject({
+      tool_return: 'a.txt b.txt',
+      status: 'success',
+      name: 'Bash',
+    });
+    expect(second.body.stop_reason.stop_reason).toBe('end_turn');
+    // the model saw the client's result
+    const toolMsg = fake.requests[1].messages.find((m: any) => m.role === 'tool');
+    expect(toolMsg.content).toContain('a.txt b.txt');
+  });
+
+  it('the client may refuse: an error return, and the batch continues', async () => {
+    const id = await createAgent(t, fake, { include_base_tools: false });
+    fake.push(
+      { tool_calls: [{ id: 'call_b2', name: 'Bash', arguments: { command: 'rm -rf /' } }] },
+      { content: 'ok, not then' },
+    );
+    await api(t, 'POST', `/v1/agents/${id}/messages`, say('clean', { client_tools: [BASH] }));
+    const res = await api(t, 'POST', `/v1/agents/${id}/messages`, {
+      messages: [
+        {
+          type: 'approval',
+          approvals: [
+            { type: 'approval', tool_call_id: 'call_b2', approve: false, reason: 'no way' },
+          ],
+        },
+      ],
+    });
+    expect(res.status).toBe(200);
+    const ret = res.body.messages.find((m: any) => m.message_type === 'tool_return_message');
+    expect(ret.status).toBe('error');
+    expect(ret.tool_return).toContain('no way');
+  });
+
+  it("client_tools may not redeclare the agent's tools; bounds are 400s", async () => {
+    const id = await createAgent(t, fake, { tools: ['lookup'], include_base_tools: false });
+    const clash = await api(
+      t,
+      'POST',
+      `/v1/agents/${id}/messages`,
+      say('x', { client_tools: [{ name: 'lookup' }] }),
+    );
+    expect(clash.status).toBe(400);
+    expect(clash.body.code).toBe('CLIENT_TOOL_CONFLICT');
+    const many = Array.from({ length: t.config.processing.max_client_tools + 1 }, (_, i) => ({
+      name: `t${i}`,
+    }));
+    const tooMany = await api(
+      t,
+      'POST',
+      `/v1/agents/${id}/messages`,
+      say('x', { client_tools: many }),
+    );
+    expect(tooMany.status).toBe(400);
+    expect(tooMany.body.details.problems[0].path).toBe('client_tools');
+  });
+
+  it('rules name client tools the agent declares: a max count refuses the second call', async () => {
+    const id = await createAgent(t, fake, {
+      include_base_tools: false,
+      client_tools: ['Bash'],
+      tool_rules: [{ type: 'max_count_per_step', tool_name: 'Bash', max_count_limit: 1 }],
+    });
+    fake.push(
+      {
+        tool_calls: [
+          { id: 'call_m1', name: 'Bash', arguments: { command: 'ls', request_heartbeat: true } },
+        ],
+      },
+      { tool_calls: [{ id: 'call_m2', name: 'Bash', arguments: { command: 'ls -a' } }] },
+      { content: 'done' },
+    );
+    await api(t, 'POST', `/v1/agents/${id}/messages`, say('list', { client_tools: [BASH] }));
+    const res = await api(t, 'POST', `/v1/agents/${id}/messages`, toolReturn('call_m1', 'a b'));
+    const refused = res.body.messages.find(
+      (m: any) => m.message_type === 'tool_return_message' && m.tool_call_id === 'call_m2',
+    );
+    expect(refused.status).toBe('error');
+    expect(refused.tool_return).toContain('[ToolRuleViolation]');
+    expect(res.body.stop_reason.stop_reason).toBe('end_turn');
+  });
+
+  it('a client tool that needs consent is approved by a person before the client is asked to run it', async () => {
+    const id = await createAgent(t, fake, {
+      include_base_tools: false,
+      client_tools: ['Bash'],
+      tool_rules: [{ type: 'requires_consent', tool_name: 'Bash' }],
+    });
+    fake.push(
+      { tool_calls: [{ id: 'call_c1', name: 'Bash', arguments: { command: 'deploy' } }] },
+      { content: 'deployed' },
+    );
+    const first = await api(
+      t,
+      'POST',
+      `/v1/agents/${id}/messages`,
+      say('deploy', { client_tools: [BASH] }),
+    );
+    const pending = first.body.messages.at(-1);
+    expect(pending.message_type).toBe('approval_request_message');
+    expect(pending.request_id).toMatch(/^consent-/);
+    // the client may not run it before a person said yes
+    const early = await api(
+      t,
+      'POST',
+      `/v1/agents/${id}/messages`,
+      toolReturn('call_c1', 'ran anyway'),
+    );
+    expect(early.status).toBe(400);
+    expect(early.body.code).toBe('CONSENT_REQUIRED');
+    // a person approves in band: now the client is asked to run it
+    const approved = await api(t, 'POST', `/v1/agents/${id}/messages`, {
+      messages: [
+        {
+          type: 'approval',
+          approvals: [{ type: 'approval', tool_call_id: 'call_c1', approve: true }],
+        },
+      ],
+      client_tools: [BASH],
+    });
+    expect(approved.body.stop_reason.stop_reason).toBe('requires_approval');
+    const ask = approved.body.messages.at(-1);
+    expect(ask).toMatchObject({ message_type: 'approval_request_message', request_id: null });
+    const done = await api(
+      t,
+      'POST',
+      `/v1/agents/${id}/messages`,
+      toolReturn('call_c1', 'deployed ok'),
+    );
+    expect(
+      done.body.messages.find((m: any) => m.message_type === 'tool_return_message'),
+    ).toMatchObject({
+      tool_return: 'deployed ok',
+      status: 'success',
+    });
+    expect(done.body.stop_reason.stop_reason).toBe('end_turn');
+  });
+});

@@ -1,0 +1,328 @@
+/* eslint-disable @typescript-eslint/no-explicit-any -- response bodies and frames are free-form JSON */
+/**
+ * Scale-out: three real server processes on one fresh PostgreSQL database, driven over HTTP and `ws`,
+ * with the fake model server and a tool server that counts executions (docs/scale-out.md). Skipped,
+ * with the reason printed, when no PostgreSQL answers.
+ */
+import { Client } from 'pg';
+import * as path from 'node:path';
+import type { TestApp } from '../support/app-harness';
+import { freshDatabase, Instance, pgUnavailable, startInstance } from '../support/cluster-harness';
+import { FakeModelServer, startFakeModelServer } from '../support/fake-model-server';
+import {
+  api as apiOf,
+  createAgent,
+  startToolServer,
+  ToolServer,
+} from '../support/processing-fixtures';
+import { WsClient } from './consent-helpers';
+import { OUTCOME_UNKNOWN } from '../../src/processing/run-recovery';
+
+const ROOT = path.join(__dirname, '..', '..');
+const LEASE_MS = 2000;
+const RENEW_MS = 300;
+/** Short leases, so that a dead instance's agents move within seconds; the fake model as `openai`. */
+const configFor = (fake: FakeModelServer) => ({
+  cluster: { lease_duration_ms: LEASE_MS, lease_renew_interval_ms: RENEW_MS },
+  models: { openai: { base_url: fake.baseUrl } },
+});
+
+const app = (i: Instance) => ({ baseUrl: i.url }) as TestApp;
+const api = (i: Instance, method: string, p: string, body?: unknown) =>
+  apiOf(app(i), method, p, body);
+const say = (content: string) => ({ messages: [{ role: 'user', content }] });
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function runEnded(i: Instance, runId: string): Promise<any> {
+  for (;;) {
+    const r = await api(i, 'GET', `/v1/runs/${runId}`);
+    if (['completed', 'failed', 'cancelled'].includes(r.body.status)) return r.body;
+    await sleep(20);
+  }
+}
+
+let skipReason: string | null = null;
+
+describe('scale-out: three instances on one PostgreSQL database', () => {
+  let db: { url: string; drop(): Promise<void> } | null = null;
+  let nodes: Instance[] = [];
+  let fake: FakeModelServer;
+  let tools: ToolServer;
+  const wsClients: WsClient[] = [];
+
+  beforeAll(async () => {
+    skipReason = await pgUnavailable();
+    if (skipReason) {
+      console.log(`scale-out suite skipped: ${skipReason}`);
+      return;
+    }
+    fake = await startFakeModelServer();
+    tools = await startToolServer();
+    db = await freshDatabase();
+    // three instances booting at once on an empty database, with the shipped agent files
+    nodes = await Promise.all(
+      ['n1', 'n2', 'n3'].map((id) =>
+        startInstance({
+          id,
+          databaseUrl: db!.url,
+          config: configFor(fake),
+          env: {
+            AGENTS_DIR: path.join(ROOT, 'config', 'agents'),
+            TOOLS_DIR: path.join(ROOT, 'config', 'tools'),
+          },
+        }),
+      ),
+    );
+  }, 240_000);
+
+  afterAll(async () => {
+    await Promise.all(wsClients.map((c) => c.close()));
+    await Promise.all(nodes.map((n) => n.kill('SIGKILL')));
+    await fake?.close();
+    await tools?.close();
+    await db?.drop();
+  }, 60_000);
+
+  const live = () => !skipReason;
+
+  it('three instances booting at once: one migration run, one copy of each agent file', async () => {
+    if (!live()) return;
+    const migrating = nodes.filter((n) => /applied \d+ migration\(s\)/.test(n.output()));
+    expect(migrating).toHaveLength(1);
+    const c = new Client({ connectionString: db!.url });
+    await c.connect();
+    try {
+      const dup = await c.query('SELECT name FROM migrations GROUP BY name HAVING count(*) > 1');
+      expect(dup.rows).toEqual([]);
+    } finally {
+      await c.end();
+    }
+    const agents = (await api(nodes[1], 'GET', '/v1/agents/?limit=100')).body as any[];
+    const names = agents.map((a) => a.name).sort();
+    expect(names).toEqual(['refund-desk', 'release-bot']);
+    for (const n of nodes) {
+      const h = await api(n, 'GET', '/v1/health/');
+      expect(h.body).toMatchObject({
+        status: 'ok',
+        instance_id: n.id,
+        database: 'up',
+        events: 'up',
+      });
+    }
+  });
+
+  it('50 concurrent messages to one agent over the instances: all answered once, in order, never two runs at once', async () => {
+    if (!live()) return;
+    fake.reset();
+    fake.respond((req: any) => {
+      const last = req.messages.filter((m: any) => m.role === 'user').at(-1);
+      return { content: `echo:${last.content}` };
+    });
+    const id = await createAgent(app(nodes[0]), fake, { tools: [], include_base_tools: false });
+    const answers = await Promise.all(
+      Array.from({ length: 50 }, (_, i) =>
+        api(nodes[i % 3], 'POST', `/v1/agents/${id}/messages`, say(`m${i}`)),
+      ),
+    );
+    answers.forEach((a, i) => {
+      expect(a.status).toBe(200);
+      expect(a.body.stop_reason.stop_reason).toBe('end_turn');
+      const texts = a.body.messages
+        .filter((m: any) => m.message_type === 'assistant_message')
+        .map((m: any) => m.content);
+      expect(texts).toEqual([`echo:m${i}`]);
+    });
+    // the history: each user message followed by its own answer, seq_ids strictly increasing
+    const history = (await api(nodes[2], 'GET', `/v1/agents/${id}/messages?limit=1000&order=asc`))
+      .body as any[];
+    expect(history).toHaveLength(100);
+    for (let k = 0; k < 100; k += 2) {
+      expect(history[k].message_type).toBe('user_message');
+      expect(history[k + 1].content).toBe(`echo:${history[k].content}`);
+    }
+    const seqs = history.map((m) => m.seq_id);
+    expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
+    expect(new Set(seqs).size).toBe(100);
+    // never two runs of the agent at once, and the batches in the order the runs started
+    const runs = (await api(nodes[1], 'GET', `/v1/runs/?agent_id=${id}&limit=100`)).body as any[];
+    expect(runs.map((r) => r.status)).toEqual(Array(50).fill('completed'));
+    const c = new Client({ connectionString: db!.url });
+    await c.connect();
+    try {
+      const rows = (
+        await c.query(
+          'SELECT id, started_at, completed_at FROM runs WHERE agent_id = $1 ORDER BY started_at',
+          [id],
+        )
+      ).rows.map((r) => ({ id: r.id, start: Number(r.started_at), end: Number(r.completed_at) }));
+      for (let k = 1; k < rows.length; k++)
+        expect(rows[k].start).toBeGreaterThanOrEqual(rows[k - 1].end);
+      const userOrder = history
+        .filter((m) => m.message_type === 'user_message')
+        .map((m) => m.run_id);
+      expect(userOrder).toEqual(rows.map((r) => r.id));
+    } finally {
+      await c.end();
+    }
+    fake.respond(null);
+  }, 120_000);
+
+  it('each rule at its limit, with calls through different instances at once, never executes past it', async () => {
+    if (!live()) return;
+    fake.reset();
+    tools.calls.length = 0;
+    for (const name of ['cool', 'dd', 'mc', 'ex1', 'ex2']) await tools.declare(app(nodes[0]), name);
+    const id = await createAgent(app(nodes[0]), fake, {
+      tools: ['cool', 'dd', 'mc', 'ex1', 'ex2'],
+      include_base_tools: false,
+      tool_rules: [
+        { type: 'cooldown', tool_name: 'cool', seconds: 600 },
+        { type: 'dedupe', tool_name: 'dd', window_seconds: 600, mode: 'reject' },
+        { type: 'max_count_per_step', tool_name: 'mc', max_count_limit: 2 },
+        { type: 'exclusive_group', tools: ['ex1', 'ex2'] },
+      ],
+    });
+    // every batch tries each rule's limit: cooldown and dedupe once ever, mc twice and one of ex1/ex2 per batch
+    fake.respond((req: any) => {
+      const turns = req.messages.filter((m: any) => m.role === 'assistant').length;
+      const last = req.messages.at(-1);
+      if (last.role === 'user') {
+        return {
+          tool_calls: [
+            { name: 'cool', arguments: {} },
+            { name: 'dd', arguments: { q: 'same' } },
+            { name: 'mc', arguments: { q: '1' } },
+            { name: 'mc', arguments: { q: '2' } },
+            { name: 'mc', arguments: { q: '3' } },
+            { name: 'ex1', arguments: {} },
+            { name: 'ex2', arguments: {} },
+          ],
+        };
+      }
+      return { content: `done ${turns}` };
+    });
+    const count = (name: string) => tools.calls.filter((c) => c.name === name).length;
+    const batch = async (n: Instance, text: string) => {
+      const r = await api(n, 'POST', `/v1/agents/${id}/messages`, say(text));
+      expect(r.status).toBe(200);
+    };
+    // at once through the three instances
+    await Promise.all(nodes.map((n, i) => batch(n, `together ${i}`)));
+    expect([count('cool'), count('dd'), count('mc'), count('ex1') + count('ex2')]).toEqual([
+      1, 1, 6, 3,
+    ]);
+    // one after another, each through the next instance once the last one let the agent go, so that each
+    // instance's cached rule state (cooldown and dedupe answers it read earlier) must not be trusted
+    for (let i = 0; i < 6; i++) {
+      await sleep(RENEW_MS * 3);
+      await batch(nodes[i % 3], `alternating ${i}`);
+    }
+    expect([count('cool'), count('dd'), count('mc'), count('ex1') + count('ex2')]).toEqual([
+      1, 1, 18, 9,
+    ]);
+    fake.respond(null);
+  }, 120_000);
+
+  it('a consent request from instance 1 reaches a client on instance 2; approved there, the tool runs once and instance 1’s client is told', async () => {
+    if (!live()) return;
+    fake.reset();
+    tools.calls.length = 0;
+    await tools.declare(app(nodes[0]), 'pay');
+    const id = await createAgent(app(nodes[0]), fake, {
+      tools: ['pay'],
+      include_base_tools: false,
+      tool_rules: [{ type: 'requires_consent', tool_name: 'pay', scope: 'payments' }],
+    });
+    const c1 = await WsClient.connect(nodes[0].url);
+    const c2 = await WsClient.connect(nodes[1].url);
+    wsClients.push(c1, c2);
+    await c1.request({ type: 'subscribe', agent_ids: [id] }, 'subscribed');
+    await c2.request({ type: 'subscribe', agent_ids: [id] }, 'subscribed');
+    fake.push({ tool_calls: [{ name: 'pay', arguments: { q: '42' } }] }, { content: 'paid' });
+    const parking = api(nodes[0], 'POST', `/v1/agents/${id}/messages`, say('pay it'));
+    const isRequest = (f: any) => f.type === 'consent.request' && f.request.agent_id === id;
+    const stamped = (p: Promise<any>) => p.then((f) => ({ f, at: Date.now() }));
+    const [s1, s2] = await Promise.all([stamped(c1.next(isRequest)), stamped(c2.next(isRequest))]);
+    const [r1, r2] = [s1.f, s2.f];
+    console.log(
+      `scale-out: the consent request reached instance 2's client ${s2.at - s1.at} ms after instance 1's`,
+    );
+    expect(s2.at - s1.at).toBeLessThan(500);
+    expect((await parking).body.stop_reason.stop_reason).toBe('requires_approval');
+    expect(r2.request.id).toBe(r1.request.id);
+    const resolved = c1.next(
+      (f) => f.type === 'consent.resolved' && f.request_id === r1.request.id,
+    );
+    c2.send({ type: 'consent.decision', request_id: r2.request.id, decision: 'approve_once' });
+    expect(await resolved).toMatchObject({ decision: 'approve_once' });
+    for (;;) {
+      const runs = (await api(nodes[2], 'GET', `/v1/runs/?agent_id=${id}`)).body as any[];
+      if (runs.length === 2 && runs.every((r) => r.status === 'completed')) break;
+      await sleep(50);
+    }
+    expect(tools.calls.filter((c) => c.name === 'pay')).toHaveLength(1);
+  }, 60_000);
+
+  it('kill -9 of the instance holding an agent mid-batch: another takes over, the call is not run again, queued messages are answered, the restarted instance disturbs nothing', async () => {
+    if (!live()) return;
+    fake.reset();
+    tools.calls.length = 0;
+    await tools.declare(app(nodes[0]), 'slow');
+    let started!: () => void;
+    const toolStarted = new Promise<void>((r) => (started = r));
+    tools.handle('slow', async (_c, hungUp) => {
+      started();
+      await hungUp; // never answers: its instance dies while it runs
+      return { body: 'late' };
+    });
+    const id = await createAgent(app(nodes[0]), fake, {
+      tools: ['slow'],
+      include_base_tools: false,
+    });
+    fake.respond((req: any) => {
+      const last = req.messages.filter((m: any) => m.role === 'user').at(-1);
+      return last.content === 'first' && req.messages.at(-1).role === 'user'
+        ? { tool_calls: [{ name: 'slow', arguments: {} }] }
+        : { content: `answer:${last.content}` };
+    });
+    // the agent is idle: the instance a message arrives at takes it
+    const first = (await api(nodes[0], 'POST', `/v1/agents/${id}/messages/async`, say('first')))
+      .body;
+    await toolStarted;
+    const queued = [
+      (await api(nodes[1], 'POST', `/v1/agents/${id}/messages/async`, say('second'))).body,
+      (await api(nodes[2], 'POST', `/v1/agents/${id}/messages/async`, say('third'))).body,
+    ];
+    const killedAt = Date.now();
+    await nodes[0].kill('SIGKILL');
+    const interrupted = await runEnded(nodes[1], first.id);
+    const tookOver = Date.now() - killedAt;
+    console.log(
+      `scale-out: the agent was taken over ${tookOver} ms after kill -9 (lease ${LEASE_MS} ms)`,
+    );
+    expect(tookOver).toBeLessThan(LEASE_MS + 5000);
+    expect(interrupted).toMatchObject({ status: 'failed', error: 'interrupted' });
+    const msgs = (await api(nodes[1], 'GET', `/v1/runs/${first.id}/messages`)).body as any[];
+    expect(msgs.find((m) => m.message_type === 'tool_return_message')).toMatchObject({
+      status: 'error',
+      tool_return: OUTCOME_UNKNOWN,
+    });
+    for (const q of queued) {
+      expect(await runEnded(nodes[2], q.id)).toMatchObject({
+        status: 'completed',
+        stop_reason: 'end_turn',
+      });
+    }
+    expect(tools.calls.filter((c) => c.name === 'slow')).toHaveLength(1);
+    const before = (await api(nodes[1], 'GET', `/v1/runs/?agent_id=${id}`)).body;
+
+    // the killed instance comes back under its id: it finds nothing of its own to recover
+    nodes[0] = await startInstance({ id: 'n1', databaseUrl: db!.url, config: configFor(fake) });
+    await sleep(RENEW_MS * 3);
+    expect((await api(nodes[1], 'GET', `/v1/runs/?agent_id=${id}`)).body).toEqual(before);
+    const again = await api(nodes[0], 'POST', `/v1/agents/${id}/messages`, say('fourth'));
+    expect(again.body.stop_reason.stop_reason).toBe('end_turn');
+    expect(tools.calls.filter((c) => c.name === 'slow')).toHaveLength(1);
+    fake.respond(null);
+  }, 180_000);
+});

@@ -1,0 +1,426 @@
+/* eslint-disable @typescript-eslint/no-explicit-any -- response bodies are free-form JSON that tests inspect */
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import * as path from 'node:path';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { consoleBuilt } from '../../src/console/console-assets';
+import { startApp, TestApp } from '../support/app-harness';
+import { FakeModelServer, startFakeModelServer } from '../support/fake-model-server';
+import { api, broker, fakeClock, startToolServer } from './consent-helpers';
+
+/**
+ * The web console in a real browser: Debian's Chromium driven by playwright-core against the app on port 0.
+ * `UPDATE_SCREENSHOTS=1` rewrites the pictures in docs/console/.
+ */
+const CHROMIUM = '/usr/bin/chromium';
+const FLAGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+/** Polls a condition the browser cannot show (the tool server's calls) until it holds. */
+async function waitFor(cond: () => boolean, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+const SHOTS = process.env.UPDATE_SCREENSHOTS === '1';
+const describeBrowser = existsSync(CHROMIUM) ? describe : describe.skip;
+if (!existsSync(CHROMIUM))
+  console.log(
+    `console browser tests skipped: no Chromium at ${CHROMIUM} (apt-get install chromium)`,
+  );
+
+describeBrowser('web console at /console/ (Chromium)', () => {
+  let t: TestApp;
+  let fake: FakeModelServer;
+  let tools: Awaited<ReturnType<typeof startToolServer>>;
+  let browser: Browser;
+  const contexts: BrowserContext[] = [];
+
+  beforeAll(async () => {
+    if (!consoleBuilt())
+      execFileSync('npx', ['vite', 'build', '--config', 'console/vite.config.mjs'], {
+        cwd: path.join(__dirname, '..', '..'),
+        stdio: 'inherit',
+      });
+    const { chromium } = await import('playwright-core');
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: FLAGS });
+    fake = await startFakeModelServer();
+    tools = await startToolServer();
+    t = await startApp({ modelBaseUrl: fake.baseUrl });
+    for (const name of ['pay', 'lookup'])
+      expect(
+        (
+          await api(t, 'POST', '/v1/tools/', {
+            name,
+            description: name === 'pay' ? 'Pay an invoice' : 'Look up an invoice',
+            safety: name === 'pay' ? 'side_effecting' : 'read_only',
+            kind: 'http',
+            parameters: {
+              type: 'object',
+              properties: { amount: { type: 'number' }, to: { type: 'string' } },
+            },
+            http: { url: `${tools.url}/${name}`, method: 'POST', timeout_ms: 5000 },
+          })
+        ).status,
+      ).toBe(200);
+  }, 60_000);
+  beforeEach(() => {
+    fake.reset();
+    tools.calls.length = 0;
+  });
+  afterEach(async () => {
+    await Promise.all(contexts.splice(0).map((c) => c.close()));
+    // every test starts with an empty inbox
+    for (const r of (await api(t, 'GET', '/v1/consent/requests?status=pending')).body)
+      await api(t, 'POST', `/v1/consent/requests/${r.id}/decision`, { decision: 'deny' });
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await t?.close();
+    await fake?.close();
+    await tools?.close();
+  });
+
+  /** An agent on the fake model; its name (unique) keys the model's turns to it. */
+  async function anAgent(
+    name: string,
+    extra: Record<string, unknown> = {},
+  ): Promise<{ id: string; key: string }> {
+    const key = `${name}-${Math.random().toString(36).slice(2, 7)}`;
+    const res = await api(t, 'POST', '/v1/agents/', {
+      name: key,
+      system: `You are ${key}.`,
+      tools: ['pay', 'lookup'],
+      tool_rules: [
+        { type: 'requires_approval', tool_name: 'pay' },
+        { type: 'cooldown', tool_name: 'lookup', seconds: 5 },
+      ],
+      memory_blocks: [{ label: 'human', value: 'Ada, accounts payable' }],
+      llm_config: {
+        model: 'fake',
+        model_endpoint_type: 'openai',
+        model_endpoint: fake.baseUrl,
+        context_window: 8000,
+      },
+      ...extra,
+    });
+    expect(res.status).toBe(200);
+    return { id: res.body.id as string, key };
+  }
+
+  /** The agent's model's next turns: call pay with these arguments, then answer `after`. */
+  const modelPays = (
+    agent: { key: string },
+    args: Record<string, unknown>,
+    id: string,
+    after = 'Done.',
+  ) =>
+    fake.push([{ tool_calls: [{ name: 'pay', arguments: args, id }] }, { content: after }], {
+      key: agent.key,
+    });
+
+  const say = (agent: { id: string }, content: string) =>
+    api(t, 'POST', `/v1/agents/${agent.id}/messages/async`, {
+      messages: [{ role: 'user', content }],
+    });
+
+  async function open(hash: string, viewport = { width: 1280, height: 860 }): Promise<Page> {
+    const ctx = await browser.newContext({ viewport });
+    // a missing element fails the test within jest's time, naming what it waited for
+    ctx.setDefaultTimeout(10_000);
+    contexts.push(ctx);
+    const page = await ctx.newPage();
+    await page.goto(`${t.baseUrl}/console/${hash}`);
+    await page.getByText('Live', { exact: true }).waitFor();
+    return page;
+  }
+
+  const shot = async (page: Page, name: string, target?: ReturnType<Page['locator']>) => {
+    if (!SHOTS) return;
+    const file = path.join(__dirname, '..', '..', 'docs', 'console', `${name}.png`);
+    await (target ?? page).screenshot({ path: file });
+  };
+
+  /** The tool server's calls for these tool calls (a previous test's continuation may still be running). */
+  const ran = (...ids: string[]) =>
+    tools.calls.filter((c) => ids.includes(c.body.tool_call_id)).map((c) => c.body.tool_call_id);
+
+  const pendingOf = async (agentId: string) =>
+    (await api(t, 'GET', '/v1/consent/requests?status=pending')).body.filter(
+      (r: any) => r.agent_id === agentId,
+    );
+
+  it('serves the console at /console/ with a strict content security policy', async () => {
+    const res = await fetch(`${t.baseUrl}/console/`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-security-policy')).toContain("default-src 'self'");
+    expect(await res.text()).toContain('<div id="app">');
+    const bare = await fetch(`${t.baseUrl}/console`, { redirect: 'manual' });
+    expect(bare.headers.get('location')).toBe('/console/');
+  });
+
+  it('signs in with an API key kept in session storage; a wrong key is refused; sign out forgets it', async () => {
+    const keyed = await startApp({
+      overrides: { auth: { api_keys: [{ key: 'sk-console-test', tenant: 'ops' }] } },
+    });
+    try {
+      const ctx = await browser.newContext();
+      ctx.setDefaultTimeout(10_000);
+      contexts.push(ctx);
+      const page = await ctx.newPage();
+      await page.goto(`${keyed.baseUrl}/console/`);
+      await page.getByRole('heading', { name: 'Sign in to the console' }).waitFor();
+      const key = page.getByLabel('API key');
+      await key.fill('sk-wrong');
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('alert').getByText('That key was refused.').waitFor();
+      await key.fill('sk-console-test');
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByText('Live', { exact: true }).waitFor();
+      await page.getByRole('heading', { name: 'Consent inbox' }).waitFor();
+      expect(await page.evaluate('sessionStorage.getItem("rulebound.apiKey")')).toBe(
+        'sk-console-test',
+      );
+      await page.getByRole('button', { name: 'Sign out' }).click();
+      await page.getByRole('heading', { name: 'Sign in to the console' }).waitFor();
+      expect(await page.evaluate('sessionStorage.getItem("rulebound.apiKey")')).toBeNull();
+    } finally {
+      await keyed.close();
+    }
+  });
+
+  it('a request parked by the model appears in the inbox without reload', async () => {
+    const agent = await anAgent('billing');
+    const page = await open('#/inbox');
+    await page.getByText('Nothing waiting').waitFor();
+    modelPays(agent, { amount: 42.5, to: 'acme@example.com' }, 'call_inbox_1');
+    await say(agent, 'pay invoice 7');
+    const card = page.getByRole('listitem').filter({ hasText: 'pay' });
+    await card.getByRole('button', { name: 'Review pay request' }).waitFor();
+    expect(await card.textContent()).toContain('acme@example.com');
+    await page.getByRole('link', { name: /Inbox/ }).getByText('1').waitFor(); // the badge
+    const second = await anAgent('payroll');
+    modelPays(second, { amount: 1200, to: 'staff@example.com' }, 'call_inbox_2');
+    await say(second, 'run payroll');
+    await page.getByRole('button', { name: 'Review pay request' }).nth(1).waitFor();
+    await shot(page, 'inbox');
+    const phone = await open('#/inbox', { width: 390, height: 844 });
+    await phone.getByRole('button', { name: 'Review pay request' }).nth(1).waitFor();
+    await shot(phone, 'inbox-phone');
+  });
+
+  it('Approve once runs the tool, and the chat timeline shows the call and its result', async () => {
+    const agent = await anAgent('support');
+    const page = await open(`#/chat/${agent.id}`);
+    modelPays(agent, { amount: 19.99, to: 'bob@example.com' }, 'call_once_1', 'Refund sent.');
+    await page.getByRole('textbox', { name: 'Message' }).fill('refund order 1001');
+    await page.getByRole('button', { name: 'Send' }).click();
+    const timeline = page.getByRole('log', { name: 'Run timeline' });
+    await timeline.getByText('Waiting for consent').waitFor();
+    await timeline.getByRole('button', { name: 'Answer consent request' }).click();
+    const dialog = page.getByRole('dialog', { name: /wants to run pay/ });
+    await dialog.waitFor();
+    await dialog.getByRole('button', { name: 'Approve once' }).click();
+    await dialog.waitFor({ state: 'detached' });
+    await timeline.getByText('"ok": true').waitFor();
+    await timeline.getByText('Refund sent.').waitFor();
+    expect(tools.calls.filter((c) => c.body.tool_call_id === 'call_once_1')).toEqual([
+      {
+        path: '/pay',
+        body: expect.objectContaining({ arguments: { amount: 19.99, to: 'bob@example.com' } }),
+      },
+    ]);
+    await page
+      .getByRole('status', { name: 'Notifications' })
+      .getByText(/pay — approved once by default/)
+      .waitFor();
+    await shot(page, 'timeline');
+  });
+
+  it('Approve for 10 minutes with a constraint creates the grant that covers the next call', async () => {
+    const agent = await anAgent('refunds');
+    const page = await open('#/inbox', { width: 1280, height: 1240 });
+    modelPays(agent, { amount: 50, to: 'carol@example.com' }, 'call_grant_1');
+    await say(agent, 'refund 50');
+    await page.getByRole('button', { name: 'Review pay request' }).click();
+    const dialog = page.getByRole('dialog', { name: /wants to run pay/ });
+    await dialog.getByRole('checkbox', { name: 'amount' }).check();
+    await dialog.getByRole('checkbox', { name: 'to' }).check();
+    const schema = dialog.getByLabel('Constraint as JSON Schema');
+    expect(JSON.parse((await schema.textContent())!)).toEqual({
+      type: 'object',
+      properties: {
+        amount: { maximum: 50 },
+        to: { type: 'string', pattern: '@example\\.com$' },
+      },
+      required: ['amount', 'to'],
+    });
+    await dialog.getByRole('combobox', { name: 'Duration' }).selectOption({ label: '10 minutes' });
+    await shot(page, 'dialog', dialog);
+    await dialog.getByRole('button', { name: 'Approve for…' }).click();
+    await dialog.waitFor({ state: 'detached' });
+
+    const grants = (await api(t, 'GET', `/v1/agents/${agent.id}/grants`)).body;
+    expect(grants).toEqual([
+      expect.objectContaining({
+        decision: 'approve_for_duration',
+        constraint: expect.objectContaining({ properties: expect.any(Object) }),
+      }),
+    ]);
+    const ttl = Date.parse(grants[0].expires_at) - Date.parse(grants[0].created_at);
+    expect(ttl).toBe(600_000);
+
+    // the next call within the constraint runs without asking
+    await page
+      .getByRole('status', { name: 'Notifications' })
+      .getByText(/approved for a duration/)
+      .waitFor();
+    await waitFor(() => ran('call_grant_1').length === 1);
+    modelPays(agent, { amount: 30, to: 'dave@example.com' }, 'call_grant_2');
+    const next = await api(t, 'POST', `/v1/agents/${agent.id}/messages`, {
+      messages: [{ role: 'user', content: 'refund 30' }],
+    });
+    expect(next.body.stop_reason.stop_reason).not.toBe('requires_approval');
+    expect(ran('call_grant_1', 'call_grant_2')).toEqual(['call_grant_1', 'call_grant_2']);
+    expect(await pendingOf(agent.id)).toEqual([]);
+
+    // the grants page shows it, with its constraint
+    await page.getByRole('link', { name: 'Grants' }).click();
+    const table = page.getByRole('table', { name: 'Grants' });
+    await table.getByText('"maximum": 50').waitFor();
+    await table.getByRole('button', { name: /Revoke grant for pay/ }).waitFor();
+  });
+
+  it('Deny shows the reason in the timeline', async () => {
+    const agent = await anAgent('treasury');
+    const page = await open(`#/chat/${agent.id}`);
+    modelPays(
+      agent,
+      { amount: 9000, to: 'mallory@example.net' },
+      'call_deny_1',
+      'I could not pay.',
+    );
+    await page.getByRole('textbox', { name: 'Message' }).fill('wire 9000 to mallory');
+    await page.getByRole('button', { name: 'Send' }).click();
+    const timeline = page.getByRole('log', { name: 'Run timeline' });
+    await timeline.getByRole('button', { name: 'Answer consent request' }).click();
+    const dialog = page.getByRole('dialog', { name: /wants to run pay/ });
+    await dialog.getByRole('textbox', { name: 'Reason for denying' }).fill('unknown payee');
+    await dialog.getByRole('button', { name: 'Deny' }).click();
+    await dialog.waitFor({ state: 'detached' });
+    await timeline.getByText(/unknown payee/).waitFor();
+    expect(ran('call_deny_1')).toEqual([]);
+  });
+
+  it('two pages race: the loser’s dialog closes with the winner’s decision', async () => {
+    const agent = await anAgent('race');
+    const [a, b] = [await open('#/inbox'), await open('#/inbox')];
+    modelPays(agent, { amount: 5 }, 'call_race_1');
+    await say(agent, 'pay 5');
+    const dialogs = [];
+    for (const p of [a, b]) {
+      await p.getByRole('button', { name: 'Review pay request' }).click();
+      dialogs.push(p.getByRole('dialog', { name: /wants to run pay/ }));
+    }
+    await b
+      .getByRole('dialog')
+      .getByRole('textbox', { name: 'Reason for denying' })
+      .fill('not today');
+    // whichever decision lands first wins; the other page's click may find its dialog already closed
+    await Promise.allSettled([
+      dialogs[0].getByRole('button', { name: 'Approve once' }).click({ timeout: 3000 }),
+      dialogs[1].getByRole('button', { name: 'Deny' }).click({ timeout: 3000 }),
+    ]);
+    await Promise.all(dialogs.map((d) => d.waitFor({ state: 'detached' })));
+    const req = (await api(t, 'GET', '/v1/consent/requests?status=all')).body.find(
+      (r: any) => r.agent_id === agent.id,
+    );
+    const winner =
+      req.decision === 'approve_once'
+        ? 'pay — approved once by default via the console/WebSocket'
+        : 'pay — denied (“not today”) by default via the console/WebSocket';
+    for (const p of [a, b]) {
+      await p.getByRole('status', { name: 'Notifications' }).getByText(winner).waitFor();
+    }
+  });
+
+  it('expiry closes the dialog as "denied: timeout"', async () => {
+    const agent = await anAgent('slow', { tool_executor: { consent_timeout_seconds: 60 } });
+    const page = await open('#/inbox');
+    modelPays(agent, { amount: 1 }, 'call_expire_1');
+    await say(agent, 'pay 1');
+    await page.getByRole('button', { name: 'Review pay request' }).click();
+    const dialog = page.getByRole('dialog', { name: /wants to run pay/ });
+    await dialog.waitFor();
+    const clock = fakeClock(t);
+    try {
+      clock.advance(61_000);
+      await broker(t).expireDue(clock.now);
+    } finally {
+      clock.restore();
+    }
+    await dialog.waitFor({ state: 'detached' });
+    await page
+      .getByRole('status', { name: 'Notifications' })
+      .getByText('pay — denied: timeout')
+      .waitFor();
+    expect(ran('call_expire_1')).toEqual([]);
+  });
+
+  it('agent creation with a bad rule shows the error at its JSON path', async () => {
+    const page = await open('#/agents/new');
+    await page.getByRole('tab', { name: 'YAML' }).click();
+    await page
+      .getByRole('textbox', { name: 'Agent as YAML' })
+      .fill(
+        [
+          'name: broken-rules',
+          'system: You pay.',
+          'tools: [pay]',
+          'tool_rules:',
+          '  - type: requires_approval',
+          '    tool_name: pay',
+          '  - type: cooldown',
+          '    tool_name: pay',
+          '    seconds: -5',
+        ].join('\n'),
+      );
+    await page.getByRole('button', { name: 'Create agent' }).click();
+    const errors = page.getByRole('list', { name: 'Validation errors' });
+    await errors.getByText('tool_rules[1].seconds').waitFor();
+    // the form tab shows it beside the rules field
+    await page.getByRole('tab', { name: 'Form' }).click();
+    await page.getByRole('textbox', { name: 'Tool rules (YAML list)' }).waitFor();
+    expect(
+      await page
+        .getByRole('textbox', { name: 'Tool rules (YAML list)' })
+        .getAttribute('aria-invalid'),
+    ).toBe('true');
+    expect((await api(t, 'GET', '/v1/agents/?name=broken-rules')).body).toEqual([]);
+  });
+
+  it('agents: list, search and a detail with tool safety, rules as sentences and memory', async () => {
+    const agent = await anAgent('ledger');
+    const page = await open('#/agents');
+    await page.getByRole('searchbox', { name: 'Search agents' }).fill('ledger');
+    await page.getByRole('link', { name: /^ledger-/ }).click();
+    await page.getByRole('heading', { level: 1, name: /^ledger-/ }).waitFor();
+    const rules = page.getByRole('list', { name: 'Tool rules' });
+    await rules.getByText('“pay” needs a person’s consent.').waitFor();
+    await rules.getByText('“lookup” cannot run again within 5 s of its last run.').waitFor();
+    await page.getByRole('row', { name: /pay.*side_effecting/ }).waitFor();
+    await page.getByRole('row', { name: /lookup.*read_only/ }).waitFor();
+    await page.getByText('Ada, accounts payable').waitFor();
+    expect(page.url()).toContain(agent.id);
+    await shot(page, 'agent');
+  });
+});
