@@ -9,4 +9,6 @@ module.exports = {
   },
   moduleFileExtensions: ['ts', 'js', 'json'],
   testTimeout: 30000,
+  // a handle a test leaks (a child process pipe, a socket) must never hold CI open; jest still warns of it
+  forceExit: true,
 };

@@ -66,9 +66,11 @@ describe('README tour, as printed', () => {
       )
         delete env[k];
     const start = (command: string) => {
+      // its own process group, so afterAll can end `npm start` and the node it started
       const child = spawn('bash', ['-c', command], {
         cwd: clone,
         env,
+        detached: true,
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       children.push(child);
