@@ -1,4 +1,4 @@
-import { lookup as dnsLookup, LookupAddress } from 'node:dns';
+import { lookup as dnsLookup, LookupAddress, promises as dnsPromises } from 'node:dns';
 import * as http from 'node:http';
 import * as https from 'node:https';
 import { isIP, LookupFunction } from 'node:net';
@@ -157,15 +157,30 @@ export function send(
   });
 }
 
+/**
+ * Why the policy refuses `url`'s host, resolved now (an IP literal as itself), or null: allowed, or a name
+ * that does not resolve (each connection checks again). Registration-time checks use it.
+ */
+export async function hostRefusal(url: URL, policy: HostPolicy): Promise<string | null> {
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  if (isIP(host)) return policy.refusal(host, host);
+  try {
+    return firstRefusal(policy, host, await dnsPromises.lookup(host, { all: true }));
+  } catch {
+    return null;
+  }
+}
+
+const firstRefusal = (policy: HostPolicy, host: string, addresses: LookupAddress[]) =>
+  addresses.map((a) => policy.refusal(host, a.address)).find((why) => why !== null) ?? null;
+
 /** dns.lookup, then the policy on every address it gives: a name that resolves to a denied address fails. */
 function guardedLookup(policy: HostPolicy): LookupFunction {
   return (hostname, options, callback) => {
     dnsLookup(hostname, { ...options, all: true }, (err, addresses: LookupAddress[]) => {
       if (err) return callback(err, '', 0);
-      for (const a of addresses) {
-        const why = policy.refusal(hostname, a.address);
-        if (why) return callback(new HostRefused(why), '', 0);
-      }
+      const why = firstRefusal(policy, hostname, addresses);
+      if (why) return callback(new HostRefused(why), '', 0);
       if (options.all)
         return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, addresses);
       callback(null, addresses[0].address, addresses[0].family);

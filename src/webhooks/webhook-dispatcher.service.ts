@@ -15,6 +15,7 @@ import { ID_GENERATOR } from '../common/ids';
 import { RunEvent, RunEventsBus } from '../common/run-events';
 import { AppConfig } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
+import { HostPolicy } from '../core/net/host-policy';
 import type { Clock, IdGenerator } from '../core/ports';
 import {
   retryDelayMs,
@@ -26,6 +27,7 @@ import {
 import type { ConsentRequestEntity } from '../permissions/consent.entities';
 import { toRequestFrame, toResolvedFrame } from '../permissions/consent.mappers';
 import { ConsentResolved, PermissionBrokerService } from '../permissions/permission-broker.service';
+import { HostRefused, send } from '../tools/http-tool.invoker';
 import type {
   WebhookDecisionTokenEntity,
   WebhookDeliveryEntity,
@@ -55,6 +57,8 @@ export class WebhookDispatcher
   private pass: Promise<number> | null = null;
   private lastPrune = 0;
   private stopped = false;
+  /** The http tools' outbound policy, applied to every attempt after DNS resolution. */
+  private readonly policy: HostPolicy;
 
   constructor(
     private readonly repo: WebhooksRepository,
@@ -64,7 +68,9 @@ export class WebhookDispatcher
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(ID_GENERATOR) private readonly ids: IdGenerator,
-  ) {}
+  ) {
+    this.policy = new HostPolicy(config.tools.http.allowed_hosts, config.tools.http.denied_hosts);
+  }
 
   onModuleInit(): void {
     this.unsubscribe.push(
@@ -212,33 +218,39 @@ export class WebhookDispatcher
     if (!webhook) return; // deleted meanwhile: its deliveries went with it
     let code: number | null = null;
     let err: string | null = null;
+    let refused = false;
     const ts = Math.floor(this.clock.now() / 1000);
     try {
-      const res = await fetch(webhook.url, {
-        method: 'POST',
-        headers: {
+      // no redirect is followed (http.request never does): it would send the signed event elsewhere
+      const res = await send(
+        new URL(webhook.url),
+        'POST',
+        {
           'content-type': 'application/json',
           'user-agent': 'rulebound-webhooks/1',
           'x-webhook-id': d.id,
           'x-webhook-event': d.event,
           [SIGNATURE_HEADER]: signatureFor(webhook.secret, ts, d.body),
         },
-        body: d.body,
-        // a redirect would send the signed event somewhere the tenant did not register
-        redirect: 'manual',
-        signal: AbortSignal.timeout(s.request_timeout_seconds * 1000),
-      });
-      code = res.status;
-      await res.body?.cancel().catch(() => undefined);
+        d.body,
+        AbortSignal.timeout(s.request_timeout_seconds * 1000),
+        this.policy,
+      );
+      code = res.statusCode ?? 0;
+      res.destroy();
       if (code < 200 || code >= 300) err = `the target answered HTTP ${code}`;
     } catch (e) {
-      const cause = (e as { cause?: { code?: string } }).cause?.code;
-      err = (cause ? `${cause}: ` : '') + (e instanceof Error ? e.message : String(e));
+      // a refused host is the operator's policy, not a hiccup: no retry
+      refused = e instanceof HostRefused;
+      const errno = (e as NodeJS.ErrnoException).code;
+      err = refused
+        ? `refused: ${(e as Error).message}`
+        : (errno ? `${errno}: ` : '') + (e instanceof Error ? e.message : String(e));
     }
     const attempts = d.attempts + 1;
     const now = this.clock.now();
     const delay =
-      err === null
+      err === null || refused
         ? null
         : retryDelayMs(attempts, {
             baseMs: s.retry_base_seconds * 1000,

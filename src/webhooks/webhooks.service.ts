@@ -1,13 +1,21 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { createHash, randomBytes } from 'node:crypto';
 import { CLOCK } from '../common/clock';
-import { conflict, DomainError, notFound, validationFailed } from '../common/domain-error';
+import {
+  badRequest,
+  conflict,
+  DomainError,
+  notFound,
+  validationFailed,
+} from '../common/domain-error';
 import { ID_GENERATOR } from '../common/ids';
 import { AppConfig } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
+import { HostPolicy } from '../core/net/host-policy';
 import type { Clock, IdGenerator } from '../core/ports';
 import { validateWebhookInput } from '../core/webhooks/webhook-rules';
 import { PermissionBrokerService } from '../permissions/permission-broker.service';
+import { hostRefusal } from '../tools/http-tool.invoker';
 import { WebhookEntity } from './webhook.entities';
 import { WebhooksRepository } from './webhooks.repository';
 
@@ -21,13 +29,18 @@ export const hashToken = (token: string): string =>
 /** Webhooks of a tenant, and decisions that arrive through a webhook's one-time URL. */
 @Injectable()
 export class WebhooksService {
+  /** The http tools' outbound policy: a webhook is a tenant-chosen URL the server posts to. */
+  private readonly policy: HostPolicy;
+
   constructor(
     private readonly repo: WebhooksRepository,
     private readonly broker: PermissionBrokerService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(ID_GENERATOR) private readonly ids: IdGenerator,
-  ) {}
+  ) {
+    this.policy = new HostPolicy(config.tools.http.allowed_hosts, config.tools.http.denied_hosts);
+  }
 
   async create(tenantId: string, raw: unknown): Promise<{ webhook: WebhookEntity }> {
     const limits = this.config.webhooks;
@@ -39,6 +52,12 @@ export class WebhooksService {
         `a tenant has at most ${limits.max_per_tenant} webhooks (webhooks.max_per_tenant)`,
         { limit: limits.max_per_tenant },
       );
+    // checked again at every delivery: DNS may change after registration
+    const refused = await hostRefusal(new URL(v.value.url), this.policy);
+    if (refused)
+      throw badRequest('WEBHOOK_HOST_REFUSED', `webhook url refused: ${refused}`, {
+        url: v.value.url,
+      });
     const webhook: WebhookEntity = {
       id: this.ids.prefixed('webhook'),
       tenantId,

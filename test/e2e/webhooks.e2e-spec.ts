@@ -23,10 +23,14 @@ interface Received {
   body: any;
 }
 
-/** A webhook receiver on 127.0.0.1: records each POST and answers the next queued status (200 when none). */
-async function startReceiver() {
+/**
+ * A webhook receiver on `host`: records each POST and answers the next queued status (200 when none),
+ * or a 302 to `redirect.to` when set.
+ */
+async function startReceiver(host = '127.0.0.1') {
   const got: Received[] = [];
   const statuses: number[] = [];
+  const redirect: { to: string | null } = { to: null };
   let waiters: { n: number; resolve: () => void }[] = [];
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -34,16 +38,18 @@ async function startReceiver() {
     req.on('end', () => {
       const raw = Buffer.concat(chunks).toString('utf8');
       got.push({ headers: req.headers, raw, body: JSON.parse(raw) });
-      res.statusCode = statuses.shift() ?? 200;
+      if (redirect.to) res.writeHead(302, { location: redirect.to });
+      else res.statusCode = statuses.shift() ?? 200;
       res.end('ok');
       waiters = waiters.filter((w) => (got.length >= w.n ? (w.resolve(), false) : true));
     });
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  await new Promise<void>((r) => server.listen(0, host, r));
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
+    url: `http://${host}:${(server.address() as AddressInfo).port}/hook`,
     got,
     statuses,
+    redirect,
     /** Resolves once `n` requests have arrived in all. */
     count: (n: number) =>
       got.length >= n
@@ -127,6 +133,16 @@ describe('webhooks', () => {
       expect(res.status).toBe(400);
       expect(res.body.code).toBe('VALIDATION_FAILED');
       expect(res.body.details.problems.map((p: any) => p.path)).toContain(path);
+    });
+
+    it.each([
+      ['the cloud metadata address', 'http://169.254.169.254/latest/meta-data/'],
+      ['an IPv4-mapped metadata address', 'http://[::ffff:169.254.169.254]/latest/'],
+    ])('the default outbound policy refuses %s: 400 WEBHOOK_HOST_REFUSED', async (_what, url) => {
+      const res = await api(t, 'POST', '/v1/webhooks', { url, events: ['run.completed'] }, 'sk-a');
+      expect(res.status).toBe(400);
+      expect(res.body.code).toBe('WEBHOOK_HOST_REFUSED');
+      expect(res.body.message).toMatch(/is denied by the outbound host policy$/);
     });
 
     it('shows the secret once (a generated one when none is given), never on reads; max_per_tenant holds', async () => {
@@ -443,5 +459,121 @@ describe('webhooks', () => {
       const res = await post(`${t.baseUrl}/v1/webhooks/decisions/${token}`, { decision: 'deny' });
       expect(res.status).toBe(404);
     });
+  });
+});
+
+/**
+ * A hostile tenant aims its webhooks at the server's own network. The operator's outbound policy (the
+ * http tools' `tools.http.denied_hosts`) closes loopback here; the tenant's own receiver sits on 127.0.0.2.
+ */
+describe('webhooks: the outbound host policy against a hostile tenant', () => {
+  let t: TestApp;
+  let rx: Receiver;
+  let internal: Receiver;
+  const dns = jest.requireActual<typeof import('node:dns')>('node:dns');
+
+  beforeAll(async () => {
+    t = await startApp({
+      overrides: {
+        ...KEYS,
+        tools: { http: { denied_hosts: ['127.0.0.1', '::1', '169.254.0.0/16', 'fd00:ec2::254'] } },
+      },
+    });
+    rx = await startReceiver('127.0.0.2');
+    internal = await startReceiver();
+  });
+  afterEach(() => jest.restoreAllMocks());
+  afterAll(async () => {
+    await t.close();
+    await rx.close();
+    await internal.close();
+  });
+
+  const create = (url: string) =>
+    api(t, 'POST', '/v1/webhooks', { url, events: ['consent.request'] }, 'sk-a');
+  const deliveriesOf = async (id: string) =>
+    (await api(t, 'GET', `/v1/webhooks/${id}/deliveries`, undefined, 'sk-a')).body;
+  /** A consent request of team-a; the webhook's delivery once attempted (it is stored asynchronously). */
+  async function anEventDeliveredTo(webhookId: string) {
+    expect((await port(t).check(aCheck({ tenantId: 'team-a' }))).kind).toBe('pending');
+    for (;;) {
+      await t.app.get(WebhookDispatcher).deliverDue();
+      const [d] = await deliveriesOf(webhookId);
+      if (d?.attempts > 0) return d;
+    }
+  }
+  /** `name` resolves to `address` for the lookups the server makes (registration and delivery). */
+  function resolveAs(name: string, registration: string, delivery: string) {
+    const lookup = dns.lookup;
+    jest
+      .spyOn(dns.promises, 'lookup')
+      .mockResolvedValue([{ address: registration, family: 4 }] as never);
+    jest
+      .spyOn(dns, 'lookup')
+      .mockImplementation(((
+        host: string,
+        opts: object,
+        cb: (e: null, a: { address: string; family: number }[]) => void,
+      ) =>
+        host === name
+          ? cb(null, [{ address: delivery, family: 4 }])
+          : lookup(host, opts, cb as never)) as never);
+  }
+
+  it.each([
+    ['loopback', 'http://127.0.0.1:9/hook'],
+    ['IPv6 loopback', 'http://[::1]:9/hook'],
+    ['the cloud metadata address', 'http://169.254.169.254/latest/meta-data/iam/'],
+    ['a name resolving to loopback', 'http://localhost:9/hook'],
+  ])('a webhook at %s is refused at registration: 400 WEBHOOK_HOST_REFUSED', async (_what, url) => {
+    const res = await create(url);
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({ code: 'WEBHOOK_HOST_REFUSED', details: { url } });
+    expect(res.body.message).toMatch(
+      /^webhook url refused: .* is denied by the outbound host policy$/,
+    );
+    expect((await api(t, 'GET', '/v1/webhooks', undefined, 'sk-a')).body).toEqual([]);
+  });
+
+  it('a name that resolved to a public address at registration and to loopback at delivery is refused then: failed, never sent, no retry', async () => {
+    resolveAs('hooks.tenant.test', '203.0.113.7', '127.0.0.1');
+    const hook = await create(`http://hooks.tenant.test:${new URL(internal.url).port}/hook`);
+    expect(hook.status).toBe(201);
+    try {
+      expect(await anEventDeliveredTo(hook.body.id)).toEqual(
+        expect.objectContaining({
+          status: 'failed',
+          attempts: 1,
+          last_status_code: null,
+          last_error:
+            'refused: hooks.tenant.test (127.0.0.1) is denied by the outbound host policy',
+          next_attempt_at: null,
+        }),
+      );
+      expect(internal.got).toEqual([]);
+    } finally {
+      await api(t, 'DELETE', `/v1/webhooks/${hook.body.id}`, undefined, 'sk-a');
+    }
+  });
+
+  it('a receiver that redirects to loopback: the redirect is not followed, the attempt fails with its status', async () => {
+    const hook = await create(rx.url);
+    expect(hook.status).toBe(201);
+    rx.redirect.to = internal.url;
+    try {
+      expect(await anEventDeliveredTo(hook.body.id)).toEqual(
+        expect.objectContaining({
+          status: 'pending',
+          attempts: 1,
+          last_status_code: 302,
+          last_error: 'the target answered HTTP 302',
+        }),
+      );
+      expect(rx.got).toHaveLength(1);
+      expect(internal.got).toEqual([]);
+    } finally {
+      rx.redirect.to = null;
+      await api(t, 'DELETE', `/v1/webhooks/${hook.body.id}`, undefined, 'sk-a');
+    }
   });
 });
