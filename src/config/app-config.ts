@@ -32,6 +32,9 @@ export interface AppConfig {
     shutdown_grace_seconds: number;
     max_client_tools: number;
     max_client_tool_bytes: number;
+    compaction_max_messages: number;
+    compaction_timeout_seconds: number;
+    compaction_max_summary_chars: number;
   };
   models: {
     openai: {
@@ -464,6 +467,9 @@ function validate(
       shutdown_grace_seconds: int('processing.shutdown_grace_seconds', 0, 3600),
       max_client_tools: int('processing.max_client_tools', 0, 1000),
       max_client_tool_bytes: int('processing.max_client_tool_bytes', 256, 1048576),
+      compaction_max_messages: int('processing.compaction_max_messages', 1, 2000),
+      compaction_timeout_seconds: int('processing.compaction_timeout_seconds', 1, 3600),
+      compaction_max_summary_chars: int('processing.compaction_max_summary_chars', 100, 1_000_000),
     },
     models: {
       openai: {

@@ -14,6 +14,7 @@ import type { Response } from 'express';
 import { Tenant } from '../auth/tenant.guard';
 import { validationFailed } from '../common/domain-error';
 import { toLettaMessage } from '../processing/message.mapper';
+import { parseCompactionRequest } from '../processing/message-context.service';
 import { MessageResponder } from '../processing/message-responder';
 import { parseHistoryQuery, parseResumeStream } from '../processing/query.dto';
 import { ConversationEntity } from './conversation.entity';
@@ -166,6 +167,6 @@ export class ConversationsController {
     @Body() body: unknown,
   ) {
     const t = await this.conversations.target(tenant, id, agentIdOf(query, body));
-    return this.conversations.compact(tenant, t);
+    return this.conversations.compact(tenant, t, parseCompactionRequest(body));
   }
 }

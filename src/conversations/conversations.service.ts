@@ -12,6 +12,7 @@ import { AgentsService } from '../agents/agents.service';
 import { HistoryService } from '../processing/history.service';
 import type { MessageEntity } from '../processing/entities/message.entity';
 import type { RunEntity } from '../processing/entities/run.entity';
+import { CompactionSettings, MessageContextService } from '../processing/message-context.service';
 import { MessagingService } from '../processing/messaging.service';
 import { ProcessingRepository } from '../processing/processing.repository';
 import type { HistoryQuery } from '../processing/query.dto';
@@ -43,6 +44,7 @@ export class ConversationsService {
     private readonly history: HistoryService,
     private readonly messaging: MessagingService,
     private readonly runs: ProcessingRepository,
+    private readonly contexts: MessageContextService,
   ) {}
 
   async create(tenantId: string, agentId: unknown, body: unknown): Promise<ConversationEntity> {
@@ -137,20 +139,9 @@ export class ConversationsService {
     return this.messaging.stopRuns(tenantId, t.agentId, ids, 'cancel');
   }
 
-  /** The history count: context is trimmed to the window at every model call, so nothing is compacted. */
-  async compact(tenantId: string, t: ConversationTarget) {
-    const rows = await this.messages(
-      tenantId,
-      t,
-      { limit: 1000, order: 'desc' },
-      { useAssistantMessage: false, types: null },
-    );
-    return {
-      num_messages_before: rows.length,
-      num_messages_after: rows.length,
-      summary:
-        'Not compacted: this server trims the history to the context window at every model call.',
-    };
+  /** Letta's compaction of the conversation's in-context messages (see MessageContextService). */
+  compact(tenantId: string, t: ConversationTarget, settings: CompactionSettings) {
+    return this.contexts.compact(tenantId, t.agentId, t.conversationId, settings);
   }
 }
 

@@ -4,6 +4,7 @@ import { ConversationEntity } from '../conversations/conversation.entity';
 import { ToolEntity } from '../tools/tool.entity';
 import { McpServerEntity } from '../mcp/mcp-server.entity';
 import { MessageEntity } from '../processing/entities/message.entity';
+import { MessageContextEntity } from '../processing/entities/message-context.entity';
 import { RunEntity } from '../processing/entities/run.entity';
 import { StepEntity } from '../processing/entities/step.entity';
 import { PERMISSION_ENTITIES } from '../permissions/consent.entities';
@@ -21,6 +22,7 @@ export const ENTITIES: Function[] = [
   RunEntity,
   StepEntity,
   MessageEntity,
+  MessageContextEntity,
   ...PERMISSION_ENTITIES,
   ...EXECUTOR_STATE_ENTITIES,
   ...WEBHOOK_ENTITIES,

@@ -39,6 +39,17 @@ const AGENT_BODY =
 const MESSAGE_BODY =
   "Letta's LettaRequest: messages (role, content) or input; approvals ({type:'approval', tool_call_id, approve, reason, grant?}); max_steps, budgets, stream_tokens, include_pings, use_assistant_message.";
 
+/** Letta's CompactionResponse (counts include the system message, as Letta's do). */
+const COMPACTION_RESPONSE = {
+  type: 'object',
+  required: ['summary', 'num_messages_before', 'num_messages_after'],
+  properties: {
+    summary: { type: 'string' },
+    num_messages_before: { type: 'integer' },
+    num_messages_after: { type: 'integer' },
+  },
+};
+
 export const ROUTES: Record<string, RouteDoc> = {
   HealthController_health: {
     summary: 'Liveness: 200 while the process serves',
@@ -97,6 +108,18 @@ export const ROUTES: Record<string, RouteDoc> = {
     summary:
       "Cancel an agent's queued, running or parked runs (409 ALREADY_RESOLVED when a decision on the parked batch came first)",
     response: { type: 'object', additionalProperties: { type: 'string' } },
+  },
+  MessageContextController_reset: {
+    summary:
+      "Put the agent's history out of context (it stays stored); 409 AGENT_BUSY while a batch is open",
+    response: 'AgentState',
+    body: "Letta's ResetMessagesRequest: add_default_initial_messages (accepted; there are none to add)",
+  },
+  MessageContextController_summarize: {
+    summary:
+      "Summarize the older in-context messages with the agent's model; the summary replaces them in context",
+    response: COMPACTION_RESPONSE,
+    body: "Letta's CompactionRequest: compaction_settings {mode, prompt, clip_chars, sliding_window_percentage}",
   },
   RunsController_list: { summary: 'List runs', response: ['Run'] },
   RunsController_get: { summary: 'Retrieve a run', response: 'Run' },

@@ -33,7 +33,12 @@ import type { MessageEntity, MessageType } from './entities/message.entity';
 import type { ClientToolSpec, ParkedCall, RunEntity, RunUsage } from './entities/run.entity';
 import type { StepEntity } from './entities/step.entity';
 import { EMPTY_USAGE, sendMessageForm, toLettaMessage } from './message.mapper';
-import { NewMessage, newMessageRow, ProcessingRepository } from './processing.repository';
+import {
+  MessageContext,
+  NewMessage,
+  newMessageRow,
+  ProcessingRepository,
+} from './processing.repository';
 import {
   AGENT_PORT,
   AgentPort,
@@ -75,6 +80,8 @@ interface RunContext {
   startedAt: number;
   /** The batch's user message: always kept in context. */
   currentMessageId: string | null;
+  /** Where the conversation's context starts (reset, compaction), read once per run. */
+  messageContext: MessageContext | null;
   parked: ParkedCall[] | null;
   produced: MessageEntity[];
   /** Set by a graceful shutdown: end at the next step boundary. */
@@ -162,6 +169,7 @@ export class AgentProcessor {
       budgets: resolveBudgets({}, {}, this.config.processing),
       startedAt: now,
       currentMessageId: null,
+      messageContext: null,
       parked: null,
       produced: [],
       stopAtBoundary: false,
@@ -189,6 +197,7 @@ export class AgentProcessor {
   private async load(ctx: RunContext): Promise<void> {
     const { run } = ctx;
     ctx.agent = await this.agents.get(run.tenant_id, run.agent_id);
+    ctx.messageContext = await this.repo.messageContext(run.agent_id, run.conversation_id);
     ctx.tools = [
       ...(await this.toolsPort.resolve(run.tenant_id, ctx.agent.tools)),
       ...(run.input.client_tools ?? []).map(clientToolDefinition),
@@ -351,6 +360,7 @@ export class AgentProcessor {
       const context = await this.repo.contextWindow(
         ctx.run.agent_id,
         ctx.run.conversation_id,
+        ctx.messageContext,
         window,
         countTokens,
       );

@@ -5,6 +5,8 @@ import { ModelsModule } from '../models/models.module';
 import { BuiltinToolHandlers } from '../tools/builtin-tool-handlers';
 import { AgentProcessor } from './agent-processor.service';
 import { HistoryService } from './history.service';
+import { MessageContextController } from './message-context.controller';
+import { MessageContextService } from './message-context.service';
 import { MessagesController } from './messages.controller';
 import { MessageResponder } from './message-responder';
 import { MessagingService } from './messaging.service';
@@ -20,7 +22,13 @@ import { TenantMessagesController } from './tenant-messages.controller';
 /** The AgentProcessor, its mailbox, runs/steps/messages and the messaging and runs API. */
 @Module({
   imports: [ModelsModule, AgentsModule],
-  controllers: [MessagesController, RunsController, StepsController, TenantMessagesController],
+  controllers: [
+    MessagesController,
+    MessageContextController,
+    RunsController,
+    StepsController,
+    TenantMessagesController,
+  ],
   providers: [
     ...PROCESSING_ADAPTERS,
     ProcessingRepository,
@@ -30,8 +38,15 @@ import { TenantMessagesController } from './tenant-messages.controller';
     MessageResponder,
     ProcessingLifecycle,
     RunRecovery,
+    MessageContextService,
   ],
-  exports: [MessagingService, HistoryService, MessageResponder, ProcessingRepository],
+  exports: [
+    MessagingService,
+    HistoryService,
+    MessageResponder,
+    ProcessingRepository,
+    MessageContextService,
+  ],
 })
 export class ProcessingModule implements OnModuleInit {
   constructor(

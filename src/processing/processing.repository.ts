@@ -7,6 +7,7 @@ import {
   EntityManager,
   In,
   IsNull,
+  MoreThanOrEqual,
   Not,
   ObjectLiteral,
   SelectQueryBuilder,
@@ -14,15 +15,18 @@ import {
 import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
 import { AGENT_LEASES, type AgentLeases } from '../cluster/agent-leases';
 import type { HistoryMessage } from '../core/loop/context-builder';
+import { summaryHistoryMessage } from '../core/loop/compaction';
 import { ContextWindow } from '../core/loop/context-window';
 import type { RunStatus, StopReason } from '../core/loop/stop-reason';
 import { GroupCommit } from '../database/group-commit';
+import { MessageContextEntity } from './entities/message-context.entity';
 import { MessageEntity } from './entities/message.entity';
 import { ParkedCall, RunEntity, RunUsage } from './entities/run.entity';
 import { StepEntity } from './entities/step.entity';
 import { toLettaMessage } from './message.mapper';
 
 export type NewMessage = Omit<MessageEntity, 'seq_id'>;
+export type MessageContext = Pick<MessageContextEntity, 'start_seq' | 'summary' | 'version'>;
 
 /** A message row of a run, before its per-agent seq_id is given. */
 export function newMessageRow(
@@ -70,7 +74,9 @@ const HISTORY_CAP = 2000;
 export class ProcessingRepository {
   private readonly seq = new Map<string, number>();
   private readonly seqInit = new Map<string, Promise<number>>();
-  private readonly windows = new LRUCache<string, ContextWindow>({ max: 2000 });
+  private readonly windows = new LRUCache<string, { window: ContextWindow; version: number }>({
+    max: 2000,
+  });
 
   constructor(
     @InjectDataSource() private readonly ds: DataSource,
@@ -351,32 +357,95 @@ export class ProcessingRepository {
       { entity: MessageEntity, rows },
     );
     for (const m of rows)
-      this.windows.get(historyKey(agentId, m.conversation_id))?.append([toHistory(m)]);
+      this.windows.get(historyKey(agentId, m.conversation_id))?.window.append([toHistory(m)]);
     return rows;
   }
 
   /**
    * The context window of one conversation of the agent (null: its default one), kept for windows up
-   * to `keepTokens` (read from the history on a miss).
+   * to `keepTokens` (read from the history on a miss, or when the conversation's message context
+   * changed: a reset or a compaction, possibly served by another instance).
    */
   async contextWindow(
     agentId: string,
     conversationId: string | null,
+    context: MessageContext | null,
     keepTokens: number,
     countTokens: (text: string) => number,
   ): Promise<ContextWindow> {
     const key = historyKey(agentId, conversationId);
+    const version = context?.version ?? 0;
     const kept = this.windows.get(key);
-    if (kept && kept.keepTokens >= keepTokens) return kept;
+    if (kept && kept.window.keepTokens >= keepTokens && kept.version === version)
+      return kept.window;
+    const window = new ContextWindow(countTokens, keepTokens);
+    if (context?.summary)
+      window.append([summaryHistoryMessage(`summary-${version}`, context.summary)]);
+    const rows = await this.inContextMessages(agentId, conversationId, context?.start_seq ?? 0);
+    window.append(rows.map(toHistory));
+    this.windows.set(key, { window, version });
+    return window;
+  }
+
+  /** The conversation's messages from `fromSeq` on, oldest first (at most the newest HISTORY_CAP). */
+  async inContextMessages(
+    agentId: string,
+    conversationId: string | null,
+    fromSeq: number,
+  ): Promise<MessageEntity[]> {
     const rows = await this.ds.getRepository(MessageEntity).find({
-      where: { agent_id: agentId, conversation_id: conversationId ?? IsNull() },
+      where: {
+        agent_id: agentId,
+        conversation_id: conversationId ?? IsNull(),
+        ...(fromSeq > 0 ? { seq_id: MoreThanOrEqual(fromSeq) } : {}),
+      },
       order: { seq_id: 'DESC' },
       take: HISTORY_CAP,
     });
-    const window = new ContextWindow(countTokens, keepTokens);
-    window.append(rows.reverse().map(toHistory));
-    this.windows.set(key, window);
-    return window;
+    return rows.reverse();
+  }
+
+  /** Where the conversation's context starts and its summary; null: all of its history is in context. */
+  async messageContext(
+    agentId: string,
+    conversationId: string | null,
+  ): Promise<MessageContext | null> {
+    return this.ds
+      .getRepository(MessageContextEntity)
+      .findOneBy({ agent_id: agentId, conversation_key: conversationId ?? '' });
+  }
+
+  /** Moves the conversation's context start (and sets its summary); bumps the version. */
+  async setMessageContext(
+    tenantId: string,
+    agentId: string,
+    conversationId: string | null,
+    fields: { start_seq: number; summary: string | null },
+    at: number,
+  ): Promise<void> {
+    const prev = await this.messageContext(agentId, conversationId);
+    const row: MessageContextEntity = {
+      agent_id: agentId,
+      conversation_key: conversationId ?? '',
+      tenant_id: tenantId,
+      start_seq: fields.start_seq,
+      summary: fields.summary,
+      version: (prev?.version ?? 0) + 1,
+      updated_at: at,
+    };
+    await this.writes.run((em) => em.getRepository(MessageContextEntity).save(row));
+    this.windows.delete(historyKey(agentId, conversationId));
+  }
+
+  /** The agent's highest message seq_id (0 without messages). */
+  async maxSeq(agentId: string): Promise<number> {
+    const r = await this.ds
+      .getRepository(MessageEntity)
+      .createQueryBuilder('m')
+      .select('MAX(m.seq_id)', 'max')
+      .where('m.agent_id = :agentId', { agentId })
+      .getRawOne<{ max: string | number | null }>();
+    return Number(r?.max ?? 0);
   }
 
   /**
@@ -498,13 +567,7 @@ export class ProcessingRepository {
     if (next === undefined) {
       let init = this.seqInit.get(agentId);
       if (!init) {
-        init = this.ds
-          .getRepository(MessageEntity)
-          .createQueryBuilder('m')
-          .select('MAX(m.seq_id)', 'max')
-          .where('m.agent_id = :agentId', { agentId })
-          .getRawOne<{ max: string | number | null }>()
-          .then((r) => Number(r?.max ?? 0));
+        init = this.maxSeq(agentId);
         this.seqInit.set(agentId, init);
       }
       const max = await init;
@@ -544,6 +607,6 @@ async function timeCursors<T extends ObjectLiteral>(
 const historyKey = (agentId: string, conversationId: string | null) =>
   `${agentId}|${conversationId ?? ''}`;
 
-function toHistory(m: MessageEntity): HistoryMessage {
+export function toHistory(m: MessageEntity): HistoryMessage {
   return { id: m.id, message_type: m.message_type, step_id: m.step_id, payload: m.payload };
 }

@@ -130,12 +130,32 @@ describe('clients: the Letta SDK walk', () => {
     expect(inDefault.map((m: any) => m.content)).toEqual(['elsewhere', 'in the default one']);
 
     expect(await client.conversations.cancel(conv.id)).toEqual({});
-    expect(await client.conversations.messages.compact(conv.id)).toMatchObject({
-      num_messages_before: 2,
-      num_messages_after: 2,
-    });
+    fake.push({ content: 'they said hi' });
+    expect(
+      await client.conversations.messages.compact(conv.id, {
+        compaction_settings: { mode: 'all' },
+      }),
+    ).toEqual({ summary: 'they said hi', num_messages_before: 3, num_messages_after: 2 });
     await client.conversations.delete(conv.id);
     await expect(client.conversations.retrieve(conv.id)).rejects.toMatchObject({ status: 404 });
+  });
+
+  it('agents.messages: compact (summarize) and reset', async () => {
+    const agentId = await createAgent(t, fake, { include_base_tools: false });
+    fake.push({ content: 'a1' }, { content: 'a2' }, { content: 'they asked q1' });
+    for (const q of ['q1', 'q2'])
+      await client.agents.messages.create(agentId, { messages: [{ role: 'user', content: q }] });
+    const compacted: Letta.Conversations.CompactionResponse =
+      await client.agents.messages.compact(agentId);
+    expect(compacted).toEqual({
+      summary: 'they asked q1',
+      num_messages_before: 5,
+      num_messages_after: 4,
+    });
+    const reset = await client.agents.messages.reset(agentId, {
+      add_default_initial_messages: false,
+    });
+    expect(reset).toMatchObject({ id: agentId, tools: [] });
   });
 
   it('runs, steps, messages, tags', async () => {

@@ -10,6 +10,7 @@ import { AgentLeases1764500000000 } from './1764500000000-AgentLeases';
 import { UniqueFileAgentNames1764500001000 } from './1764500001000-UniqueFileAgentNames';
 import { Webhooks1764700000000 } from './1764700000000-Webhooks';
 import { McpServers1764800000000 } from './1764800000000-McpServers';
+import { MessageContexts1764920000000 } from './1764920000000-MessageContexts';
 import { TenantSecrets1764200000000 } from './1764200000000-TenantSecrets';
 /** Every migration, in order. Named `<epoch>-<What>.ts`; the app runs them at boot. */
 export const MIGRATIONS: Function[] = [
@@ -26,4 +27,5 @@ export const MIGRATIONS: Function[] = [
   AgentClientTools1764600001000,
   Webhooks1764700000000,
   McpServers1764800000000,
+  MessageContexts1764920000000,
 ];

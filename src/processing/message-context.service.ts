@@ -1,0 +1,202 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { CLOCK } from '../common/clock';
+import { conflict, DomainError, ValidationProblem, validationFailed } from '../common/domain-error';
+import { APP_CONFIG } from '../config/config.module';
+import type { AppConfig } from '../config/app-config';
+import {
+  CompactionMode,
+  DEFAULT_KEEP_SHARE,
+  planCompaction,
+  summarizerMessages,
+} from '../core/loop/compaction';
+import type { Clock } from '../core/ports';
+import { ModelError } from '../models/model-provider';
+import { AGENT_PORT, AgentPort, MODELS_PORT, ModelsPort } from './processing.ports';
+import { ProcessingRepository, toHistory } from './processing.repository';
+
+/** Letta's `CompactionResponse`; the counts include the system message, as Letta's do. */
+export interface CompactionResult {
+  summary: string;
+  num_messages_before: number;
+  num_messages_after: number;
+}
+
+export interface CompactionSettings {
+  mode: CompactionMode;
+  prompt: string | null;
+  clipChars: number | null;
+  keepShare: number;
+}
+
+const MODES = ['all', 'sliding_window', 'self_compact_all', 'self_compact_sliding_window'];
+const PROMPT_MAX = 10_000;
+
+/**
+ * The in-context window of an agent's conversations (Letta's in-context messages): reset-messages and
+ * compaction move where it starts; the stored history is never touched. Both refuse while the agent
+ * has a batch queued, running or waiting for approval (one batch at a time per agent: the window
+ * must not move under a batch).
+ */
+@Injectable()
+export class MessageContextService {
+  constructor(
+    private readonly repo: ProcessingRepository,
+    @Inject(AGENT_PORT) private readonly agents: AgentPort,
+    @Inject(MODELS_PORT) private readonly models: ModelsPort,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(CLOCK) private readonly clock: Clock,
+  ) {}
+
+  /** Puts every stored message of the conversation out of context (the summary too). */
+  async reset(tenantId: string, agentId: string, conversationId: string | null): Promise<void> {
+    await this.agents.get(tenantId, agentId);
+    await this.assertIdle(agentId);
+    const start = (await this.repo.maxSeq(agentId)) + 1;
+    await this.repo.setMessageContext(
+      tenantId,
+      agentId,
+      conversationId,
+      { start_seq: start, summary: null },
+      this.clock.now(),
+    );
+  }
+
+  /**
+   * Asks the agent's model to summarize the older in-context messages; the summary replaces them in
+   * the context window. A model failure changes nothing (502 SUMMARIZATION_FAILED).
+   */
+  async compact(
+    tenantId: string,
+    agentId: string,
+    conversationId: string | null,
+    settings: CompactionSettings,
+  ): Promise<CompactionResult> {
+    const agent = await this.agents.get(tenantId, agentId);
+    await this.assertIdle(agentId);
+    const context = await this.repo.messageContext(agentId, conversationId);
+    const rows = await this.repo.inContextMessages(
+      agentId,
+      conversationId,
+      context?.start_seq ?? 0,
+    );
+    const inContext = rows.map(toHistory);
+    const before = 1 + (context?.summary ? 1 : 0) + inContext.length;
+    const limits = this.config.processing;
+    const plan = planCompaction(
+      inContext,
+      settings.mode,
+      limits.compaction_max_messages,
+      settings.keepShare,
+    );
+    if (!plan) {
+      return {
+        summary: context?.summary ?? '',
+        num_messages_before: before,
+        num_messages_after: before,
+      };
+    }
+    let text: string | null;
+    try {
+      const res = await this.models.providerFor(agent.llm_config, tenantId).complete({
+        llmConfig: agent.llm_config,
+        messages: summarizerMessages(plan.summarized, context?.summary ?? null, settings.prompt),
+        tools: [],
+        toolChoice: 'none',
+        stream: false,
+        batchStep: 0,
+        timeoutMs: limits.compaction_timeout_seconds * 1000,
+      });
+      text = res.content?.trim() || null;
+    } catch (e) {
+      if (!(e instanceof ModelError)) throw e;
+      throw summarizationFailed(e.message, { kind: e.kind, status: e.status ?? null });
+    }
+    if (!text) throw summarizationFailed('the model answered no summary text', {});
+    const clip = Math.min(settings.clipChars ?? Infinity, limits.compaction_max_summary_chars);
+    const summary = text.length > clip ? text.slice(0, clip) : text;
+    const keptFrom = plan.keepFrom ? inContext.indexOf(plan.keepFrom) : rows.length;
+    const start = keptFrom < rows.length ? rows[keptFrom].seq_id : rows.at(-1)!.seq_id + 1;
+    await this.repo.setMessageContext(
+      tenantId,
+      agentId,
+      conversationId,
+      { start_seq: start, summary },
+      this.clock.now(),
+    );
+    const keptCount = rows.length - keptFrom;
+    return { summary, num_messages_before: before, num_messages_after: 2 + keptCount };
+  }
+
+  /** 409 AGENT_BUSY while a batch of the agent is queued, running or parked for approval. */
+  private async assertIdle(agentId: string): Promise<void> {
+    const open = await this.repo.openBatchIds(agentId);
+    if (open.length > 0) {
+      throw conflict(
+        'AGENT_BUSY',
+        `agent ${agentId} has a batch in progress (queued, running or waiting for approval); try again when it has ended`,
+        { batch_ids: open },
+      );
+    }
+  }
+}
+
+function summarizationFailed(why: string, details: Record<string, unknown>): DomainError {
+  return new DomainError(
+    'bad_gateway',
+    'SUMMARIZATION_FAILED',
+    `the model could not summarize the messages (the context is unchanged): ${why}`,
+    details,
+  );
+}
+
+/** Letta's `{compaction_settings?}` body; `model` / `model_settings` other than the agent's are refused. */
+export function parseCompactionRequest(body: unknown): CompactionSettings {
+  const out: CompactionSettings = {
+    mode: 'sliding_window',
+    prompt: null,
+    clipChars: null,
+    keepShare: DEFAULT_KEEP_SHARE,
+  };
+  if (body === undefined || body === null) return out;
+  if (typeof body !== 'object' || Array.isArray(body))
+    throw validationFailed([{ path: '', message: 'body must be a JSON object' }]);
+  const raw = (body as Record<string, unknown>).compaction_settings;
+  if (raw === undefined || raw === null) return out;
+  if (typeof raw !== 'object' || Array.isArray(raw))
+    throw validationFailed([{ path: 'compaction_settings', message: 'must be an object' }]);
+  const s = raw as Record<string, unknown>;
+  const problems: ValidationProblem[] = [];
+  const at = (k: string) => `compaction_settings.${k}`;
+  if (s.mode !== undefined && s.mode !== null) {
+    if (typeof s.mode !== 'string' || !MODES.includes(s.mode))
+      problems.push({ path: at('mode'), message: `must be one of ${MODES.join(', ')}` });
+    else out.mode = s.mode.endsWith('all') ? 'all' : 'sliding_window';
+  }
+  if (s.prompt !== undefined && s.prompt !== null) {
+    if (typeof s.prompt !== 'string' || s.prompt.length === 0 || s.prompt.length > PROMPT_MAX)
+      problems.push({
+        path: at('prompt'),
+        message: `must be a text of 1 to ${PROMPT_MAX} characters`,
+      });
+    else out.prompt = s.prompt;
+  }
+  if (s.clip_chars !== undefined && s.clip_chars !== null) {
+    if (!Number.isInteger(s.clip_chars) || (s.clip_chars as number) < 1)
+      problems.push({ path: at('clip_chars'), message: 'must be a positive integer' });
+    else out.clipChars = s.clip_chars as number;
+  }
+  const share = s.sliding_window_percentage;
+  if (share !== undefined && share !== null) {
+    if (typeof share !== 'number' || !(share >= 0 && share < 1))
+      problems.push({
+        path: at('sliding_window_percentage'),
+        message: 'must be a number in [0, 1)',
+      });
+    else out.keepShare = share;
+  }
+  for (const k of ['model', 'model_settings'])
+    if (s[k] !== undefined && s[k] !== null)
+      problems.push({ path: at(k), message: "is not supported: the agent's own model summarizes" });
+  if (problems.length) throw validationFailed(problems);
+  return out;
+}
