@@ -3,14 +3,14 @@ import * as path from 'node:path';
 import type { DataSourceOptions } from 'typeorm';
 import type { AppConfig } from '../config/app-config';
 import { ENTITIES } from './entities';
-import { MIGRATIONS } from './migrations';
+import { migrations } from './migrations';
 import { prepareSqlite } from './sqlite-driver';
 
 /** One description of the database for the app and the TypeORM CLI. Never `synchronize`. */
 export function dataSourceOptions(config: AppConfig): DataSourceOptions {
   const common = {
     entities: ENTITIES,
-    migrations: MIGRATIONS,
+    migrations: migrations(config.secrets.encryption_key),
     migrationsRun: false,
     synchronize: false,
     logging:

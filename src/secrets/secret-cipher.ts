@@ -1,4 +1,5 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { conflict } from '../common/domain-error';
 
 const VERSION = 'v1';
 
@@ -30,4 +31,17 @@ export class SecretCipher {
     d.setAuthTag(Buffer.from(tag, 'base64'));
     return Buffer.concat([d.update(Buffer.from(ct, 'base64')), d.final()]).toString('utf8');
   }
+}
+
+/** The one cipher of the app (`SecretCipher`, or null when `secrets.encryption_key` is unset). */
+export const SECRET_CIPHER = Symbol('SECRET_CIPHER');
+
+/** The cipher, or 409 SECRETS_NOT_CONFIGURED: nothing secret is stored in the clear. */
+export function requireCipher(cipher: SecretCipher | null, what = 'secrets'): SecretCipher {
+  if (!cipher)
+    throw conflict(
+      'SECRETS_NOT_CONFIGURED',
+      `${what} cannot be stored: the operator has not set secrets.encryption_key (SECRETS_ENCRYPTION_KEY)`,
+    );
+  return cipher;
 }

@@ -4,7 +4,7 @@ import { conflict, DomainError, validationFailed } from '../common/domain-error'
 import { AppConfig, SECRET_NAME } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
 import type { Clock } from '../core/ports';
-import { SecretCipher } from './secret-cipher';
+import { requireCipher, SECRET_CIPHER, SecretCipher } from './secret-cipher';
 import { SecretsRepository } from './secrets.repository';
 import { TENANT_WIDE, TenantSecretEntity } from './tenant-secret.entity';
 
@@ -28,7 +28,6 @@ const hasControl = (v: string) =>
 @Injectable()
 export class SecretsService {
   private readonly logger = new Logger('Secrets');
-  private readonly cipher: SecretCipher | null;
   /** tenant → name → value, from `secrets.config`. */
   private readonly fromConfig = new Map<string, Map<string, string>>();
 
@@ -36,9 +35,8 @@ export class SecretsService {
     private readonly repo: SecretsRepository,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     @Inject(CLOCK) private readonly clock: Clock,
+    @Inject(SECRET_CIPHER) private readonly cipher: SecretCipher | null,
   ) {
-    const key = config.secrets.encryption_key;
-    this.cipher = key ? new SecretCipher(key) : null;
     for (const s of config.secrets.config) {
       const m = this.fromConfig.get(s.tenant) ?? new Map<string, string>();
       m.set(s.name, s.value);
@@ -73,7 +71,7 @@ export class SecretsService {
       throw conflict('SECRET_READ_ONLY', `secret ${name} is set in the server configuration`, {
         name,
       });
-    const cipher = this.requireCipher();
+    const cipher = requireCipher(this.cipher);
     const existing = await this.repo.find(tenantId, owner, name);
     if (
       !existing &&
@@ -142,7 +140,7 @@ export class SecretsService {
       }
     }
     if (problems.length) throw validationFailed(problems, 'agent is invalid');
-    if (out.length) this.requireCipher();
+    if (out.length) requireCipher(this.cipher);
     return out;
   }
 
@@ -239,15 +237,6 @@ export class SecretsService {
       });
     if (problems.length) throw validationFailed(problems, 'secret is invalid');
     return value as string;
-  }
-
-  private requireCipher(): SecretCipher {
-    if (!this.cipher)
-      throw conflict(
-        'SECRETS_NOT_CONFIGURED',
-        'secrets cannot be stored: the operator has not set secrets.encryption_key (SECRETS_ENCRYPTION_KEY)',
-      );
-    return this.cipher;
   }
 }
 

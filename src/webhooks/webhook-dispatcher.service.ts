@@ -27,14 +27,19 @@ import {
 import type { ConsentRequestEntity } from '../permissions/consent.entities';
 import { toRequestFrame, toResolvedFrame } from '../permissions/consent.mappers';
 import { ConsentResolved, PermissionBrokerService } from '../permissions/permission-broker.service';
+import { SECRET_CIPHER, SecretCipher } from '../secrets/secret-cipher';
 import { HostRefused, send } from '../tools/http-tool.invoker';
-import type {
+import {
   WebhookDecisionTokenEntity,
   WebhookDeliveryEntity,
   WebhookEntity,
+  webhookSecretAad,
 } from './webhook.entities';
 import { WebhooksRepository } from './webhooks.repository';
 import { hashToken, newDecisionToken } from './webhooks.service';
+
+/** A sealed secret the configured key does not open: nothing can be signed. */
+class SecretUnreadable extends Error {}
 
 /** Due deliveries taken per look. */
 const BATCH = 20;
@@ -68,6 +73,7 @@ export class WebhookDispatcher
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(ID_GENERATOR) private readonly ids: IdGenerator,
+    @Inject(SECRET_CIPHER) private readonly cipher: SecretCipher | null,
   ) {
     this.policy = new HostPolicy(config.tools.http.allowed_hosts, config.tools.http.denied_hosts);
   }
@@ -218,9 +224,10 @@ export class WebhookDispatcher
     if (!webhook) return; // deleted meanwhile: its deliveries went with it
     let code: number | null = null;
     let err: string | null = null;
-    let refused = false;
+    let final = false;
     const ts = Math.floor(this.clock.now() / 1000);
     try {
+      const secret = this.unseal(webhook);
       // no redirect is followed (http.request never does): it would send the signed event elsewhere
       const res = await send(
         new URL(webhook.url),
@@ -230,7 +237,7 @@ export class WebhookDispatcher
           'user-agent': 'rulebound-webhooks/1',
           'x-webhook-id': d.id,
           'x-webhook-event': d.event,
-          [SIGNATURE_HEADER]: signatureFor(webhook.secret, ts, d.body),
+          [SIGNATURE_HEADER]: signatureFor(secret, ts, d.body),
         },
         d.body,
         AbortSignal.timeout(s.request_timeout_seconds * 1000),
@@ -240,17 +247,18 @@ export class WebhookDispatcher
       res.destroy();
       if (code < 200 || code >= 300) err = `the target answered HTTP ${code}`;
     } catch (e) {
-      // a refused host is the operator's policy, not a hiccup: no retry
-      refused = e instanceof HostRefused;
+      // a refused host (the operator's policy) or an unreadable secret is no hiccup: no retry
+      final = e instanceof HostRefused || e instanceof SecretUnreadable;
       const errno = (e as NodeJS.ErrnoException).code;
-      err = refused
-        ? `refused: ${(e as Error).message}`
-        : (errno ? `${errno}: ` : '') + (e instanceof Error ? e.message : String(e));
+      err =
+        e instanceof HostRefused
+          ? `refused: ${e.message}`
+          : (errno ? `${errno}: ` : '') + (e instanceof Error ? e.message : String(e));
     }
     const attempts = d.attempts + 1;
     const now = this.clock.now();
     const delay =
-      err === null || refused
+      err === null || final
         ? null
         : retryDelayMs(attempts, {
             baseMs: s.retry_base_seconds * 1000,
@@ -265,6 +273,20 @@ export class WebhookDispatcher
       nextAttemptAt: delay === null ? d.nextAttemptAt : now + delay,
       lastAttemptAt: now,
     });
+  }
+
+  /** The signing secret; unreadable when the encryption key was removed or changed since creation. */
+  private unseal(w: WebhookEntity): string {
+    try {
+      if (this.cipher)
+        return this.cipher.decrypt(w.sealedSecret, webhookSecretAad(w.tenantId, w.id));
+    } catch {
+      // below: say which, never what
+    }
+    this.logger.warn(`the secret of webhook ${w.id} does not decrypt with the configured key`);
+    throw new SecretUnreadable(
+      "the webhook's signing secret does not decrypt with the configured secrets.encryption_key",
+    );
   }
 
   private async pruneNow(): Promise<void> {

@@ -2,6 +2,10 @@ import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
 import { EpochMsColumn, JsonColumn } from '../database/columns';
 import type { WebhookEvent } from '../core/webhooks/webhook-rules';
 
+/** Binds a sealed webhook secret to its tenant and webhook: a row copied elsewhere does not decrypt. */
+export const webhookSecretAad = (tenantId: string, webhookId: string) =>
+  `webhook\u0000${tenantId}\u0000${webhookId}`;
+
 /** A tenant's webhook: where to POST which events, and the secret that signs them. */
 @Entity('webhooks')
 @Index('idx_webhooks_tenant', ['tenantId'])
@@ -10,8 +14,8 @@ export class WebhookEntity {
   @Column({ name: 'tenant_id', type: 'varchar', length: 200 }) tenantId!: string;
   @Column({ type: 'text' }) url!: string;
   @JsonColumn() events!: WebhookEvent[];
-  /** Needed in the clear to sign; never returned by the API after creation. */
-  @Column({ type: 'varchar', length: 300 }) secret!: string;
+  /** The signing secret sealed with the secrets cipher (`webhookSecretAad`); shown once, at creation. */
+  @Column({ name: 'secret_sealed', type: 'text' }) sealedSecret!: string;
   @Column({ type: 'text', nullable: true }) description!: string | null;
   @EpochMsColumn({ name: 'created_at' }) createdAt!: number;
 }

@@ -13,9 +13,9 @@ export class WebhooksController {
 
   @Post()
   async create(@Tenant() tenantId: string, @Body() body: unknown) {
-    const { webhook } = await this.webhooks.create(tenantId, body);
+    const { webhook, secret } = await this.webhooks.create(tenantId, body);
     // the secret is shown this once
-    return { ...toWebhookResponse(webhook), secret: webhook.secret };
+    return { ...toWebhookResponse(webhook), secret };
   }
 
   @Get()

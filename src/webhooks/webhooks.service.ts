@@ -15,8 +15,9 @@ import { HostPolicy } from '../core/net/host-policy';
 import type { Clock, IdGenerator } from '../core/ports';
 import { validateWebhookInput } from '../core/webhooks/webhook-rules';
 import { PermissionBrokerService } from '../permissions/permission-broker.service';
+import { requireCipher, SECRET_CIPHER, SecretCipher } from '../secrets/secret-cipher';
 import { hostRefusal } from '../tools/http-tool.invoker';
-import { WebhookEntity } from './webhook.entities';
+import { WebhookEntity, webhookSecretAad } from './webhook.entities';
 import { WebhooksRepository } from './webhooks.repository';
 
 /** 32 random bytes, base64url: the shape of every decision token. */
@@ -38,14 +39,20 @@ export class WebhooksService {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(ID_GENERATOR) private readonly ids: IdGenerator,
+    @Inject(SECRET_CIPHER) private readonly cipher: SecretCipher | null,
   ) {
     this.policy = new HostPolicy(config.tools.http.allowed_hosts, config.tools.http.denied_hosts);
   }
 
-  async create(tenantId: string, raw: unknown): Promise<{ webhook: WebhookEntity }> {
+  /** The new webhook, and its signing secret in the clear: the only time it leaves the server. */
+  async create(
+    tenantId: string,
+    raw: unknown,
+  ): Promise<{ webhook: WebhookEntity; secret: string }> {
     const limits = this.config.webhooks;
     const v = validateWebhookInput(raw, limits);
     if (!v.ok) throw validationFailed(v.problems, 'webhook is invalid');
+    const cipher = requireCipher(this.cipher, 'webhook signing secrets');
     if ((await this.repo.countForTenant(tenantId)) >= limits.max_per_tenant)
       throw conflict(
         'WEBHOOK_LIMIT',
@@ -58,17 +65,19 @@ export class WebhooksService {
       throw badRequest('WEBHOOK_HOST_REFUSED', `webhook url refused: ${refused}`, {
         url: v.value.url,
       });
+    const id = this.ids.prefixed('webhook');
+    const secret = v.value.secret ?? `whsec_${randomBytes(24).toString('base64url')}`;
     const webhook: WebhookEntity = {
-      id: this.ids.prefixed('webhook'),
+      id,
       tenantId,
       url: v.value.url,
       events: v.value.events,
-      secret: v.value.secret ?? `whsec_${randomBytes(24).toString('base64url')}`,
+      sealedSecret: cipher.encrypt(secret, webhookSecretAad(tenantId, id)),
       description: v.value.description,
       createdAt: this.clock.now(),
     };
     await this.repo.insertWebhook(webhook);
-    return { webhook };
+    return { webhook, secret };
   }
 
   list(tenantId: string): Promise<WebhookEntity[]> {

@@ -2,6 +2,8 @@
 import { createHmac } from 'node:crypto';
 import { createServer, IncomingHttpHeaders } from 'node:http';
 import { AddressInfo } from 'node:net';
+import { DataSource } from 'typeorm';
+import { sqlTable } from '../../src/database/sql-names';
 import { WebhookDispatcher } from '../../src/webhooks/webhook-dispatcher.service';
 import { startApp, TestApp } from '../support/app-harness';
 import { FakeModelServer, startFakeModelServer } from '../support/fake-model-server';
@@ -163,6 +165,40 @@ describe('webhooks', () => {
       );
       expect(over.status).toBe(409);
       expect(over.body.code).toBe('WEBHOOK_LIMIT');
+    });
+
+    it('keeps the secret sealed at rest (AES-256-GCM, bound to the webhook), and signs with it', async () => {
+      const secret = 'a-secret-of-sixteen+';
+      const hook = await aWebhook('sk-a', ['consent.request'], rx.url, secret);
+      const table = sqlTable(t.config.database.schema, 'webhooks');
+      const [row] = await t.app
+        .get(DataSource)
+        .query(`SELECT * FROM ${table} WHERE id = '${hook.id}'`);
+      expect(row.secret_sealed).toMatch(/^v1:/);
+      expect(JSON.stringify(row)).not.toContain(secret);
+      await aPendingRequest('sk-a');
+      await rx.count(1);
+      const [, ts, v1] = /^t=(\d+),v1=(\w+)$/.exec(
+        String(rx.got[0].headers['x-webhook-signature']),
+      )!;
+      expect(createHmac('sha256', secret).update(`${ts}.${rx.got[0].raw}`).digest('hex')).toBe(v1);
+    });
+
+    it('without secrets.encryption_key a webhook cannot be registered: 409 SECRETS_NOT_CONFIGURED', async () => {
+      const keyless = await startApp({ overrides: KEYS, env: { SECRETS_ENCRYPTION_KEY: '' } });
+      try {
+        const res = await api(
+          keyless,
+          'POST',
+          '/v1/webhooks',
+          { url: rx.url, events: ['run.completed'] },
+          'sk-a',
+        );
+        expect(res.status).toBe(409);
+        expect(res.body.code).toBe('SECRETS_NOT_CONFIGURED');
+      } finally {
+        await keyless.close();
+      }
     });
 
     it("another tenant's webhook is 404 to read, list, delete or see deliveries of", async () => {

@@ -12,8 +12,12 @@ import { Webhooks1764700000000 } from './1764700000000-Webhooks';
 import { McpServers1764800000000 } from './1764800000000-McpServers';
 import { MessageContexts1764920000000 } from './1764920000000-MessageContexts';
 import { TenantSecrets1764200000000 } from './1764200000000-TenantSecrets';
-/** Every migration, in order. Named `<epoch>-<What>.ts`; the app runs them at boot. */
-export const MIGRATIONS: Function[] = [
+import { sealWebhookSecrets } from './1764930000000-SealWebhookSecrets';
+/**
+ * Every migration, in order. Named `<epoch>-<What>.ts`; the app runs them at boot. Those that seal data
+ * are built with the secrets key.
+ */
+export const migrations = (secretsKey: Buffer | null): Function[] => [
   CreateTools1763800000000,
   CreateAgents1763800001000,
   ToolExecutorState1763810000000,
@@ -28,4 +32,5 @@ export const MIGRATIONS: Function[] = [
   Webhooks1764700000000,
   McpServers1764800000000,
   MessageContexts1764920000000,
+  sealWebhookSecrets(secretsKey),
 ];
