@@ -2,6 +2,7 @@ import { Module, OnModuleInit } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { ModelsModule } from '../models/models.module';
 import { BuiltinToolHandlers } from '../tools/builtin-tool-handlers';
+import { ToolsService } from '../tools/tools.service';
 import { AgentFilesLoader } from './agent-files.loader';
 import { AgentEntity } from './agent.entity';
 import { AgentsController } from './agents.controller';
@@ -22,9 +23,11 @@ export class AgentsModule implements OnModuleInit {
   constructor(
     private readonly handlers: BuiltinToolHandlers,
     private readonly agents: AgentsService,
+    private readonly tools: ToolsService,
   ) {}
 
   onModuleInit(): void {
     registerMemoryTools(this.handlers, this.agents);
+    this.tools.registerUsageSource((tenantId, name) => this.agents.usingTool(tenantId, name));
   }
 }

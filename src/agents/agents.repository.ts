@@ -42,6 +42,17 @@ export class AgentsRepository {
     return rows.map((r) => r.tag);
   }
 
+  /** The tenant's agents that have a tool of this name (the JSON text narrows, the parsed list decides). */
+  async usingTool(tenantId: string, toolName: string): Promise<AgentEntity[]> {
+    const like = containsPattern(JSON.stringify(toolName));
+    const rows = await this.agents
+      .createQueryBuilder('a')
+      .where('a.tenant_id = :tenantId', { tenantId })
+      .andWhere("LOWER(a.tools) LIKE :like ESCAPE '\\'", { like })
+      .getMany();
+    return rows.filter((a) => a.tools.includes(toolName));
+  }
+
   findOldestByName(tenantId: string, name: string): Promise<AgentEntity | null> {
     return this.agents.findOne({
       where: { tenant_id: tenantId, name },

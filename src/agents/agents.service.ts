@@ -313,6 +313,17 @@ export class AgentsService {
     });
   }
 
+  /** The tenant's agents that use a tool, with their rules (a tool's update checks them). */
+  async usingTool(
+    tenantId: string,
+    toolName: string,
+  ): Promise<{ agent_id: string; tool_rules: StoredToolRule[] }[]> {
+    return (await this.agents.usingTool(tenantId, toolName)).map((a) => ({
+      agent_id: a.id,
+      tool_rules: a.tool_rules,
+    }));
+  }
+
   async agentTools(tenantId: string, agentId: string): Promise<ToolView[]> {
     const agent = await this.load(tenantId, agentId);
     return this.tools.resolveViews(tenantId, agent.tools);

@@ -83,6 +83,12 @@ export const ROUTES: Record<string, RouteDoc> = {
     summary: 'Set whether a tool requires approval',
     response: 'AgentState',
   },
+  AgentToolRunController_run: {
+    summary:
+      "Run one attached tool with given arguments through the agent's rules, in the agent's turn (a batch of its own); 200 with status error and the refusal in stderr when a rule refuses; 409 CONSENT_REQUIRED when the tool needs consent and no standing grant covers the call (nothing runs)",
+    response: 'ToolExecutionResult',
+    body: '{args?: {name: value}}',
+  },
   AgentsController_attach: { summary: 'Attach a tool', response: 'AgentState' },
   AgentsController_detach: { summary: 'Detach a tool', response: 'AgentState' },
   MemoryBlocksController_list: { summary: "List an agent's memory blocks", response: ['Block'] },
@@ -138,9 +144,24 @@ export const ROUTES: Record<string, RouteDoc> = {
     response: 'Tool',
     body: 'name, description, parameters (JSON Schema), safety (read_only | side_effecting | privileged), kind: http, http {url, method, headers (${NAME} from tenant secrets or the allow-list), timeout_ms}',
   },
+  ToolsController_upsert: {
+    summary:
+      "Create or replace the tenant's http tool of that name (same id); 409 TOOL_READ_ONLY for a built-in, file or MCP tool's name",
+    response: 'Tool',
+    body: 'as for create',
+  },
+  ToolsController_update: {
+    summary:
+      "Update the tenant's http tool (partial; http merges key by key); 409 TOOL_IN_USE renaming a tool agents use, TOOL_RULES_CONFLICT when their run_first arguments no longer fit",
+    response: 'Tool',
+    body: "the create fields, each optional; Letta's json_schema {name, description, parameters} and args_json_schema are read too",
+  },
   ToolsController_get: { summary: 'Retrieve a tool', response: 'Tool' },
   ToolsController_delete: { summary: 'Delete a tool' },
-  ToolsController_addBaseTools: { summary: 'The built-in tools', response: ['Tool'] },
+  ToolsController_addBaseTools: {
+    summary: 'The built-in tools (they always exist: idempotent, nothing is created)',
+    response: ['Tool'],
+  },
   McpServersController_create: {
     summary: 'Declare an MCP server; its tools are listed at once (docs/mcp.md)',
     response: MCP_SERVER,

@@ -58,6 +58,16 @@ export const SCHEMAS: Record<string, Schema> = {
     kind: str,
     source: strOrNull,
   }),
+  ToolExecutionResult: obj(['status', 'func_return', 'tool_call_id', 'outcome'], {
+    status: { enum: ['success', 'error'] },
+    func_return: strOrNull,
+    stdout: { type: 'array', items: str },
+    stderr: { type: 'array', items: str },
+    tool_call_id: str,
+    outcome: { enum: ['executed', 'cached', 'refused', 'timeout'] },
+    error: { type: ['object', 'null'] },
+    grant_id: strOrNull,
+  }),
   AgentState: obj(['id', 'name', 'system', 'tools', 'tool_rules', 'memory', 'llm_config'], {
     id: str,
     name: str,

@@ -156,6 +156,7 @@ export class PermissionBrokerService
       });
       return { kind: 'granted', grantId: grant.id };
     }
+    if (req.grantsOnly) return { kind: 'required' };
 
     const row: ConsentRequestEntity = {
       id: this.ids.prefixed('consent'),

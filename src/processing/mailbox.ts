@@ -7,6 +7,8 @@ export interface MailboxJob {
   priority: boolean;
   /** When the run was stored: runs stored on other instances join the queue in this order. */
   createdAt: number;
+  /** Work that is not a run (a direct tool run): done in the agent's turn instead of the handler. */
+  turn?: { run: () => Promise<void>; abandon: () => void };
 }
 
 interface AgentQueue {
@@ -52,7 +54,7 @@ export class Mailbox {
   /** Removes the agent's queued jobs (it went to another instance); answers their run ids. */
   dropAgent(agentId: string): string[] {
     const q = this.queues.get(agentId);
-    return q ? q.jobs.splice(0).map((j) => j.runId) : [];
+    return q ? abandonTurns(q.jobs.splice(0)).map((j) => j.runId) : [];
   }
 
   /** Agents with a job queued or running. */
@@ -63,7 +65,7 @@ export class Mailbox {
   /** Stops taking jobs: what is queued stays queued (its rows stay `created` for the next boot). */
   close(): void {
     this.closed = true;
-    for (const q of this.queues.values()) q.jobs.length = 0;
+    for (const q of this.queues.values()) abandonTurns(q.jobs.splice(0));
   }
 
   get isClosed(): boolean {
@@ -85,7 +87,7 @@ export class Mailbox {
     }
     q.running = true;
     this.active++;
-    this.handler(job)
+    (job.turn ? job.turn.run() : this.handler(job))
       .catch((e: unknown) => this.logger.error(`run ${job.runId}: ${String(e)}`))
       .finally(() => {
         this.active--;
@@ -96,4 +98,10 @@ export class Mailbox {
         this.drain(agentId, q);
       });
   }
+}
+
+/** Tells the turns among dropped jobs that they will not run; answers the runs. */
+function abandonTurns(jobs: MailboxJob[]): MailboxJob[] {
+  for (const j of jobs) j.turn?.abandon();
+  return jobs.filter((j) => !j.turn);
 }

@@ -450,6 +450,41 @@ export class MessagingService implements OnModuleInit {
     });
   }
 
+  /**
+   * Does `work` in the agent's turn on this instance, after the batch in progress and before messages
+   * sent later, so it never interleaves with a batch's tool calls (cooldowns, dedupe, claims stay exact).
+   * 409 AGENT_ELSEWHERE when another instance holds the agent; 503 SHUTTING_DOWN.
+   */
+  async inAgentTurn<T>(tenantId: string, agentId: string, work: () => Promise<T>): Promise<T> {
+    this.assertOpen();
+    if (!this.leases.holds(agentId))
+      await this.serially(agentId, () => this.take(tenantId, agentId));
+    if (!this.leases.holds(agentId))
+      throw conflict('AGENT_ELSEWHERE', `another instance processes agent ${agentId}; retry`, {
+        agent_id: agentId,
+      });
+    return new Promise<T>((resolve, reject) => {
+      const turn = {
+        run: () => work().then(resolve, reject),
+        abandon: () =>
+          reject(
+            new DomainError(
+              'unavailable',
+              'TURN_DROPPED',
+              `the server is shutting down or another instance took agent ${agentId}; retry`,
+            ),
+          ),
+      };
+      const job = {
+        runId: this.ids.prefixed('turn'),
+        priority: false,
+        createdAt: this.clock.now(),
+        turn,
+      };
+      if (!this.mailbox.enqueue(agentId, job)) turn.abandon();
+    });
+  }
+
   /** Queues a stored run here when this instance holds (or can take) its agent, else wakes the holder. */
   enqueue(run: RunEntity, priority: boolean): void {
     if (this.leases.holds(run.agent_id)) return this.enqueueHere(run, priority);

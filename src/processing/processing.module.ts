@@ -4,6 +4,8 @@ import { AgentsService } from '../agents/agents.service';
 import { ModelsModule } from '../models/models.module';
 import { BuiltinToolHandlers } from '../tools/builtin-tool-handlers';
 import { AgentProcessor } from './agent-processor.service';
+import { AgentToolRunController } from './agent-tool-run.controller';
+import { AgentToolRunService } from './agent-tool-run.service';
 import { HistoryService } from './history.service';
 import { MessageContextController } from './message-context.controller';
 import { MessageContextService } from './message-context.service';
@@ -28,6 +30,7 @@ import { TenantMessagesController } from './tenant-messages.controller';
     RunsController,
     StepsController,
     TenantMessagesController,
+    AgentToolRunController,
   ],
   providers: [
     ...PROCESSING_ADAPTERS,
@@ -39,6 +42,7 @@ import { TenantMessagesController } from './tenant-messages.controller';
     ProcessingLifecycle,
     RunRecovery,
     MessageContextService,
+    AgentToolRunService,
   ],
   exports: [
     MessagingService,

@@ -1,4 +1,15 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
+import {
+  Body,
+  Controller,
+  Delete,
+  Get,
+  HttpCode,
+  Param,
+  Patch,
+  Post,
+  Put,
+  Query,
+} from '@nestjs/common';
 import { Tenant } from '../auth/tenant.guard';
 import { validationFailed } from '../common/domain-error';
 import { toToolResponse } from './tool-response.mapper';
@@ -58,7 +69,16 @@ export class ToolsController {
     return toToolResponse(await this.tools.create(tenant, body));
   }
 
-  /** Letta's `POST /v1/tools/add-base-tools`: the built-ins always exist here, so it lists them. */
+  /** Letta's upsert: the tenant's http tool of that name is replaced (same id), or created. */
+  @Put()
+  async upsert(@Tenant() tenant: string, @Body() body: unknown): Promise<Record<string, unknown>> {
+    return toToolResponse(await this.tools.upsert(tenant, body));
+  }
+
+  /**
+   * Letta's `POST /v1/tools/add-base-tools`: the built-ins always exist here, so it lists them;
+   * idempotent (nothing is created, nothing changes).
+   */
   @Post('add-base-tools')
   @HttpCode(200)
   async addBaseTools(@Tenant() tenant: string): Promise<Record<string, unknown>[]> {
@@ -68,6 +88,15 @@ export class ToolsController {
   @Get(':id')
   async get(@Tenant() tenant: string, @Param('id') id: string): Promise<Record<string, unknown>> {
     return toToolResponse(await this.tools.get(tenant, id));
+  }
+
+  @Patch(':id')
+  async update(
+    @Tenant() tenant: string,
+    @Param('id') id: string,
+    @Body() body: unknown,
+  ): Promise<Record<string, unknown>> {
+    return toToolResponse(await this.tools.update(tenant, id, body));
   }
 
   @Delete(':id')

@@ -11,6 +11,11 @@ import { assertPrefixedId, ID_GENERATOR } from '../common/ids';
 import { AppConfig } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
 import { nulBytePaths } from '../core/agents/nul-bytes';
+import { ArgumentValidator } from '../core/executor/argument-validator';
+import { canonicalRuleType } from '../core/rules/tool-rule';
+import type { StoredToolRule } from '../core/rules/validate-tool-rules';
+import { isUniqueViolation } from '../database/unique-violation';
+import { unknownToolFileFields } from '../core/tools/tool-file-fields';
 import type { Clock, IdGenerator } from '../core/ports';
 import type { ToolDefinition } from '../core/tools/tool-definition';
 import { BUILTIN_TOOL_NAMES, BUILTIN_TOOLS, builtinToolId } from './builtin-tools';
@@ -113,6 +118,112 @@ export class ToolsService implements OnModuleInit {
   }
 
   async create(tenantId: string, body: unknown): Promise<ToolView> {
+    const tool = await this.checkDeclaration(tenantId, body);
+    if (BUILTIN_TOOL_NAMES.has(tool.name))
+      throw conflict('TOOL_EXISTS', `"${tool.name}" is a built-in tool`);
+    if (
+      (await this.tools.findByName(tenantId, tool.name)) ||
+      (await this.tools.findByName(GLOBAL_TOOL_TENANT, tool.name))
+    )
+      throw toolExists(tool.name);
+    return this.insert(tenantId, tool);
+  }
+
+  /**
+   * Letta's `PUT /v1/tools/`: the tenant's http tool of that name is replaced (same id), or created. A
+   * name held by a built-in, file or MCP tool is 409 TOOL_READ_ONLY: those are not the tenant's to change.
+   */
+  async upsert(tenantId: string, body: unknown): Promise<ToolView> {
+    const tool = await this.checkDeclaration(tenantId, body);
+    for (let attempt = 0; ; attempt++) {
+      const global = await this.tools.findByName(GLOBAL_TOOL_TENANT, tool.name);
+      if (BUILTIN_TOOL_NAMES.has(tool.name) || global)
+        throw readOnly(tool.name, BUILTIN_TOOL_NAMES.has(tool.name) ? 'builtin' : 'file');
+      const mine = await this.tools.findByName(tenantId, tool.name);
+      if (mine && mine.source !== 'api') throw readOnly(tool.name, mine.source);
+      if (mine) return this.replace(tenantId, mine, tool);
+      try {
+        return await this.insert(tenantId, tool);
+      } catch (e) {
+        // a concurrent upsert created it since the look-up: update that one (once)
+        if (attempt > 0 || !(e instanceof DomainError) || e.code !== 'TOOL_EXISTS') throw e;
+      }
+    }
+  }
+
+  /**
+   * Letta's `PATCH /v1/tools/{id}`: the given fields of a tenant's http tool change, the rest stay
+   * (`http` merges key by key). Letta's `args_json_schema` and `json_schema` are read as the parameters
+   * (and name, description). The agents using the tool must stay valid: see `replace`.
+   */
+  async update(tenantId: string, id: string, body: unknown): Promise<ToolView> {
+    const view = await this.get(tenantId, id);
+    if (view.source !== 'api') throw readOnly(view.name, view.source);
+    const row = await this.tools.findByName(tenantId, view.name);
+    if (!row) throw notFound('tool', id);
+    const tool = await this.checkDeclaration(tenantId, mergePatch(toDefinition(row), body));
+    if (tool.name !== row.name) {
+      if (
+        BUILTIN_TOOL_NAMES.has(tool.name) ||
+        (await this.tools.findByName(tenantId, tool.name)) ||
+        (await this.tools.findByName(GLOBAL_TOOL_TENANT, tool.name))
+      )
+        throw toolExists(tool.name);
+    }
+    return this.replace(tenantId, row, tool);
+  }
+
+  /** Lets the agents module answer which agents use a tool (the tools module cannot import it). */
+  registerUsageSource(fn: ToolUsageSource): void {
+    this.usage = fn;
+  }
+
+  private usage: ToolUsageSource = () => Promise.resolve([]);
+
+  /**
+   * Replaces a stored tool's declaration. Agents name their tools (and rules) by name, so a tool in use
+   * keeps its name (409 TOOL_IN_USE), and their `run_first` prefilled arguments must still match the new
+   * parameters (409 TOOL_RULES_CONFLICT, naming each agent and rule). Nothing caches tool rows: every run
+   * resolves its agent's tools afresh, so the next call sees the new declaration.
+   */
+  private async replace(
+    tenantId: string,
+    row: ToolEntity,
+    tool: ToolDefinition,
+  ): Promise<ToolView> {
+    const users = await this.usage(tenantId, row.name);
+    if (tool.name !== row.name && users.length)
+      throw conflict(
+        'TOOL_IN_USE',
+        `"${row.name}" is attached to ${users.length} agent(s): detach it before renaming`,
+        { name: row.name, agent_ids: users.slice(0, 20).map((u) => u.agent_id) },
+      );
+    const problems = users.flatMap((u) =>
+      u.tool_rules.flatMap((r, i) => {
+        const rule = r as Record<string, unknown>;
+        if (canonicalRuleType(r.type) !== 'run_first' || rule.tool_name !== row.name) return [];
+        const why = args.validate(tool.parameters, (rule.args ?? {}) as Record<string, unknown>);
+        return why ? [{ path: `agents.${u.agent_id}.tool_rules[${i}].args`, message: why }] : [];
+      }),
+    );
+    if (problems.length)
+      throw conflict(
+        'TOOL_RULES_CONFLICT',
+        `the new parameters of "${row.name}" do not accept the prefilled arguments of its run_first rules`,
+        { problems: problems.slice(0, 50) },
+      );
+    Object.assign(row, { ...tool, http: tool.http ?? null, updated_at: this.clock.now() });
+    try {
+      await this.tools.save(row);
+    } catch (e) {
+      if (isUniqueViolation(e)) throw toolExists(tool.name);
+      throw e;
+    }
+    return this.toView(row);
+  }
+
+  /** Validates a tenant's declaration; its `${NAME}` headers must be the tenant's secrets or allow-listed. */
+  private async checkDeclaration(tenantId: string, body: unknown): Promise<ToolDefinition> {
     const nul = nulBytePaths(body);
     if (nul.length) throw validationFailed(nul, 'tool is invalid');
     const { tool, problems } = validateToolDeclaration(body);
@@ -124,13 +235,10 @@ export class ToolsService implements OnModuleInit {
       if (why) refused.push({ path: `http.headers.${header}`, message: why });
     }
     if (refused.length) throw validationFailed(refused, 'tool is invalid');
-    if (BUILTIN_TOOL_NAMES.has(tool.name))
-      throw conflict('TOOL_EXISTS', `"${tool.name}" is a built-in tool`);
-    if (
-      (await this.tools.findByName(tenantId, tool.name)) ||
-      (await this.tools.findByName(GLOBAL_TOOL_TENANT, tool.name))
-    )
-      throw toolExists(tool.name);
+    return tool;
+  }
+
+  private async insert(tenantId: string, tool: ToolDefinition): Promise<ToolView> {
     const now = this.clock.now();
     const row = Object.assign(new ToolEntity(), {
       id: this.ids.prefixed('tool'),
@@ -212,15 +320,7 @@ export class ToolsService implements OnModuleInit {
 
   async delete(tenantId: string, id: string): Promise<void> {
     const view = await this.get(tenantId, id);
-    if (view.source !== 'api')
-      throw new DomainError(
-        'conflict',
-        'TOOL_READ_ONLY',
-        `"${view.name}" is a ${view.source} tool and cannot be deleted over the API`,
-        {
-          id,
-        },
-      );
+    if (view.source !== 'api') throw readOnly(view.name, view.source);
     await this.tools.remove(id);
   }
 
@@ -301,6 +401,11 @@ export function parseToolFile(file: string): ToolDefinition[] {
   const doc = readYamlFile(file, 'tool');
   const list = doc && typeof doc === 'object' && 'tools' in doc ? doc.tools : undefined;
   const items: unknown[] = list === undefined ? [doc] : Array.isArray(list) ? list : [null];
+  const unknownKeys = unknownToolFileFields(doc);
+  if (unknownKeys.length)
+    throw new Error(
+      `tool file ${file}: ${unknownKeys.map((p) => `${p.path}: ${p.message}`).join('; ')}`,
+    );
   return items.map((item, i) => {
     const { tool, problems } = validateToolDeclaration(
       item,
@@ -316,3 +421,46 @@ export function parseToolFile(file: string): ToolDefinition[] {
 
 const toolExists = (name: string) =>
   conflict('TOOL_EXISTS', `a tool named "${name}" already exists`, { name });
+
+const readOnly = (name: string, source: ToolView['source']) =>
+  conflict(
+    'TOOL_READ_ONLY',
+    `"${name}" is a ${source} tool and cannot be changed or deleted over the API`,
+    { name, source },
+  );
+
+/** Validates prefilled run_first arguments against a changed tool's parameters. */
+const args = new ArgumentValidator(100);
+
+/** Which of a tenant's agents use a tool (by name), with their rules. */
+export type ToolUsageSource = (
+  tenantId: string,
+  toolName: string,
+) => Promise<{ agent_id: string; tool_rules: StoredToolRule[] }[]>;
+
+/**
+ * A PATCH body over a stored declaration: fields given replace, `http` merges key by key; Letta's
+ * `json_schema` ({name, description, parameters}) and `args_json_schema` are read as our fields.
+ */
+function mergePatch(current: ToolDefinition, body: unknown): unknown {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return body;
+  const b = body as Record<string, unknown>;
+  const json = (
+    typeof b.json_schema === 'object' && b.json_schema !== null ? b.json_schema : {}
+  ) as Record<string, unknown>;
+  const pick = (...vs: unknown[]) => vs.find((v) => v !== undefined && v !== null);
+  const { mcp: _mcp, ...base } = current;
+  return {
+    ...base,
+    ...(b.source_code != null ? { source_code: b.source_code } : {}),
+    name: pick(b.name, json.name, current.name),
+    description: pick(b.description, json.description, current.description),
+    parameters: pick(b.parameters, b.args_json_schema, json.parameters, current.parameters),
+    safety: pick(b.safety, current.safety),
+    kind: pick(b.kind, current.kind),
+    http:
+      typeof b.http === 'object' && b.http !== null && !Array.isArray(b.http)
+        ? { ...current.http, ...(b.http as Record<string, unknown>) }
+        : pick(b.http, current.http),
+  };
+}

@@ -219,4 +219,38 @@ describe('clients: the Letta SDK walk', () => {
       error: { details: { problems: [expect.objectContaining({ path: 'source_code' })] } },
     });
   });
+
+  it('tools: upsert, update, agents.tools.run through the rules', async () => {
+    const declaration = {
+      name: 'sdk_lookup',
+      description: 'looks up',
+      parameters: { type: 'object', properties: { q: { type: 'string' } } },
+      safety: 'read_only',
+      kind: 'http',
+      http: { url: `${env.tools.baseUrl}/tool/sdk_lookup`, method: 'POST' },
+    };
+    // our http declaration is not Letta's (source_code): the SDK sends whatever body it is given
+    const created: Letta.Tool = await client.tools.upsert(declaration as any);
+    expect(created).toMatchObject({ name: 'sdk_lookup', tool_type: 'custom' });
+    const upserted = await client.tools.upsert({ ...declaration, description: 'v2' } as any);
+    expect(upserted).toMatchObject({ id: created.id, description: 'v2' });
+    const updated: Letta.Tool = await client.tools.update(created.id, { description: 'v3' });
+    expect(updated).toMatchObject({ id: created.id, description: 'v3' });
+
+    const agent = await client.agents.create({
+      name: 'sdk-tool-runner',
+      model: 'scripted/default',
+      tools: ['sdk_lookup'],
+      include_base_tools: false,
+      tool_rules: [{ type: 'max_count_per_step', tool_name: 'sdk_lookup', max_count_limit: 1 }],
+    } as any);
+    const ran: Letta.Agents.ToolExecutionResult = await client.agents.tools.run('sdk_lookup', {
+      agent_id: agent.id,
+      args: { q: 'walk' },
+    });
+    expect(ran).toMatchObject({ status: 'success', func_return: 'ok:sdk_lookup' });
+    expect(env.tools.calls).toEqual([
+      expect.objectContaining({ name: 'sdk_lookup', arguments: { q: 'walk' } }),
+    ]);
+  });
 });

@@ -37,6 +37,8 @@ export interface ExecutionMeta {
   batchId: string;
   /** Aborted on cancellation: a running tool is asked to stop, waiting ones are not started. */
   signal?: AbortSignal;
+  /** No one can be asked (a direct run, outside any batch): only a standing grant covers consent. */
+  grantsOnly?: boolean;
 }
 
 export type ToolErrorType =
@@ -118,13 +120,16 @@ export interface ConsentCheckRequest {
   /** The rule's scope, else the tool name. */
   scope: string;
   timeoutMs: number;
+  /** Answer `required` instead of asking a person when no grant covers the call. */
+  grantsOnly?: boolean;
 }
 
 export type ConsentCheck =
   | { kind: 'granted'; grantId: string } // a standing grant covers the call
   | { kind: 'approved'; requestId: string } // a person approved this very tool_call_id (resume after a decision)
   | { kind: 'denied'; reason: string; requestId?: string } // denied, or timed out (reason 'timeout')
-  | { kind: 'pending'; requestId: string }; // a request is (now) waiting for a person: the run parks
+  | { kind: 'pending'; requestId: string } // a request is (now) waiting for a person: the run parks
+  | { kind: 'required' }; // grantsOnly and no grant covers it: no one was asked, not run
 
 /** The PermissionBroker as the executor sees it. */
 export interface ConsentPort {

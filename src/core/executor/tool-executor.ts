@@ -433,6 +433,7 @@ export class ToolExecutor {
           arguments: args,
           scope: consentRule.scope ?? name,
           timeoutMs: setup.settings.consentTimeoutMs,
+          ...(meta.grantsOnly ? { grantsOnly: true } : {}),
         });
       } catch (e) {
         c = { kind: 'denied', reason: `consent check failed: ${errorText(e)}` };
@@ -467,6 +468,10 @@ export class ToolExecutor {
               consentRequestId: c.requestId,
             },
           };
+        }
+        case 'required': {
+          const text = `[ToolConsentRequired] ${name} needs a person's consent and no standing grant covers this call`;
+          return { outcome: base(call, args, 'consent_required', 'error', text) };
         }
       }
     }

@@ -77,4 +77,23 @@ describe('Mailbox', () => {
     await waiting;
     expect(started).toEqual(['r1']); // r3 stays queued (its run row stays `created`)
   });
+
+  it("a turn runs in the agent's order instead of the handler; dropped turns are told", async () => {
+    const { box, started, done } = harness();
+    const log: string[] = [];
+    const turn = (name: string) => ({
+      run: () => Promise.resolve(void log.push(`ran ${name}`)),
+      abandon: () => void log.push(`abandoned ${name}`),
+    });
+    box.enqueue('a', { runId: 'r1', priority: false, createdAt: 1 });
+    box.enqueue('a', { runId: 't1', priority: false, createdAt: 2, turn: turn('t1') });
+    box.enqueue('a', { runId: 'r2', priority: false, createdAt: 3 });
+    box.enqueue('a', { runId: 't2', priority: false, createdAt: 4, turn: turn('t2') });
+    expect(log).toEqual([]);
+    await done('r1');
+    expect(log).toEqual(['ran t1']);
+    expect(started).toEqual(['r1', 'r2']);
+    expect(box.dropAgent('a')).toEqual([]); // t2 is no run
+    expect(log).toEqual(['ran t1', 'abandoned t2']);
+  });
 });

@@ -313,6 +313,24 @@ describe('consent', () => {
   });
 });
 
+describe('consent for a direct run (grantsOnly: no one can be asked)', () => {
+  it('asks for grants only; none covering it is consent_required with no request, never run', async () => {
+    const h = new Harness(aSetup([{ type: 'requires_consent', tool_name: 'a' }]));
+    h.consent.answer = (req) =>
+      req.grantsOnly ? { kind: 'required' } : { kind: 'pending', requestId: 'req-1' };
+    const out = await h.executor.execute(
+      h.setup,
+      h.pass,
+      { toolCallId: 'call-d', name: 'a', arguments: {} },
+      { tenantId: 't', agentId: h.setup.agentId, runId: 'r', batchId: h.batchId, grantsOnly: true },
+    );
+    expect([out.kind, out.consentRequestId]).toEqual(['consent_required', undefined]);
+    expect(h.consent.requests[0].grantsOnly).toBe(true);
+    expect(h.invoker.calls).toHaveLength(0);
+    expect(h.store.claims.size).toBe(0);
+  });
+});
+
 describe('execution', () => {
   it('a tool_call_id executes at most once, even after a restart', async () => {
     const h = new Harness(aSetup());
