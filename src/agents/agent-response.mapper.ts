@@ -22,6 +22,8 @@ export function toBlockResponse(b: MemoryBlock): Record<string, unknown> {
     limit: b.limit,
     description: b.description,
     read_only: b.read_only,
+    metadata: b.metadata ?? {},
+    is_template: false,
   };
 }
 

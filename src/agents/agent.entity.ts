@@ -34,7 +34,7 @@ export class AgentEntity {
   @JsonColumn()
   tool_rules!: StoredToolRule[];
 
-  @JsonColumn()
+  /** Not a column: the agent's blocks in order (blocks + agent_blocks), filled and written by AgentsRepository. */
   blocks!: MemoryBlock[];
 
   @JsonColumn()

@@ -5,6 +5,9 @@ import { BuiltinToolHandlers } from '../tools/builtin-tool-handlers';
 import { ToolsService } from '../tools/tools.service';
 import { AgentFilesLoader } from './agent-files.loader';
 import { AgentEntity } from './agent.entity';
+import { BlocksController } from './blocks.controller';
+import { BlocksRepository } from './blocks.repository';
+import { BlocksService } from './blocks.service';
 import { AgentsController } from './agents.controller';
 import { AgentsRepository } from './agents.repository';
 import { AgentsService } from './agents.service';
@@ -15,8 +18,8 @@ import { TagsController } from './tags.controller';
 /** Needs ToolsModule (global) for tool look-ups; registers the core memory tools' handlers there. */
 @Module({
   imports: [TypeOrmModule.forFeature([AgentEntity]), ModelsModule],
-  controllers: [AgentsController, MemoryBlocksController, TagsController],
-  providers: [AgentsRepository, AgentsService, AgentFilesLoader],
+  controllers: [AgentsController, MemoryBlocksController, BlocksController, TagsController],
+  providers: [AgentsRepository, BlocksRepository, BlocksService, AgentsService, AgentFilesLoader],
   exports: [AgentsService],
 })
 export class AgentsModule implements OnModuleInit {

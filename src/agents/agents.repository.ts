@@ -5,8 +5,9 @@ import { EntityManager, Repository } from 'typeorm';
 import type { ListAgentsQuery } from '../core/agents/list-agents-query';
 import { Transactor } from '../database/transactor';
 import { AgentEntity, AgentTagEntity } from './agent.entity';
+import { BlocksRepository } from './blocks.repository';
 
-/** Agents and their tag index; every read is scoped to one tenant. */
+/** Agents with their tag index and memory blocks; every read is scoped to one tenant. */
 @Injectable()
 export class AgentsRepository {
   private readonly changeListeners: ((agentId: string) => void)[] = [];
@@ -14,10 +15,14 @@ export class AgentsRepository {
   constructor(
     @InjectRepository(AgentEntity) private readonly agents: Repository<AgentEntity>,
     private readonly tx: Transactor,
+    private readonly blocks: BlocksRepository,
   ) {}
 
-  findForTenant(tenantId: string, id: string): Promise<AgentEntity | null> {
-    return this.agents.findOne({ where: { tenant_id: tenantId, id } });
+  async findForTenant(tenantId: string, id: string): Promise<AgentEntity | null> {
+    return this.withBlocks(
+      this.agents.manager,
+      await this.agents.findOne({ where: { tenant_id: tenantId, id } }),
+    );
   }
 
   /** The tenant's distinct agent tags by name (Letta's `GET /v1/tags/`); `after` is relative to the order. */
@@ -53,11 +58,12 @@ export class AgentsRepository {
     return rows.filter((a) => a.tools.includes(toolName));
   }
 
-  findOldestByName(tenantId: string, name: string): Promise<AgentEntity | null> {
-    return this.agents.findOne({
+  async findOldestByName(tenantId: string, name: string): Promise<AgentEntity | null> {
+    const agent = await this.agents.findOne({
       where: { tenant_id: tenantId, name },
       order: { created_at: 'ASC', id: 'ASC' },
     });
+    return this.withBlocks(this.agents.manager, agent);
   }
 
   /** The newest created_at in a tenant (keeps creation order strict within one millisecond). */
@@ -70,19 +76,39 @@ export class AgentsRepository {
     return row?.created_at ?? null;
   }
 
-  /** Inserts or updates an agent and rewrites its tag rows, in one transaction. */
-  save(agent: AgentEntity): Promise<AgentEntity> {
+  /**
+   * Inserts or updates an agent and rewrites its tag rows and its blocks, in one transaction. Every
+   * agent that shares one of its blocks is told of the change too.
+   */
+  async save(
+    agent: AgentEntity,
+    opts: { keepUnlinkedBlocks?: boolean } = {},
+  ): Promise<AgentEntity> {
+    const touched: string[] = [];
     return this.notifying(
       agent.id,
       this.tx.run(async (em) => {
+        const { blocks } = agent;
         const saved = await em.save(AgentEntity, agent);
         await this.writeTags(em, agent);
+        touched.push(
+          ...(await this.blocks.writeAgentBlocks(
+            em,
+            agent.tenant_id,
+            agent.id,
+            blocks,
+            agent.updated_at,
+            opts.keepUnlinkedBlocks === true,
+          )),
+        );
+        saved.blocks = blocks;
         return saved;
       }),
+      touched,
     );
   }
 
-  /** Read-modify-write of one agent in a transaction (memory edits, rule toggles). */
+  /** Read-modify-write of one agent's row in a transaction (rule and tool toggles; not its blocks). */
   modify<T>(
     tenantId: string,
     id: string,
@@ -91,7 +117,10 @@ export class AgentsRepository {
     return this.notifying(
       id,
       this.tx.run(async (em) => {
-        const agent = await em.findOne(AgentEntity, { where: { tenant_id: tenantId, id } });
+        const agent = await this.withBlocks(
+          em,
+          await em.findOne(AgentEntity, { where: { tenant_id: tenantId, id } }),
+        );
         if (!agent) return null;
         const result = change(agent);
         await em.save(AgentEntity, agent);
@@ -119,6 +148,7 @@ export class AgentsRepository {
       this.tx.run(async (em) => {
         const r = await em.delete(AgentEntity, { tenant_id: tenantId, id });
         await em.delete(AgentTagEntity, { agent_id: id });
+        await this.blocks.unlinkAgent(em, id);
         return (r.affected ?? 0) > 0;
       }),
     );
@@ -129,12 +159,25 @@ export class AgentsRepository {
     this.changeListeners.push(fn);
   }
 
-  private async notifying<T>(agentId: string, write: Promise<T>): Promise<T> {
+  /** Tells the listeners of `agentId` and of every agent in `others` (filled while writing). */
+  private async notifying<T>(
+    agentId: string,
+    write: Promise<T>,
+    others: string[] = [],
+  ): Promise<T> {
     try {
       return await write;
     } finally {
-      for (const fn of this.changeListeners) fn(agentId);
+      for (const id of new Set([agentId, ...others])) for (const fn of this.changeListeners) fn(id);
     }
+  }
+
+  private async withBlocks(
+    em: EntityManager,
+    agent: AgentEntity | null,
+  ): Promise<AgentEntity | null> {
+    if (agent) agent.blocks = (await this.blocks.forAgents(em, [agent.id])).get(agent.id)!;
+    return agent;
   }
 
   /** One page of a tenant's agents, ordered by (created_at, id); cursors are agents already looked up. */
@@ -182,6 +225,11 @@ export class AgentsRepository {
       .addOrderBy('a.id', dir)
       .take(q.limit)
       .getMany();
+    const blocks = await this.blocks.forAgents(
+      this.agents.manager,
+      rows.map((a) => a.id),
+    );
+    for (const a of rows) a.blocks = blocks.get(a.id)!;
     return reverse ? rows.reverse() : rows;
   }
 

@@ -3,13 +3,12 @@ import { Inject, Injectable } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import stableStringify from 'json-stable-stringify';
 import { CLOCK } from '../common/clock';
-import { badRequest, notFound, validationFailed } from '../common/domain-error';
+import { badRequest, conflict, notFound, validationFailed } from '../common/domain-error';
 import { assertPrefixedId, ID_GENERATOR, isPrefixedId } from '../common/ids';
 import { AppConfig, DEFAULT_TENANT } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
 import type { AgentRecord, MemoryBlock } from '../core/agents/agent-record';
 import { parseListAgentsQuery } from '../core/agents/list-agents-query';
-import { applyBlockPatch } from '../core/agents/validate-block-patch';
 import { countProblem } from '../core/limits';
 import { NO_BUDGETS } from '../core/loop/budgets';
 import { nulBytePaths } from '../core/agents/nul-bytes';
@@ -28,6 +27,8 @@ import { AgentEntity } from './agent.entity';
 import { ModelProvidersService } from '../models/providers/model-providers.service';
 import { SecretsService, SecretView } from '../secrets/secrets.service';
 import { AgentsRepository } from './agents.repository';
+import { BlocksRepository } from './blocks.repository';
+import { BlocksService } from './blocks.service';
 import { isUniqueViolation } from '../database/unique-violation';
 
 /** Supplies `pending_approval` for an agent's responses (the processing module registers one). */
@@ -84,11 +85,14 @@ export class AgentsService {
     @Inject(ID_GENERATOR) private readonly ids: IdGenerator,
     private readonly models: ModelProvidersService,
     private readonly secrets: SecretsService,
+    private readonly blockStore: BlocksService,
+    blockRows: BlocksRepository,
   ) {
     // Agent records are cached only where this process is the database's only writer (SQLite, one
     // process): with several instances an update served by another one would not reach this cache.
     this.records = config.database.url ? null : new LRUCache({ max: 10_000 });
     agents.onChange((id) => this.forget(id));
+    blockRows.onChange((id) => this.forget(id));
   }
 
   private readonly records: LRUCache<string, AgentRecord> | null;
@@ -130,39 +134,24 @@ export class AgentsService {
     return this.editMemoryBlock(tenantId, agentId, label, () => newValue);
   }
 
-  /** Read-modify-write of one block in a transaction, so concurrent edits do not lose each other. */
+  /**
+   * An agent's edit of its block by label (the core memory tools). The block's row is edited in its
+   * own transaction, so concurrent edits (through any agent that shares it) do not lose each other.
+   */
   async editMemoryBlock(
     tenantId: string,
     agentId: string,
     label: string,
     edit: (current: string) => string,
   ): Promise<MemoryBlock> {
-    assertPrefixedId('agent', 'agent', agentId);
-    const now = this.clock.now();
-    const done = await this.agents.modify(tenantId, agentId, (agent) => {
-      const i = agent.blocks.findIndex((b) => b.label === label);
-      if (i < 0)
-        throw badRequest('BLOCK_NOT_FOUND', `no memory block labelled "${label}"`, {
-          label,
-          labels: agent.blocks.map((b) => b.label),
-        });
-      const block = agent.blocks[i];
-      if (block.read_only)
-        throw badRequest('BLOCK_READ_ONLY', `memory block "${label}" is read-only`, { label });
-      const value = edit(block.value);
-      if (value.length > block.limit)
-        throw badRequest(
-          'BLOCK_LIMIT_EXCEEDED',
-          `Edit failed: exceeds the ${block.limit} character limit of block "${label}" (requested ${value.length})`,
-          { label, limit: block.limit, length: value.length },
-        );
-      const next = { ...block, value };
-      agent.blocks = agent.blocks.map((b, j) => (j === i ? next : b));
-      agent.updated_at = now;
-      return next;
-    });
-    if (!done) throw notFound('agent', agentId);
-    return done.result;
+    const { blocks } = await this.load(tenantId, agentId);
+    const block = blocks.find((b) => b.label === label);
+    if (!block)
+      throw badRequest('BLOCK_NOT_FOUND', `no memory block labelled "${label}"`, {
+        label,
+        labels: blocks.map((b) => b.label),
+      });
+    return this.blockStore.editValue(tenantId, block.id, edit);
   }
 
   /** The agent's memory blocks (Letta's `core-memory/blocks`). */
@@ -176,26 +165,48 @@ export class AgentsService {
     return found;
   }
 
-  /** An owner's edit of one block over the API: value, limit, description, read_only. */
+  /** An owner's edit of one block over the API, by label (every agent sharing the block sees it). */
   async patchBlock(
     tenantId: string,
     agentId: string,
     label: string,
     body: unknown,
   ): Promise<MemoryBlock> {
-    assertPrefixedId('agent', 'agent', agentId);
-    const now = this.clock.now();
-    const done = await this.agents.modify(tenantId, agentId, (agent) => {
-      const i = agent.blocks.findIndex((b) => b.label === label);
-      if (i < 0) throw notFound('memory block', label);
-      const { block, problems } = applyBlockPatch(agent.blocks[i], body, this.config.limits);
-      if (!block) throw validationFailed(problems);
-      agent.blocks = agent.blocks.map((b, j) => (j === i ? block : b));
-      agent.updated_at = now;
-      return block;
-    });
-    if (!done) throw notFound('agent', agentId);
-    return done.result;
+    return this.blockStore.update(tenantId, (await this.block(tenantId, agentId, label)).id, body);
+  }
+
+  /** Letta's `agents.blocks.attach`: the tenant's block joins the agent's blocks (labels stay unique). */
+  async attachBlock(tenantId: string, agentId: string, blockId: string): Promise<AgentView> {
+    const agent = await this.load(tenantId, agentId);
+    const block = await this.blockStore.get(tenantId, blockId);
+    if (agent.blocks.some((b) => b.id === block.id)) return this.view(tenantId, agent);
+    if (agent.blocks.some((b) => b.label === block.label))
+      throw conflict(
+        'BLOCK_LABEL_TAKEN',
+        `the agent already has a block labelled "${block.label}"`,
+        {
+          label: block.label,
+        },
+      );
+    const tooMany = countProblem(
+      'blocks',
+      agent.blocks.length + 1,
+      'max_memory_blocks_per_agent',
+      this.config.limits,
+    );
+    if (tooMany) throw validationFailed([tooMany], 'agent is invalid');
+    agent.blocks = [...agent.blocks, block];
+    agent.updated_at = this.clock.now();
+    return this.view(tenantId, await this.agents.save(agent));
+  }
+
+  /** Letta's `agents.blocks.detach`: the block leaves the agent and stays (for other agents, or later). */
+  async detachBlock(tenantId: string, agentId: string, blockId: string): Promise<AgentView> {
+    const agent = await this.load(tenantId, agentId);
+    await this.blockStore.get(tenantId, blockId);
+    agent.blocks = agent.blocks.filter((b) => b.id !== blockId);
+    agent.updated_at = this.clock.now();
+    return this.view(tenantId, await this.agents.save(agent, { keepUnlinkedBlocks: true }));
   }
 
   /** False when the agent is gone: a run may end after its agent was deleted (it stops the run first). */

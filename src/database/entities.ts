@@ -1,5 +1,6 @@
 import { TenantSecretEntity } from '../secrets/tenant-secret.entity';
 import { AgentEntity, AgentTagEntity } from '../agents/agent.entity';
+import { AgentBlockEntity, BlockEntity } from '../agents/block.entity';
 import { ConversationEntity } from '../conversations/conversation.entity';
 import { ToolEntity } from '../tools/tool.entity';
 import { McpServerEntity } from '../mcp/mcp-server.entity';
@@ -19,6 +20,8 @@ export const ENTITIES: Function[] = [
   ToolEntity,
   AgentEntity,
   AgentTagEntity,
+  BlockEntity,
+  AgentBlockEntity,
   RunEntity,
   StepEntity,
   MessageEntity,

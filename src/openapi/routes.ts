@@ -36,6 +36,8 @@ const MCP_SERVER = {
 
 const AGENT_BODY =
   "Letta's CreateAgent fields we use: name, system, description, model or llm_config, tools/tool_ids, include_base_tools, tool_rules (Letta's and ours), memory_blocks, tags, metadata; plus tool_executor, budgets, max_steps, model_script. Unknown fields are ignored.";
+const BLOCK_UPDATE_BODY =
+  "Letta's BlockUpdate: value, label (free in every agent that has the block), limit, description, read_only, metadata";
 const MESSAGE_BODY =
   "Letta's LettaRequest: messages (role, content) or input; approvals ({type:'approval', tool_call_id, approve, reason, grant?}); max_steps, budgets, stream_tokens, include_pings, use_assistant_message.";
 
@@ -93,7 +95,43 @@ export const ROUTES: Record<string, RouteDoc> = {
   AgentsController_detach: { summary: 'Detach a tool', response: 'AgentState' },
   MemoryBlocksController_list: { summary: "List an agent's memory blocks", response: ['Block'] },
   MemoryBlocksController_get: { summary: 'Retrieve a memory block by label', response: 'Block' },
-  MemoryBlocksController_update: { summary: 'Update a memory block by label', response: 'Block' },
+  MemoryBlocksController_update: {
+    summary: 'Update a memory block by label (every agent sharing it sees the change)',
+    response: 'Block',
+    body: BLOCK_UPDATE_BODY,
+  },
+  MemoryBlocksController_attach: {
+    summary: "Attach one of the tenant's blocks (409 BLOCK_LABEL_TAKEN for a label the agent has)",
+    response: 'AgentState',
+  },
+  MemoryBlocksController_detach: {
+    summary: 'Detach a block (the block stays)',
+    response: 'AgentState',
+  },
+  BlocksController_create: {
+    summary: 'Create a standalone memory block',
+    response: 'Block',
+    body: "Letta's CreateBlock: label, value, limit (≤ limits.max_block_chars), description, read_only, metadata",
+  },
+  BlocksController_list: {
+    summary:
+      'List blocks (newest first; label, label_search, value_search, description_search, cursors after/before, limit, order)',
+    response: ['Block'],
+  },
+  BlocksController_get: { summary: 'Retrieve a block', response: 'Block' },
+  BlocksController_update: {
+    summary: 'Update a block (every agent it is attached to sees the change)',
+    response: 'Block',
+    body: BLOCK_UPDATE_BODY,
+  },
+  BlocksController_delete: {
+    summary: 'Delete a block (detached from every agent)',
+    response: { type: 'object', properties: { message: { type: 'string' } } },
+  },
+  BlocksController_agentsOf: {
+    summary: 'The agents a block is attached to',
+    response: ['AgentState'],
+  },
   MessagesController_send: {
     summary: 'Send messages and wait for the batch (or stream with streaming: true)',
     response: 'LettaResponse',

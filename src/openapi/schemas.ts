@@ -44,6 +44,8 @@ export const SCHEMAS: Record<string, Schema> = {
     limit: int,
     description: strOrNull,
     read_only: { type: 'boolean' },
+    metadata: { type: 'object' },
+    is_template: { type: 'boolean' },
   }),
   Tool: obj(['id', 'name', 'tool_type', 'json_schema'], {
     id: str,

@@ -68,6 +68,8 @@ describe('agents API (Letta SDK)', () => {
         limit: 100,
         description: null,
         read_only: false,
+        metadata: {},
+        is_template: false,
       },
     ]);
     expect(created.tools.map((x: { name: string }) => x.name)).toEqual([

@@ -20,6 +20,7 @@ export interface MemoryBlock {
   limit: number;
   description: string | null;
   read_only: boolean;
+  metadata: Record<string, unknown> | null;
 }
 
 /** Per-agent executor settings (agent field `tool_executor`); unset ones fall back to the config defaults. */

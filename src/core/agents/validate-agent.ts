@@ -7,9 +7,9 @@ import {
   AgentRecord,
   AgentToolExecutorSettings,
   BASE_TOOL_NAMES,
-  DEFAULT_BLOCK_LIMIT,
   MemoryBlock,
 } from './agent-record';
+import { parseNewBlock } from './validate-block';
 
 /** The editable part of an agent, after validation. `tool_executor` holds only the agent's overrides. */
 export type AgentDraft = Omit<
@@ -228,38 +228,17 @@ function validateBlocks(
   const out: MemoryBlock[] = [];
   input.forEach((b: unknown, i) => {
     const at = `memory_blocks[${i}]`;
-    if (!isObj(b)) return bad(at, 'must be an object');
-    const label = b.label;
-    const value = b.value ?? '';
-    const limit = b.limit ?? DEFAULT_BLOCK_LIMIT;
-    const description = b.description ?? null;
-    const read_only = b.read_only ?? false;
-    let ok = true;
-    const fail = (field: string, message: string) => {
-      ok = false;
-      bad(`${at}.${field}`, message);
-    };
-    if (typeof label !== 'string' || label.trim() === '')
-      fail('label', 'is required (a non-empty string)');
-    else if (labels.has(label)) fail('label', `duplicate label ${JSON.stringify(label)}`);
-    if (typeof value !== 'string') fail('value', 'must be a string');
-    const maxChars = ctx.limits.max_block_chars;
-    if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > maxChars)
-      fail('limit', `must be a whole number from 1 to ${maxChars} (limits.max_block_chars)`);
-    else if (typeof value === 'string' && value.length > limit)
-      fail('value', `is ${value.length} characters, over the block's limit of ${limit}`);
-    if (description !== null && typeof description !== 'string')
-      fail('description', 'must be a string');
-    if (typeof read_only !== 'boolean') fail('read_only', 'must be true or false');
-    if (!ok) return;
-    labels.add(label as string);
+    const block = parseNewBlock(b, at, ctx.limits, bad);
+    if (!block) return;
+    if (labels.has(block.label))
+      return bad(`${at}.label`, `duplicate label ${JSON.stringify(block.label)}`);
+    labels.add(block.label);
+    const same = current.find((c) => c.label === block.label);
+    // a block kept by label keeps its id (other agents may share it) and its metadata
     out.push({
-      id: current.find((c) => c.label === label)?.id ?? ctx.newBlockId(),
-      label: label as string,
-      value: value as string,
-      limit: limit as number,
-      description: description as string | null,
-      read_only: read_only as boolean,
+      ...block,
+      id: same?.id ?? ctx.newBlockId(),
+      metadata: block.metadata ?? same?.metadata ?? null,
     });
   });
   return out;

@@ -10,6 +10,7 @@ import { AgentLeases1764500000000 } from './1764500000000-AgentLeases';
 import { UniqueFileAgentNames1764500001000 } from './1764500001000-UniqueFileAgentNames';
 import { Webhooks1764700000000 } from './1764700000000-Webhooks';
 import { McpServers1764800000000 } from './1764800000000-McpServers';
+import { SharedBlocks1764900000000 } from './1764900000000-SharedBlocks';
 import { MessageContexts1764920000000 } from './1764920000000-MessageContexts';
 import { TenantSecrets1764200000000 } from './1764200000000-TenantSecrets';
 import { sealWebhookSecrets } from './1764930000000-SealWebhookSecrets';
@@ -31,6 +32,7 @@ export const migrations = (secretsKey: Buffer | null): Function[] => [
   AgentClientTools1764600001000,
   Webhooks1764700000000,
   McpServers1764800000000,
+  SharedBlocks1764900000000,
   MessageContexts1764920000000,
   sealWebhookSecrets(secretsKey),
 ];

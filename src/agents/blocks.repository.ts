@@ -1,0 +1,258 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource, EntityManager, In } from 'typeorm';
+import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
+import type { MemoryBlock } from '../core/agents/agent-record';
+import { containsPattern } from '../database/like-pattern';
+import { Transactor } from '../database/transactor';
+import { AgentBlockEntity, BlockEntity } from './block.entity';
+
+export interface BlockListQuery {
+  label: string | null;
+  /** Letta's `label_search` / `value_search` / `description_search`: case-insensitive parts. */
+  labelSearch: string | null;
+  valueSearch: string | null;
+  descriptionSearch: string | null;
+  limit: number;
+  order: 'asc' | 'desc';
+}
+
+export const toMemoryBlock = (b: BlockEntity): MemoryBlock => ({
+  id: b.id,
+  label: b.label,
+  value: b.value,
+  limit: b.limit,
+  description: b.description,
+  read_only: b.read_only,
+  metadata: b.metadata,
+});
+
+/**
+ * Memory blocks and their links to agents; every read is scoped to one tenant. Methods taking an
+ * EntityManager run inside the caller's transaction (AgentsRepository writes an agent with its blocks).
+ */
+@Injectable()
+export class BlocksRepository {
+  private readonly changeListeners: ((agentId: string) => void)[] = [];
+
+  constructor(
+    @InjectDataSource() private readonly ds: DataSource,
+    private readonly tx: Transactor,
+  ) {}
+
+  /** Each agent's blocks in its order. */
+  async forAgents(em: EntityManager, agentIds: string[]): Promise<Map<string, MemoryBlock[]>> {
+    const out = new Map<string, MemoryBlock[]>(agentIds.map((id) => [id, []]));
+    if (agentIds.length === 0) return out;
+    const links = await em.find(AgentBlockEntity, {
+      where: { agent_id: In(agentIds) },
+      order: { agent_id: 'ASC', position: 'ASC' },
+    });
+    const blocks = await this.byIds(em, [...new Set(links.map((l) => l.block_id))]);
+    for (const l of links) {
+      const b = blocks.get(l.block_id);
+      if (b) out.get(l.agent_id)!.push(toMemoryBlock(b));
+    }
+    return out;
+  }
+
+  /**
+   * Makes `blocks` the agent's blocks, in order: writes each block's row (a block shared with other
+   * agents changes for them too), relinks, and (unless `keepUnlinked`: a detach) deletes the blocks
+   * this left linked to no agent.
+   * Returns every agent whose blocks this may have changed.
+   */
+  async writeAgentBlocks(
+    em: EntityManager,
+    tenantId: string,
+    agentId: string,
+    blocks: MemoryBlock[],
+    now: number,
+    keepUnlinked: boolean,
+  ): Promise<string[]> {
+    const before = await em.find(AgentBlockEntity, { where: { agent_id: agentId } });
+    const existing = await this.byIds(
+      em,
+      blocks.map((b) => b.id),
+    );
+    for (const b of blocks) {
+      const row = existing.get(b.id);
+      if (row && sameBlock(row, b)) continue;
+      await em.save(BlockEntity, {
+        ...b,
+        metadata: b.metadata ?? null,
+        tenant_id: tenantId,
+        created_at: row?.created_at ?? now,
+        updated_at: now,
+      });
+    }
+    await em.delete(AgentBlockEntity, { agent_id: agentId });
+    if (blocks.length)
+      await em.insert(
+        AgentBlockEntity,
+        blocks.map((b, position) => ({
+          agent_id: agentId,
+          block_id: b.id,
+          tenant_id: tenantId,
+          position,
+        })),
+      );
+    const kept = new Set(blocks.map((b) => b.id));
+    if (!keepUnlinked)
+      await this.deleteUnlinked(
+        em,
+        before.map((l) => l.block_id).filter((id) => !kept.has(id)),
+      );
+    return this.agentsOf(em, [...kept]);
+  }
+
+  /** Unlinks the agent's blocks (the agent is deleted); blocks no other agent has are deleted. */
+  async unlinkAgent(em: EntityManager, agentId: string): Promise<void> {
+    const links = await em.find(AgentBlockEntity, { where: { agent_id: agentId } });
+    await em.delete(AgentBlockEntity, { agent_id: agentId });
+    await this.deleteUnlinked(
+      em,
+      links.map((l) => l.block_id),
+    );
+  }
+
+  find(tenantId: string, id: string): Promise<BlockEntity | null> {
+    return this.ds.getRepository(BlockEntity).findOneBy({ tenant_id: tenantId, id });
+  }
+
+  /** A page of the tenant's blocks by (created_at, id); `after`/`before` are blocks already looked up. */
+  async list(
+    tenantId: string,
+    q: BlockListQuery,
+    cursors: { after: BlockEntity | null; before: BlockEntity | null },
+  ): Promise<BlockEntity[]> {
+    const qb = this.ds
+      .getRepository(BlockEntity)
+      .createQueryBuilder('b')
+      .where('b.tenant_id = :tenantId', { tenantId });
+    if (q.label !== null) qb.andWhere('b.label = :label', { label: q.label });
+    const search = { label: q.labelSearch, value: q.valueSearch, description: q.descriptionSearch };
+    for (const [col, text] of Object.entries(search))
+      if (text !== null)
+        qb.andWhere(`LOWER(b.${col}) LIKE :${col}Like ESCAPE '\\'`, {
+          [`${col}Like`]: containsPattern(text),
+        });
+    const desc = q.order === 'desc';
+    const beyond = (c: BlockEntity, forward: boolean, key: string) => {
+      const op = forward === desc ? '<' : '>';
+      qb.andWhere(
+        `(b.created_at ${op} :${key}At OR (b.created_at = :${key}At AND b.id ${op} :${key}Id))`,
+        { [`${key}At`]: c.created_at, [`${key}Id`]: c.id },
+      );
+    };
+    if (cursors.after) beyond(cursors.after, true, 'after');
+    if (cursors.before) beyond(cursors.before, false, 'before');
+    const reverse = cursors.before !== null && cursors.after === null;
+    const dir = desc !== reverse ? 'DESC' : 'ASC';
+    const rows = await qb
+      .orderBy('b.created_at', dir)
+      .addOrderBy('b.id', dir)
+      .take(q.limit)
+      .getMany();
+    return reverse ? rows.reverse() : rows;
+  }
+
+  insert(block: BlockEntity): Promise<unknown> {
+    return this.ds.getRepository(BlockEntity).insert(block as QueryDeepPartialEntity<BlockEntity>);
+  }
+
+  /** Each of these agents' blocks, outside any transaction. */
+  blocksOfAgents(agentIds: string[]): Promise<Map<string, MemoryBlock[]>> {
+    return this.forAgents(this.ds.manager, agentIds);
+  }
+
+  /**
+   * Read-modify-write of one block in a transaction (the row locked on PostgreSQL, so concurrent edits
+   * through different agents do not lose each other). `change` returns the changed fields or throws.
+   * Null when the block is not the tenant's.
+   */
+  async modify(
+    tenantId: string,
+    id: string,
+    change: (current: BlockEntity) => Partial<BlockEntity>,
+  ): Promise<BlockEntity | null> {
+    const done = await this.tx.run(async (em) => {
+      const qb = em
+        .getRepository(BlockEntity)
+        .createQueryBuilder('b')
+        .where('b.id = :id AND b.tenant_id = :tenantId', { id, tenantId });
+      if (em.connection.options.type === 'postgres') qb.setLock('pessimistic_write');
+      const current = await qb.getOne();
+      if (!current) return null;
+      const block = Object.assign(current, change(current));
+      await em.save(BlockEntity, block);
+      return { block, agentIds: await this.agentsOf(em, [id]) };
+    });
+    if (done) this.notify(done.agentIds);
+    return done?.block ?? null;
+  }
+
+  /** Deletes the block and its links; false when it is not the tenant's. */
+  async remove(tenantId: string, id: string): Promise<boolean> {
+    const agents = await this.tx.run(async (em) => {
+      const r = await em.delete(BlockEntity, { tenant_id: tenantId, id });
+      if (!r.affected) return null;
+      const linked = await this.agentsOf(em, [id]);
+      await em.delete(AgentBlockEntity, { block_id: id });
+      return linked;
+    });
+    if (agents) this.notify(agents);
+    return agents !== null;
+  }
+
+  /** Calls `fn` for every agent whose blocks a write here changed (the agents' record cache listens). */
+  onChange(fn: (agentId: string) => void): void {
+    this.changeListeners.push(fn);
+  }
+
+  private notify(agentIds: string[]): void {
+    for (const id of agentIds) for (const fn of this.changeListeners) fn(id);
+  }
+
+  /** The agents a block is linked to. */
+  agentsOfBlock(tenantId: string, id: string): Promise<string[]> {
+    return this.ds
+      .getRepository(AgentBlockEntity)
+      .find({ where: { tenant_id: tenantId, block_id: id }, order: { agent_id: 'ASC' } })
+      .then((links) => links.map((l) => l.agent_id));
+  }
+
+  private async agentsOf(em: EntityManager, blockIds: string[]): Promise<string[]> {
+    if (blockIds.length === 0) return [];
+    const links = await em.find(AgentBlockEntity, { where: { block_id: In(blockIds) } });
+    return [...new Set(links.map((l) => l.agent_id))];
+  }
+
+  private async byIds(em: EntityManager, ids: string[]): Promise<Map<string, BlockEntity>> {
+    if (ids.length === 0) return new Map();
+    const rows = await em.find(BlockEntity, { where: { id: In(ids) } });
+    return new Map(rows.map((b) => [b.id, b]));
+  }
+
+  private async deleteUnlinked(em: EntityManager, blockIds: string[]): Promise<void> {
+    if (blockIds.length === 0) return;
+    const stillLinked = new Set(
+      (await em.find(AgentBlockEntity, { where: { block_id: In(blockIds) } })).map(
+        (l) => l.block_id,
+      ),
+    );
+    const orphans = blockIds.filter((id) => !stillLinked.has(id));
+    if (orphans.length) await em.delete(BlockEntity, { id: In(orphans) });
+  }
+}
+
+function sameBlock(row: BlockEntity, b: MemoryBlock): boolean {
+  return (
+    row.label === b.label &&
+    row.value === b.value &&
+    row.limit === b.limit &&
+    row.description === b.description &&
+    row.read_only === b.read_only &&
+    JSON.stringify(row.metadata ?? null) === JSON.stringify(b.metadata ?? null)
+  );
+}

@@ -1,0 +1,116 @@
+import type { ValidationProblem } from '../rules/validate-tool-rules';
+import type { InputLimits } from '../limits';
+import { DEFAULT_BLOCK_LIMIT, type MemoryBlock } from './agent-record';
+
+/** A block label's length bound (the column's size). */
+export const BLOCK_LABEL_MAX = 200;
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+const limitMessage = (max: number) =>
+  `must be a whole number from 1 to ${max} (limits.max_block_chars)`;
+
+/**
+ * One new block (Letta's CreateBlock: label, value, limit, description, read_only, metadata), at `at`
+ * (`memory_blocks[0]`, or '' for `POST /v1/blocks/`). Null with the problems reported through `bad`.
+ */
+export function parseNewBlock(
+  b: unknown,
+  at: string,
+  limits: Pick<InputLimits, 'max_block_chars'>,
+  bad: (path: string, message: string) => void,
+): Omit<MemoryBlock, 'id'> | null {
+  const path = (field: string) => (at ? `${at}.${field}` : field);
+  if (!isObj(b)) {
+    bad(at || '$', 'must be an object');
+    return null;
+  }
+  const label = b.label;
+  const value = b.value ?? '';
+  const limit = b.limit ?? DEFAULT_BLOCK_LIMIT;
+  const description = b.description ?? null;
+  const read_only = b.read_only ?? false;
+  const metadata = b.metadata ?? null;
+  let ok = true;
+  const fail = (field: string, message: string) => {
+    ok = false;
+    bad(path(field), message);
+  };
+  if (typeof label !== 'string' || label.trim() === '' || label.length > BLOCK_LABEL_MAX)
+    fail('label', `is required (a non-empty string of at most ${BLOCK_LABEL_MAX} characters)`);
+  if (typeof value !== 'string') fail('value', 'must be a string');
+  const max = limits.max_block_chars;
+  if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > max)
+    fail('limit', limitMessage(max));
+  else if (typeof value === 'string' && value.length > limit)
+    fail('value', `is ${value.length} characters, over the block's limit of ${limit}`);
+  if (description !== null && typeof description !== 'string')
+    fail('description', 'must be a string');
+  if (typeof read_only !== 'boolean') fail('read_only', 'must be true or false');
+  if (metadata !== null && !isObj(metadata)) fail('metadata', 'must be an object or null');
+  if (!ok) return null;
+  return {
+    label: label as string,
+    value: value as string,
+    limit: limit as number,
+    description: description as string | null,
+    read_only: read_only as boolean,
+    metadata: metadata as Obj | null,
+  };
+}
+
+/**
+ * Validates a PATCH of one memory block over the API (Letta's BlockUpdate: `value`, `limit`, `label`,
+ * `description`, `read_only`, `metadata`). The API is the owner's hand, so read_only (which binds the
+ * agent's own memory tools) does not stop it; the limit still holds.
+ */
+export function applyBlockPatch(
+  current: MemoryBlock,
+  body: unknown,
+  limits: Pick<InputLimits, 'max_block_chars'>,
+): { block: MemoryBlock | null; problems: ValidationProblem[] } {
+  const problems: ValidationProblem[] = [];
+  if (!isObj(body)) return { block: null, problems: [{ path: '$', message: 'must be an object' }] };
+  const b = body;
+  const next: MemoryBlock = { ...current };
+  if (b.value !== undefined && b.value !== null) {
+    if (typeof b.value === 'string') next.value = b.value;
+    else problems.push({ path: 'value', message: 'must be a string' });
+  }
+  if (b.label !== undefined && b.label !== null) {
+    if (typeof b.label === 'string' && b.label.trim() !== '' && b.label.length <= BLOCK_LABEL_MAX)
+      next.label = b.label;
+    else
+      problems.push({
+        path: 'label',
+        message: `must be a non-empty string of at most ${BLOCK_LABEL_MAX} characters`,
+      });
+  }
+  if (b.limit !== undefined && b.limit !== null) {
+    const max = limits.max_block_chars;
+    if (typeof b.limit === 'number' && Number.isInteger(b.limit) && b.limit > 0 && b.limit <= max)
+      next.limit = b.limit;
+    else problems.push({ path: 'limit', message: limitMessage(max) });
+  }
+  if (b.description !== undefined) {
+    if (b.description === null || typeof b.description === 'string')
+      next.description = b.description;
+    else problems.push({ path: 'description', message: 'must be a string or null' });
+  }
+  if (b.read_only !== undefined && b.read_only !== null) {
+    if (typeof b.read_only === 'boolean') next.read_only = b.read_only;
+    else problems.push({ path: 'read_only', message: 'must be true or false' });
+  }
+  if (b.metadata !== undefined) {
+    if (b.metadata === null || isObj(b.metadata)) next.metadata = b.metadata;
+    else problems.push({ path: 'metadata', message: 'must be an object or null' });
+  }
+  if (problems.length === 0 && next.value.length > next.limit) {
+    problems.push({
+      path: 'value',
+      message: `is ${next.value.length} characters, over the block's limit of ${next.limit}`,
+    });
+  }
+  return problems.length ? { block: null, problems } : { block: next, problems };
+}
