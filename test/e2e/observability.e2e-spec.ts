@@ -1,5 +1,4 @@
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
@@ -7,6 +6,7 @@ import { DataSource } from 'typeorm';
 import { TracingService } from '../../src/observability/tracing.service';
 import { startApp, TestApp } from '../support/app-harness';
 import { api, createAgent, say } from '../support/processing-fixtures';
+import { spawnServer } from '../support/server-process';
 
 /** A scripted agent: one refused call (a rule), one that runs, then the answer. */
 const agentWithRules = {
@@ -148,30 +148,20 @@ describe('observability: the log of a real server process', () => {
   it('says what it runs on, logs each request, and explains a failed run without leaking its key', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'agent-server-logs-'));
     writeFileSync(path.join(dir, 'local.yaml'), 'models:\n  openai:\n    max_retries: 0\n');
-    const root = path.join(__dirname, '..', '..');
-    const child = spawn(
-      process.execPath,
-      ['-r', 'ts-node/register/transpile-only', 'src/main.ts'],
-      {
-        cwd: root,
-        env: {
-          PATH: process.env.PATH ?? '',
-          PORT: '0',
-          CONFIG_FILE: path.join(dir, 'local.yaml'),
-          SQLITE_PATH: path.join(dir, 'db.sqlite'),
-          AGENTS_DIR: path.join(dir, 'agents'),
-          TOOLS_DIR: path.join(dir, 'tools'),
-          LOG_FORMAT: 'json',
-          OPENAI_API_KEY: 'sk-operator-secret-123',
-          OPENAI_BASE_URL: 'http://127.0.0.1:1/v1', // nothing listens there: the model call fails
-        },
-        stdio: ['ignore', 'pipe', 'pipe'],
+    const server = spawnServer({
+      env: {
+        CONFIG_FILE: path.join(dir, 'local.yaml'),
+        SQLITE_PATH: path.join(dir, 'db.sqlite'),
+        AGENTS_DIR: path.join(dir, 'agents'),
+        TOOLS_DIR: path.join(dir, 'tools'),
+        LOG_FORMAT: 'json',
+        OPENAI_API_KEY: 'sk-operator-secret-123',
+        OPENAI_BASE_URL: 'http://127.0.0.1:1/v1', // nothing listens there: the model call fails
       },
-    );
-    let out = '';
-    child.stdout.on('data', (b: Buffer) => (out += b.toString()));
+    });
+    const out = () => server.stdout();
     const lines = () =>
-      out
+      out()
         .split('\n')
         .filter((l) => l.startsWith('{'))
         .map((l) => JSON.parse(l) as Record<string, unknown>);
@@ -179,10 +169,10 @@ describe('observability: the log of a real server process', () => {
       for (let i = 0; i < 600; i++) {
         const hit = lines().find(pred);
         if (hit) return hit;
-        if (child.exitCode !== null) throw new Error(`server exited: ${out}`);
+        if (!server.alive()) throw new Error(`server exited: ${server.output()}`);
         await new Promise((r) => setTimeout(r, 50));
       }
-      throw new Error(`no such log line in: ${out}`);
+      throw new Error(`no such log line in: ${out()}`);
     };
     try {
       const boot = await waitFor((l) => String(l.msg).startsWith('listening on '));
@@ -221,11 +211,10 @@ describe('observability: the log of a real server process', () => {
         status: 200,
         tenant: 'default',
       });
-      expect(out).not.toContain('sk-operator-secret-123');
-      expect(out).not.toContain('Mapped {'); // route chatter is debug
+      expect(server.output()).not.toContain('sk-operator-secret-123');
+      expect(out()).not.toContain('Mapped {'); // route chatter is debug
     } finally {
-      child.kill('SIGTERM');
-      await new Promise((r) => child.once('exit', r));
+      await server.kill('SIGTERM');
       rmSync(dir, { recursive: true, force: true });
     }
   }, 180_000); // a real server process under ts-node: slow to boot on a loaded machine

@@ -1,5 +1,4 @@
 /* eslint-disable @typescript-eslint/no-explicit-any */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
@@ -16,6 +15,7 @@ import {
   startToolServer,
   ToolServer,
 } from '../support/processing-fixtures';
+import { spawnServer } from '../support/server-process';
 
 /** Crash and restart: nothing lost, nothing run twice. */
 describe('processing: restart recovery', () => {
@@ -175,41 +175,20 @@ describe('processing: restart recovery', () => {
 
   it('SIGTERM: the server stops and exits 0', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'agent-server-sigterm-'));
-    const root = path.join(__dirname, '..', '..');
-    const child = spawn(
-      process.execPath,
-      ['-r', 'ts-node/register/transpile-only', 'src/main.ts'],
-      {
-        cwd: root,
-        env: {
-          PATH: process.env.PATH ?? '',
-          PORT: '0',
-          SQLITE_PATH: path.join(dir, 'db.sqlite'),
-          AGENTS_DIR: path.join(dir, 'agents'),
-          TOOLS_DIR: path.join(dir, 'tools'),
-          LOG_LEVEL: 'info',
-        },
-        stdio: ['ignore', 'pipe', 'pipe'],
+    const server = spawnServer({
+      env: {
+        SQLITE_PATH: path.join(dir, 'db.sqlite'),
+        AGENTS_DIR: path.join(dir, 'agents'),
+        TOOLS_DIR: path.join(dir, 'tools'),
+        LOG_LEVEL: 'info',
       },
-    );
+    });
     try {
-      const url = await new Promise<string>((resolve, reject) => {
-        let out = '';
-        child.stdout.on('data', (b: Buffer) => {
-          out += b.toString();
-          // eslint-disable-next-line no-control-regex
-          const m = /listening on (http:\/\/[^\s\x1b]+)/.exec(out);
-          if (m) resolve(m[1].replace('[::1]', '127.0.0.1'));
-        });
-        child.once('exit', (code) => reject(new Error(`exited early: ${code}`)));
-      });
-      const health = await fetch(`${url}/v1/health`);
+      const health = await fetch(`${await server.listening}/v1/health`);
       expect(health.status).toBe(200);
-      const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-      child.kill('SIGTERM');
-      expect(await exited).toBe(0);
+      expect(await server.kill('SIGTERM')).toBe(0);
     } finally {
-      if (child.exitCode === null) child.kill('SIGKILL');
+      await server.kill();
       rmSync(dir, { recursive: true, force: true });
     }
   }, 60000);

@@ -1,30 +1,30 @@
-import { spawn } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { startApp } from '../support/app-harness';
-
-const root = path.join(__dirname, '..', '..');
+import { spawnServer } from '../support/server-process';
 
 /** Boots the server in its own process on this SQLite file; resolves with its exit code and stderr. */
-function bootSecondProcess(
+async function bootSecondProcess(
   sqlitePath: string,
   dir: string,
 ): Promise<{ code: number | null; err: string }> {
-  const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', 'src/main.ts'], {
-    cwd: root,
+  const server = spawnServer({
     env: {
-      PATH: process.env.PATH ?? '',
-      PORT: '0',
       SQLITE_PATH: sqlitePath,
       AGENTS_DIR: path.join(dir, 'agents'),
       TOOLS_DIR: path.join(dir, 'tools'),
       LOG_LEVEL: 'error',
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
   });
-  let err = '';
-  child.stderr.on('data', (b: Buffer) => (err += b.toString()));
-  return new Promise((resolve) => child.once('exit', (code) => resolve({ code, err })));
+  try {
+    // it is expected to refuse to start; should it listen, the test fails and the finally stops it
+    return {
+      code: await Promise.race([server.exited, server.listening.then(() => -1)]),
+      err: server.stderr(),
+    };
+  } finally {
+    await server.kill();
+  }
 }
 
 /** SQLite serves one process: a second server on the same file refuses to start instead of corrupting it. */

@@ -3,14 +3,13 @@
  * `npm run bench:cluster`. Each instance is `node src/main.ts` (ts-node), or the compiled
  * `dist/src/main.js` when CLUSTER_USE_DIST=1 (after `npm run build`: boots faster).
  */
-import { ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
+import { FROM_SOURCE, ROOT, spawnServer } from './server-process';
 
-const ROOT = path.join(__dirname, '..', '..');
 const ADMIN_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
 /** Null when PostgreSQL answers; else why the cluster suite cannot run. */
@@ -71,46 +70,28 @@ export async function startInstance(o: InstanceOptions): Promise<Instance> {
   const configFile = path.join(dir, 'config.json');
   writeFileSync(configFile, JSON.stringify(o.config ?? {}));
   const useDist = process.env.CLUSTER_USE_DIST === '1';
-  const args = useDist
-    ? [path.join(ROOT, 'dist', 'src', 'main.js')]
-    : ['-r', 'ts-node/register/transpile-only', 'src/main.ts'];
-  const child: ChildProcessWithoutNullStreams = spawn(process.execPath, args, {
-    cwd: ROOT,
+  const server = spawnServer({
+    args: useDist ? [path.join(ROOT, 'dist', 'src', 'main.js')] : FROM_SOURCE,
     env: {
-      PATH: process.env.PATH ?? '',
-      PORT: '0',
       DATABASE_URL: o.databaseUrl,
       INSTANCE_ID: o.id,
       CONFIG_FILE: configFile,
       AGENTS_DIR: path.join(dir, 'agents'),
       TOOLS_DIR: path.join(dir, 'tools'),
       LOG_LEVEL: 'info',
-      NO_COLOR: '1',
       ...o.env,
     },
   });
-  let out = '';
-  child.stdout.on('data', (b: Buffer) => (out += b.toString()));
-  child.stderr.on('data', (b: Buffer) => (out += b.toString()));
-  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-  const url = await new Promise<string>((resolve, reject) => {
-    const onData = () => {
-      // eslint-disable-next-line no-control-regex
-      const m = /listening on (http:\/\/[^\s\x1b]+)/.exec(out);
-      if (m) resolve(m[1].replace('[::1]', '127.0.0.1'));
-    };
-    child.stdout.on('data', onData);
-    void exited.then((code) =>
-      reject(new Error(`${o.id} exited (${code}) before listening:\n${out.slice(-3000)}`)),
-    );
+  const url = await server.listening.catch((e: Error) => {
+    rmSync(dir, { recursive: true, force: true });
+    throw new Error(`${o.id}: ${e.message}`);
   });
   return {
     id: o.id,
     url,
-    output: () => out,
+    output: () => server.output(),
     async kill(signal) {
-      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-      const code = await exited;
+      const code = await server.kill(signal);
       rmSync(dir, { recursive: true, force: true });
       return code;
     },

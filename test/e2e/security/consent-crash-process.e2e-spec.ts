@@ -1,39 +1,21 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- response bodies are free-form JSON that tests inspect */
-import { ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { NOT_STARTED, OUTCOME_UNKNOWN } from '../../../src/processing/run-recovery';
 import { startToolServer, ToolServer } from '../../support/processing-fixtures';
+import { startServer } from '../../support/server-process';
 
 /** The real server in its own process, on a SQLite file in `dir`. */
-async function startServer(
-  dir: string,
-): Promise<{ url: string; child: ChildProcessWithoutNullStreams }> {
-  const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', 'src/main.ts'], {
-    cwd: path.join(__dirname, '..', '..', '..'),
+const startIn = (dir: string) =>
+  startServer({
     env: {
-      PATH: process.env.PATH ?? '',
-      PORT: '0',
       SQLITE_PATH: path.join(dir, 'db.sqlite'),
       AGENTS_DIR: path.join(dir, 'agents'),
       TOOLS_DIR: path.join(dir, 'tools'),
       LOG_LEVEL: 'info',
     },
   });
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    child.stdout.on('data', (b: Buffer) => {
-      out += b.toString();
-      // eslint-disable-next-line no-control-regex
-      const m = /listening on (http:\/\/[^\s\x1b"]+)/.exec(out);
-      if (m) resolve(m[1].replace('[::1]', '127.0.0.1'));
-    });
-    child.stderr.on('data', (b: Buffer) => (out += b.toString()));
-    child.once('exit', (code) => reject(new Error(`exited early (${code}): ${out}`)));
-  });
-  return { url, child };
-}
 
 async function call(url: string, method: string, p: string, body?: unknown): Promise<any> {
   const res = await fetch(url + p, {
@@ -59,7 +41,7 @@ describe('security: approve, then the server process is killed', () => {
 
   it('SIGKILL right after the approval: after the restart the call ran exactly once or is "outcome unknown", never twice, never re-asked', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'agent-server-kill-'));
-    let server = await startServer(dir);
+    let server = await startIn(dir);
     try {
       await call(server.url, 'POST', '/v1/tools/', {
         name: 'pay',
@@ -87,7 +69,6 @@ describe('security: approve, then the server process is killed', () => {
       });
       expect(parked.body.stop_reason.stop_reason).toBe('requires_approval');
       const [request] = (await call(server.url, 'GET', '/v1/consent/requests')).body;
-      const exited = new Promise((r) => server.child.once('exit', r));
       const decided = await call(
         server.url,
         'POST',
@@ -96,12 +77,11 @@ describe('security: approve, then the server process is killed', () => {
           decision: 'approve_once',
         },
       );
-      server.child.kill('SIGKILL');
-      await exited;
+      await server.kill('SIGKILL');
       expect(decided.status).toBe(200);
       const ranBeforeKill = tools.calls.length;
 
-      server = await startServer(dir);
+      server = await startIn(dir);
       let runs: any[] = [];
       for (;;) {
         runs = (await call(server.url, 'GET', `/v1/runs/?agent_id=${agent.id}&order=asc`)).body;
@@ -132,7 +112,7 @@ describe('security: approve, then the server process is killed', () => {
         expect(runs.at(-1)).toMatchObject({ status: 'completed', stop_reason: 'end_turn' });
       }
     } finally {
-      if (server.child.exitCode === null) server.child.kill('SIGKILL');
+      await server.kill();
       rmSync(dir, { recursive: true, force: true });
     }
   }, 90_000);
