@@ -1,4 +1,5 @@
 import { DynamicModule, Module } from '@nestjs/common';
+import { AgentFileModule } from './agentfile/agent-file.module';
 import { APP_FILTER } from '@nestjs/core';
 import { AgentsModule } from './agents/agents.module';
 import { AuthModule } from './auth/auth.module';
@@ -43,6 +44,7 @@ export class AppModule {
         RulesModule,
         ProcessingModule,
         ConversationsModule,
+        AgentFileModule,
         WebhooksModule,
         ObservabilityModule,
       ],

@@ -6,7 +6,7 @@ import type { AgentView } from './agents.service';
 const iso = (ms: number) => new Date(ms).toISOString();
 
 /** Never let anything key-like out, whatever got stored. */
-function safeLlmConfig(c: LlmConfig): LlmConfig {
+export function safeLlmConfig(c: LlmConfig): LlmConfig {
   const out: LlmConfig = { ...c };
   for (const k of Object.keys(out)) if (/key|secret|password|access_token/i.test(k)) delete out[k];
   return out;

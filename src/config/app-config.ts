@@ -49,6 +49,8 @@ export interface AppConfig {
     max_response_bytes: number;
   };
   webhooks: WebhookSettings;
+  /** Letta's agent files (`.af`): the largest upload and the most messages one carries either way. */
+  agent_files: { max_bytes: number; max_messages: number };
   rate_limit: { requests_per_second: number; burst: number };
   websocket: {
     max_connections_per_key: number;
@@ -494,6 +496,10 @@ function validate(
       claim_seconds: int('webhooks.claim_seconds', 1, 3600),
       retention_days: int('webhooks.retention_days', 1, 3650),
       public_url: publicUrl(str('webhooks.public_url', true)),
+    },
+    agent_files: {
+      max_bytes: int('agent_files.max_bytes', 1024, 1_000_000_000),
+      max_messages: int('agent_files.max_messages', 0, 100_000),
     },
     rate_limit: {
       requests_per_second: int('rate_limit.requests_per_second', 0),

@@ -10,5 +10,6 @@ import { ConversationsService } from './conversations.service';
   imports: [AgentsModule, ProcessingModule],
   controllers: [ConversationsController],
   providers: [ConversationsRepository, ConversationsService],
+  exports: [ConversationsService],
 })
 export class ConversationsModule {}

@@ -153,6 +153,20 @@ export const ROUTES: Record<string, RouteDoc> = {
       "Cancel an agent's queued, running or parked runs (409 ALREADY_RESOLVED when a decision on the parked batch came first)",
     response: { type: 'object', additionalProperties: { type: 'string' } },
   },
+  AgentFileController_export: {
+    summary:
+      "Export an agent as Letta's agent file (.af v2): blocks, tools (no secret values), rules, newest messages",
+    response: { type: 'object', required: ['agents', 'tools', 'blocks'] },
+  },
+  AgentFileController_import: {
+    summary:
+      "Import an agent file (multipart field `file`; name, model, strip_messages, secrets) into the caller's tenant",
+    response: {
+      type: 'object',
+      required: ['agent_ids'],
+      properties: { agent_ids: { type: 'array', items: { type: 'string' } } },
+    },
+  },
   MessageContextController_reset: {
     summary:
       "Put the agent's history out of context (it stays stored); 409 AGENT_BUSY while a batch is open",

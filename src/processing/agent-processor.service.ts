@@ -33,6 +33,7 @@ import type { MessageEntity, MessageType } from './entities/message.entity';
 import type { ClientToolSpec, ParkedCall, RunEntity, RunUsage } from './entities/run.entity';
 import type { StepEntity } from './entities/step.entity';
 import { EMPTY_USAGE, sendMessageForm, toLettaMessage } from './message.mapper';
+import { parseArgs, sendMessageText } from '../core/loop/tool-arguments';
 import {
   MessageContext,
   NewMessage,
@@ -503,14 +504,10 @@ export class AgentProcessor {
           stepId,
         ),
       );
-      if (c.name === 'send_message') {
-        // Letta clients read the agent's words from assistant_message
-        const args = parseArgs(c.argumentsText);
-        const text = typeof args === 'object' ? args.message : undefined;
-        if (typeof text === 'string') {
-          out.push(this.msg(ctx, 'assistant_message', { content: text, _derived: true }, stepId));
-        }
-      }
+      // Letta clients read the agent's words from assistant_message
+      const text = sendMessageText(c.name, c.argumentsText);
+      if (text !== undefined)
+        out.push(this.msg(ctx, 'assistant_message', { content: text, _derived: true }, stepId));
     }
     return out;
   }
@@ -738,17 +735,4 @@ function stopForAbort(ctx: RunContext): RunStop {
 
 function throwIfAborted(ctx: RunContext): void {
   if (ctx.controller.signal.aborted) throw stopForAbort(ctx);
-}
-
-/** The parsed arguments object, or the raw text when it is not a JSON object (the executor refuses it). */
-function parseArgs(text: string): Record<string, unknown> | string {
-  if (text.trim() === '') return {};
-  try {
-    const v: unknown = JSON.parse(text);
-    return typeof v === 'object' && v !== null && !Array.isArray(v)
-      ? (v as Record<string, unknown>)
-      : text;
-  } catch {
-    return text;
-  }
 }

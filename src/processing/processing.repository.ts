@@ -387,11 +387,12 @@ export class ProcessingRepository {
     return window;
   }
 
-  /** The conversation's messages from `fromSeq` on, oldest first (at most the newest HISTORY_CAP). */
+  /** The conversation's messages from `fromSeq` on, oldest first (at most the newest `limit`). */
   async inContextMessages(
     agentId: string,
     conversationId: string | null,
     fromSeq: number,
+    limit = HISTORY_CAP,
   ): Promise<MessageEntity[]> {
     const rows = await this.ds.getRepository(MessageEntity).find({
       where: {
@@ -400,7 +401,7 @@ export class ProcessingRepository {
         ...(fromSeq > 0 ? { seq_id: MoreThanOrEqual(fromSeq) } : {}),
       },
       order: { seq_id: 'DESC' },
-      take: HISTORY_CAP,
+      take: limit,
     });
     return rows.reverse();
   }

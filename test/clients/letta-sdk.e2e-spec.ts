@@ -1,5 +1,5 @@
 /* eslint-disable @typescript-eslint/no-explicit-any */
-import Letta from '@letta-ai/letta-client';
+import Letta, { toFile } from '@letta-ai/letta-client';
 import type { TestApp } from '../support/app-harness';
 import type { FakeModelServer } from '../support/fake-model-server';
 import { createAgent, LoopEnv, startLoopEnv } from '../support/processing-fixtures';
@@ -156,6 +156,24 @@ describe('clients: the Letta SDK walk', () => {
       add_default_initial_messages: false,
     });
     expect(reset).toMatchObject({ id: agentId, tools: [] });
+  });
+
+  it('agents: exportFile and importFile (.af)', async () => {
+    const agentId = await createAgent(t, fake, {
+      include_base_tools: false,
+      memory_blocks: [{ label: 'persona', value: 'exported' }],
+    });
+    const file = (await client.agents.exportFile(agentId)) as unknown as Record<string, any>;
+    expect(file.agents[0]).toMatchObject({ id: 'agent-0', block_ids: ['block-0'] });
+    const imported: Letta.Agents.AgentImportFileResponse = await client.agents.importFile({
+      file: await toFile(Buffer.from(JSON.stringify(file)), 'agent.af'),
+      name: 'imported-by-sdk',
+    });
+    expect(imported.agent_ids).toHaveLength(1);
+    expect(await client.agents.retrieve(imported.agent_ids[0])).toMatchObject({
+      name: 'imported-by-sdk',
+      memory: { blocks: [expect.objectContaining({ label: 'persona', value: 'exported' })] },
+    });
   });
 
   it('runs, steps, messages, tags', async () => {

@@ -1,0 +1,249 @@
+/* eslint-disable @typescript-eslint/no-explicit-any */
+import type { TestApp } from '../support/app-harness';
+import type { FakeModelServer } from '../support/fake-model-server';
+import { api, LoopEnv, say, startLoopEnv, ToolServer } from '../support/processing-fixtures';
+
+const A = { authorization: 'Bearer key-a' };
+const B = { authorization: 'Bearer key-b' };
+
+/** Letta's agent file (.af): export, import into the caller's tenant, the same behaviour after. */
+describe('agent files (.af): export and import', () => {
+  let env: LoopEnv;
+  let t: TestApp;
+  let fake: FakeModelServer;
+  let tools: ToolServer;
+
+  beforeAll(async () => {
+    env = await startLoopEnv([], {
+      overrides: {
+        auth: {
+          api_keys: [
+            { key: 'key-a', tenant: 'tenant-a' },
+            { key: 'key-b', tenant: 'tenant-b' },
+          ],
+        },
+        agent_files: { max_bytes: 200_000, max_messages: 50 },
+      },
+    });
+    ({ t, fake, tools } = env);
+    for (const h of [A, B])
+      expect(
+        (await api(t, 'PUT', '/v1/secrets/LOOKUP_KEY', { value: `key-of-${h.authorization}` }, h))
+          .status,
+      ).toBe(200);
+    const tool = await api(
+      t,
+      'POST',
+      '/v1/tools/',
+      {
+        name: 'lookup',
+        description: 'looks things up',
+        parameters: { type: 'object', properties: { q: { type: 'string' } } },
+        safety: 'read_only',
+        kind: 'http',
+        http: {
+          url: `${tools.baseUrl}/tool/lookup`,
+          method: 'POST',
+          headers: { 'X-Key': '${LOOKUP_KEY}', 'X-Static': 'literal-secret-value' },
+        },
+      },
+      A,
+    );
+    expect(tool.status).toBe(200);
+  });
+  afterAll(() => env.close());
+  beforeEach(() => env.reset());
+
+  const newAgent = async (over: Record<string, unknown> = {}) => {
+    const res = await api(
+      t,
+      'POST',
+      '/v1/agents/',
+      {
+        name: `af-${Math.random().toString(36).slice(2)}`,
+        system: 'You are the export test agent.',
+        tools: ['lookup', 'send_message'],
+        include_base_tools: false,
+        tool_rules: [
+          { type: 'dedupe', tool_name: 'lookup', window_seconds: 60, mode: 'reject' },
+          { type: 'max_count_per_step', tool_name: 'lookup', max_count_limit: 3 },
+        ],
+        memory_blocks: [{ label: 'human', value: 'Ada', limit: 100 }],
+        tags: ['af'],
+        tool_executor: { dedupe_window_seconds: 0 },
+        llm_config: {
+          model: 'fake',
+          model_endpoint_type: 'openai',
+          model_endpoint: fake.baseUrl,
+          context_window: 8000,
+        },
+        ...over,
+      },
+      A,
+    );
+    expect(res.status).toBe(200);
+    return res.body.id as string;
+  };
+  const exportOf = async (id: string, query = '', h = A) =>
+    api(t, 'GET', `/v1/agents/${id}/export${query}`, undefined, h);
+  const importFile = async (file: unknown, fields: Record<string, string> = {}, h = B) => {
+    const form = new FormData();
+    const text = typeof file === 'string' ? file : JSON.stringify(file);
+    form.append('file', new Blob([text], { type: 'application/json' }), 'agent.af');
+    for (const [k, v] of Object.entries(fields)) form.append(k, v);
+    const res = await fetch(`${t.baseUrl}/v1/agents/import`, {
+      method: 'POST',
+      headers: h,
+      body: form,
+    });
+    return { status: res.status, body: (await res.json()) as any };
+  };
+  const history = async (id: string, h: Record<string, string>) =>
+    (await api(t, 'GET', `/v1/agents/${id}/messages?order=asc&limit=100`, undefined, h)).body.map(
+      (m: any) => [m.message_type, m.content ?? m.tool_call?.name ?? m.tool_return],
+    );
+
+  it('round trip: export → import into another tenant → same agent, history and next model request', async () => {
+    const id = await newAgent();
+    fake.push(
+      { tool_calls: [{ name: 'lookup', arguments: { q: 'ada', request_heartbeat: true } }] },
+      { tool_calls: [{ name: 'send_message', arguments: { message: 'Ada is found' } }] },
+    );
+    expect((await api(t, 'POST', `/v1/agents/${id}/messages`, say('find ada'), A)).status).toBe(
+      200,
+    );
+
+    const exported = await exportOf(id);
+    expect(exported.status).toBe(200);
+    const af = exported.body;
+    expect(af).toMatchObject({ groups: [], files: [], sources: [], mcp_servers: [] });
+    const [agent] = af.agents;
+    expect(agent).toMatchObject({
+      id: 'agent-0',
+      system: 'You are the export test agent.',
+      tool_ids: ['tool-0', 'tool-1'],
+      block_ids: ['block-0'],
+      tags: ['af'],
+      tool_executor: { dedupe_window_seconds: 0 },
+    });
+    expect(agent.tool_rules.map((r: any) => r.type)).toEqual(['dedupe', 'max_count_per_step']);
+    expect(af.blocks).toEqual([
+      expect.objectContaining({ label: 'human', value: 'Ada', limit: 100 }),
+    ]);
+    const lookup = af.tools.find((x: any) => x.name === 'lookup');
+    expect(lookup.http.headers).toEqual({ 'X-Key': '${LOOKUP_KEY}' });
+    expect(af.metadata.dropped_headers).toBe('lookup.X-Static');
+    expect(JSON.stringify(af)).not.toContain('literal-secret-value');
+    expect(JSON.stringify(af)).not.toContain('key-of-');
+    expect(agent.messages.map((m: any) => m.role)).toEqual([
+      'system',
+      'user',
+      'assistant',
+      'tool',
+      'user',
+      'assistant',
+      'tool',
+    ]);
+    expect(agent.messages[0].content[0].text).toContain('### human\nAda');
+    expect(agent.in_context_message_ids).toEqual(agent.messages.map((m: any) => m.id));
+
+    const imported = await importFile(af);
+    expect(imported.status).toBe(200);
+    const [copyId] = imported.body.agent_ids;
+    expect(copyId).not.toBe(id);
+    const copy = (await api(t, 'GET', `/v1/agents/${copyId}`, undefined, B)).body;
+    const orig = (await api(t, 'GET', `/v1/agents/${id}`, undefined, A)).body;
+    for (const k of ['name', 'system', 'tool_rules', 'tags', 'tool_executor'])
+      expect(copy[k]).toEqual(orig[k]);
+    expect(copy.tools.map((x: any) => x.name).sort()).toEqual(['lookup', 'send_message']);
+    expect(copy.memory.blocks).toEqual([expect.objectContaining({ label: 'human', value: 'Ada' })]);
+    // tenant B got its own http tool, its header still a reference to B's own secret
+    const bTools = (await api(t, 'GET', '/v1/tools/?name=lookup', undefined, B)).body;
+    expect(bTools[0].http.headers).toEqual({ 'X-Key': '${LOOKUP_KEY}' });
+    expect(await history(copyId, B)).toEqual(await history(id, A));
+
+    // the same next model request for both
+    fake.push({ content: 'again' }, { content: 'again' });
+    await api(t, 'POST', `/v1/agents/${id}/messages`, say('and now?'), A);
+    await api(t, 'POST', `/v1/agents/${copyId}/messages`, say('and now?'), B);
+    const [a, b] = fake.requests.slice(-2);
+    expect(b.messages).toEqual(a.messages);
+    expect(b.toolNames).toEqual(a.toolNames);
+  });
+
+  it('the in-context window travels: after a reset only the system prompt is in context', async () => {
+    const id = await newAgent();
+    fake.push({ content: 'first answer' });
+    await api(t, 'POST', `/v1/agents/${id}/messages`, say('old question'), A);
+    await api(t, 'PATCH', `/v1/agents/${id}/reset-messages`, {}, A);
+    const af = (await exportOf(id)).body;
+    expect(af.agents[0].in_context_message_ids).toEqual(['message-0']);
+    const copyId = (await importFile(af, { name: 'renamed' })).body.agent_ids[0];
+    expect((await api(t, 'GET', `/v1/agents/${copyId}`, undefined, B)).body.name).toBe('renamed');
+    fake.push({ content: 'fresh' });
+    await api(t, 'POST', `/v1/agents/${copyId}/messages`, say('new question'), B);
+    const seen = JSON.stringify(fake.requests.at(-1)!.messages);
+    expect(seen).toContain('new question');
+    expect(seen).not.toContain('old question');
+    expect((await history(copyId, B)).map((m: any) => m[1])).toContain('old question');
+  });
+
+  it('scrub_messages on export and strip_messages on import leave the history behind', async () => {
+    const id = await newAgent();
+    fake.push({ content: 'an answer' });
+    await api(t, 'POST', `/v1/agents/${id}/messages`, say('hello'), A);
+    const scrubbed = (await exportOf(id, '?scrub_messages=true')).body;
+    expect(scrubbed.agents[0].messages).toEqual([]);
+    const full = (await exportOf(id)).body;
+    const copyId = (await importFile(full, { strip_messages: 'true' })).body.agent_ids[0];
+    expect(await history(copyId, B)).toEqual([]);
+  });
+
+  it('hostile and malformed files: clear 4xx, nothing created, never another tenant', async () => {
+    const id = await newAgent();
+    expect((await exportOf(id, '', B)).status).toBe(404);
+    const good = (await exportOf(id)).body;
+    const agentsBefore = (await api(t, 'GET', '/v1/agents/', undefined, B)).body.length;
+
+    const notJson = await importFile('{not json');
+    expect(notJson).toMatchObject({ status: 400, body: { code: 'AGENT_FILE_INVALID' } });
+    const two = await importFile({ ...good, agents: [good.agents[0], good.agents[0]] });
+    expect(two.status).toBe(400);
+    expect(two.body.details.problems[0].path).toBe('agents');
+    // a Letta Python tool the tenant does not have: agent creation refuses the unknown tool
+    const python = {
+      ...good,
+      tools: [...good.tools, { id: 'tool-9', name: 'py_tool', source_code: 'def py_tool(): pass' }],
+      agents: [{ ...good.agents[0], tool_ids: [...good.agents[0].tool_ids, 'tool-9'] }],
+    };
+    const refused = await importFile(python);
+    expect(refused.status).toBe(400);
+    expect(JSON.stringify(refused.body)).toContain('py_tool');
+    const badRule = await importFile({
+      ...good,
+      agents: [{ ...good.agents[0], tool_rules: [{ type: 'cooldown', tool_name: 'lookup' }] }],
+    });
+    expect(badRule.status).toBe(400);
+    const badRef = await importFile({
+      ...good,
+      agents: [{ ...good.agents[0], block_ids: ['block-404'] }],
+    });
+    expect(badRef.body.details.problems[0].path).toBe('agents[0].block_ids[0]');
+    const many = Array.from({ length: 51 }, (_, i) => ({
+      id: `message-${i}`,
+      role: 'user',
+      content: [{ type: 'text', text: `m${i}` }],
+    }));
+    const tooMany = await importFile({ ...good, agents: [{ ...good.agents[0], messages: many }] });
+    expect(tooMany).toMatchObject({ status: 400, body: { code: 'LIMIT_EXCEEDED' } });
+    const huge = await importFile({ ...good, padding: 'x'.repeat(300_000) });
+    expect(huge.status).toBe(413);
+    const noFile = await fetch(`${t.baseUrl}/v1/agents/import`, {
+      method: 'POST',
+      headers: B,
+      body: new FormData(),
+    });
+    expect(noFile.status).toBe(400);
+    expect((await api(t, 'GET', '/v1/agents/', undefined, B)).body.length).toBe(agentsBefore);
+  });
+});
