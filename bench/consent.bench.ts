@@ -4,14 +4,15 @@
  * 100 agents (offline `scripted` model) each call an http tool that needs consent, so 100 runs are parked with
  * 100 consent requests pending at once. One WebSocket client then approves all of them together. For each
  * decision the server's own latency is measured from the decision frame arriving at the server-side socket
- * to the tool starting (its HTTP request reaching the tool server in this process): stored decision, listener,
- * continuation run queued and started, consent re-check, tool invocation. Also reports the broker's own part:
- * frame in -> decision durably stored and the decision listener called. Prints one line.
+ * to the tool starting (its HTTP request reaching the tool server, a process of its own so that its work
+ * is not counted as the server's): stored decision, listener, continuation run queued and started, consent
+ * re-check, tool invocation. Also reports the broker's own part: frame in -> decision durably stored and the
+ * decision listener called, and this process's CPU time (the server and the WebSocket client) per decision
+ * over the decision phase. Prints one line.
  */
+import { fork } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { createServer } from 'node:http';
-import { AddressInfo } from 'node:net';
-import { performance } from 'node:perf_hooks';
+import * as path from 'node:path';
 import type { RawData, WebSocket as ServerSocket } from 'ws';
 import WebSocket from 'ws';
 import { ConsentGateway } from '../src/permissions/consent.gateway';
@@ -39,20 +40,19 @@ async function main(): Promise<void> {
   // the tool: stamps when each call starts (by tool_call_id)
   const toolStarted = new Map<string, number>();
   let onToolCall: (() => void) | null = null;
-  const tool = createServer((req, res) => {
-    const now = performance.now();
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { tool_call_id: string };
-      toolStarted.set(body.tool_call_id, now);
-      res.setHeader('content-type', 'application/json');
-      res.end('{"ok":true}');
+  const tool = fork(path.join(__dirname, 'servers', 'tool.server.ts'), [], {
+    execArgv: ['-r', 'ts-node/register/transpile-only'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const toolUrl = await new Promise<string>((resolve) => {
+    tool.on('message', (m: { listening: string } | { toolCallId: string; at: number }) => {
+      if ('listening' in m) return resolve(m.listening);
+      toolStarted.set(m.toolCallId, m.at);
       onToolCall?.();
     });
   });
-  await new Promise<void>((r) => tool.listen(0, '127.0.0.1', r));
-  const toolUrl = `http://127.0.0.1:${(tool.address() as AddressInfo).port}/pay`;
+  // the clock shared with the tool's process
+  const now = () => performance.timeOrigin + performance.now();
 
   const t = await startApp();
   const base = t.baseUrl;
@@ -60,14 +60,14 @@ async function main(): Promise<void> {
   const frameIn = new Map<string, number>();
   const decided = new Map<string, number>();
   t.app.get(PermissionBrokerService).onDecision((e) => {
-    decided.set(e.requestId, performance.now());
+    decided.set(e.requestId, now());
   });
   gateway.server.on('connection', (sock: ServerSocket) => {
     // before the gateway's own handler: the moment the frame is in the server
     sock.prependListener('message', (data: RawData) => {
-      const now = performance.now();
+      const at = now();
       const m = /"request_id":"([^"]+)"/.exec((data as Buffer).toString('utf8'));
-      if (m) frameIn.set(m[1], now);
+      if (m) frameIn.set(m[1], at);
     });
   });
 
@@ -101,6 +101,7 @@ async function main(): Promise<void> {
 
   const latencies: number[] = [];
   const storeLatencies: number[] = [];
+  const cpuUs: number[] = [];
   for (let round = 0; round < ROUNDS; round++) {
     requests.length = 0;
     const allPending = new Promise<void>((resolve) => {
@@ -126,27 +127,30 @@ async function main(): Promise<void> {
     const toolsDone = new Promise<void>((resolve) => {
       onToolCall = () => pending.every((r) => toolStarted.has(r.tool_call_id)) && resolve();
     });
+    const cpuBefore = process.cpuUsage();
     for (const r of pending)
       ws.send(
         JSON.stringify({ type: 'consent.decision', request_id: r.id, decision: 'approve_once' }),
       );
     await toolsDone;
+    const cpu = process.cpuUsage(cpuBefore);
     // the first round warms up the JIT and the statement caches
     if (round > 0)
       for (const r of pending) {
         latencies.push(toolStarted.get(r.tool_call_id)! - frameIn.get(r.id)!);
         storeLatencies.push(decided.get(r.id)! - frameIn.get(r.id)!);
       }
+    if (round > 0) cpuUs.push((cpu.user + cpu.system) / pending.length);
   }
 
   ws.close();
   await t.close();
-  await new Promise((r) => tool.close(r));
+  tool.disconnect();
   const sorted = latencies.sort((a, b) => a - b);
   const stored = storeLatencies.sort((a, b) => a - b);
   const ms = (v: number) => v.toFixed(2);
   console.log(
-    `pending=${PENDING} decisions=${sorted.length} p50_ms=${ms(percentile(sorted, 50))} p99_ms=${ms(percentile(sorted, 99))} max_ms=${ms(sorted[sorted.length - 1])} (decision frame in -> tool start) stored_p50_ms=${ms(percentile(stored, 50))} stored_p99_ms=${ms(percentile(stored, 99))} (-> decision stored, listener called)`,
+    `pending=${PENDING} decisions=${sorted.length} p50_ms=${ms(percentile(sorted, 50))} p99_ms=${ms(percentile(sorted, 99))} max_ms=${ms(sorted[sorted.length - 1])} (decision frame in -> tool start) stored_p50_ms=${ms(percentile(stored, 50))} stored_p99_ms=${ms(percentile(stored, 99))} (-> decision stored, listener called) process_cpu_ms_per_decision=${ms(cpuUs.reduce((a, b) => a + b, 0) / cpuUs.length / 1000)}`,
   );
 }
 
