@@ -15,10 +15,7 @@ function fakeTransactor() {
         current = [];
         try {
           const log = (s: string) => current!.push(s);
-          const r = await work({
-            log,
-            createQueryBuilder: () => insertBuilder(log),
-          } as unknown as EntityManager);
+          const r = await work(fakeManager(log));
           transactions.push(current);
           return r;
         } finally {
@@ -32,22 +29,34 @@ function fakeTransactor() {
   return { tx: tx as unknown as Transactor, transactions, attempts: () => attempts };
 }
 
-/** The insert query builder chain, logging each statement as `<table> <rows> [upsert on <key>]`. */
-function insertBuilder(log: (s: string) => void) {
-  let stmt = '';
-  const qb = {
-    insert: () => qb,
-    into: (entity: string) => ((stmt = entity), qb),
-    values: (rows: { name: string }[]) => ((stmt += ' ' + rows.map((r) => r.name).join('+')), qb),
-    orUpdate: (_cols: string[], key: string[]) => ((stmt += ` upsert on ${key.join()}`), qb),
-    updateEntity: () => qb,
-    execute: () => {
-      if (stmt.includes('dup')) return Promise.reject(new Error('UNIQUE constraint failed'));
-      log(stmt);
+/**
+ * An entity manager whose tables have one column, `name`, and which logs each INSERT statement as
+ * `<table> <rows> [upsert on <key>]`; a row named `dup` fails its statement.
+ */
+function fakeManager(log: (s: string) => void): EntityManager {
+  const name = { propertyName: 'name', databaseName: 'name' };
+  return {
+    log,
+    connection: {
+      driver: {
+        options: { type: 'better-sqlite3' },
+        preparePersistentValue: (v: unknown) => v,
+        escape: (n: string) => `"${n}"`,
+      },
+      getMetadata: (entity: string) => ({
+        tableName: entity,
+        columns: [name],
+        findColumnWithPropertyName: (p: string) => (p === 'name' ? name : undefined),
+      }),
+    },
+    query: (sql: string, params: string[]) => {
+      if (params.includes('dup')) return Promise.reject(new Error('UNIQUE constraint failed'));
+      const table = /INSERT INTO "(\w+)"/.exec(sql)![1];
+      const key = /ON CONFLICT \("(\w+)"\)/.exec(sql)?.[1];
+      log(`${table} ${params.join('+')}${key ? ` upsert on ${key}` : ''}`);
       return Promise.resolve();
     },
-  };
-  return qb;
+  } as unknown as EntityManager;
 }
 
 const job =
@@ -67,12 +76,28 @@ describe('GroupCommit', () => {
     expect(transactions).toEqual([['a']]);
   });
 
-  it('jobs arriving during a transaction share the next one, each getting its own result', async () => {
+  it('jobs waiting for the connection share a transaction, each getting its own result', async () => {
     const { tx, transactions } = fakeTransactor();
     const g = new GroupCommit(tx);
     const results = await Promise.all(['a', 'b', 'c', 'd'].map((n) => g.run(job(n))));
     expect(results).toEqual(['A', 'B', 'C', 'D']);
-    expect(transactions).toEqual([['a'], ['b', 'c', 'd']]);
+    expect(transactions).toEqual([['a', 'b', 'c', 'd']]);
+  });
+
+  it('jobs arriving during a transaction share the next one', async () => {
+    const { tx, transactions } = fakeTransactor();
+    const g = new GroupCommit(tx);
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const first = g.run(async (em) => {
+      await held;
+      return job('a')(em);
+    });
+    await new Promise((r) => setImmediate(r)); // a's transaction has begun
+    const later = ['b', 'c'].map((n) => g.run(job(n)));
+    release();
+    expect(await Promise.all([first, ...later])).toEqual(['A', 'B', 'C']);
+    expect(transactions).toEqual([['a'], ['b', 'c']]);
   });
 
   it('a failing job fails alone: its batch is retried job by job', async () => {
@@ -92,8 +117,8 @@ describe('GroupCommit', () => {
     ]);
     // the shared transaction was rolled back (not recorded) and the good jobs committed one by one
     expect(transactions).toEqual([['a'], ['b'], ['c']]);
-    // a alone, the failed group [b, bad, c], then b, bad and c one by one
-    expect(attempts()).toBe(1 + 1 + 3);
+    // the failed group [a, b, bad, c], then each job alone
+    expect(attempts()).toBe(1 + 4);
   });
 
   it('a transaction takes at most 256 jobs', async () => {
@@ -101,7 +126,7 @@ describe('GroupCommit', () => {
     const g = new GroupCommit(tx);
     const names = Array.from({ length: 300 }, (_, i) => `j${i}`);
     await Promise.all(names.map((n) => g.run(job(n))));
-    expect(transactions.map((t) => t.length)).toEqual([1, 256, 43]);
+    expect(transactions.map((t) => t.length)).toEqual([256, 44]);
     expect(transactions.flat()).toEqual(names);
   });
 
@@ -122,8 +147,7 @@ describe('GroupCommit', () => {
     ]);
     expect(outcomes.every((o) => o.status === 'fulfilled')).toBe(true);
     expect(transactions).toEqual([
-      ['first'],
-      ['messages m1+m2+m3', 'steps s1', 'batches b1+b2 upsert on batch_id', 'update'],
+      ['messages m1+m2+m3', 'steps s1', 'batches b1+b2 upsert on batch_id', 'first', 'update'],
     ]);
 
     transactions.length = 0;
@@ -133,6 +157,7 @@ describe('GroupCommit', () => {
       g.insert({ entity: 'claims', rows: [row('dup')] }),
     ]);
     expect(again.map((o) => o.status)).toEqual(['fulfilled', 'fulfilled', 'rejected']);
+    // the group failed on the duplicate; each job then ran alone
     expect(transactions).toEqual([['first'], ['claims c1']]);
   });
 });
