@@ -224,15 +224,15 @@ export class ProcessingRepository {
 
   /** The agent's run parked for consent, not yet continued. */
   findParkedRun(tenantId: string, agentId: string): Promise<RunEntity | null> {
-    return this.ds.getRepository(RunEntity).findOne({
-      where: {
-        tenant_id: tenantId,
-        agent_id: agentId,
-        parked: Not(IsNull()),
-        continued_by: IsNull(),
-      },
-      order: { created_at: 'DESC' },
-    });
+    // spelled as idx_runs_parked's condition, so that SQLite uses that index (`Not(IsNull())` is not)
+    return this.ds
+      .getRepository(RunEntity)
+      .createQueryBuilder('r')
+      .where('r.tenant_id = :tenantId AND r.agent_id = :agentId', { tenantId, agentId })
+      .andWhere('r.parked IS NOT NULL AND r.continued_by IS NULL')
+      .orderBy('r.created_at', 'DESC')
+      .limit(1)
+      .getOne();
   }
 
   /** The newest run of one conversation of an agent (null: its default one). */

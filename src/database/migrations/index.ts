@@ -14,6 +14,7 @@ import { SharedBlocks1764900000000 } from './1764900000000-SharedBlocks';
 import { MessageContexts1764920000000 } from './1764920000000-MessageContexts';
 import { TenantSecrets1764200000000 } from './1764200000000-TenantSecrets';
 import { sealWebhookSecrets } from './1764930000000-SealWebhookSecrets';
+import { ParkedRunIndex1764950000000 } from './1764950000000-ParkedRunIndex';
 /**
  * Every migration, in order. Named `<epoch>-<What>.ts`; the app runs them at boot. Those that seal data
  * are built with the secrets key.
@@ -35,4 +36,5 @@ export const migrations = (secretsKey: Buffer | null): Function[] => [
   SharedBlocks1764900000000,
   MessageContexts1764920000000,
   sealWebhookSecrets(secretsKey),
+  ParkedRunIndex1764950000000,
 ];

@@ -69,6 +69,9 @@ export interface ParkedCall {
 @Entity('runs')
 @Index('idx_runs_agent', ['tenant_id', 'agent_id', 'created_at'])
 @Index('idx_runs_status', ['status'])
+@Index('idx_runs_parked', ['tenant_id', 'agent_id', 'created_at'], {
+  where: 'parked IS NOT NULL AND continued_by IS NULL',
+})
 export class RunEntity {
   @PrimaryColumn({ type: 'varchar' })
   id!: string;
