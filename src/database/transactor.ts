@@ -31,6 +31,8 @@ export class Transactor {
 }
 
 const noop = () => undefined;
+/** Longest run of units without letting the event loop handle I/O. */
+const SLICE_MS = 2;
 
 /**
  * One unit of work at a time on SQLite's single connection, so that no statement runs inside another
@@ -47,6 +49,7 @@ const noop = () => undefined;
 class SqliteGate {
   private tail: Promise<unknown> = Promise.resolve();
   private current: QueryRunner | null = null;
+  private sliceStart = performance.now();
   private readonly shared: BetterSqlite3QueryRunner;
 
   constructor(private readonly dataSource: DataSource) {
@@ -83,9 +86,24 @@ class SqliteGate {
 
   /** Runs `fn` when every unit before it has finished; the next one waits for it. */
   private exclusive<T>(fn: () => Promise<T>): Promise<T> {
-    const result = this.tail.then(fn);
+    const result = this.tail.then(() => this.turn()).then(fn);
     this.tail = result.then(noop, noop);
     return result;
+  }
+
+  /**
+   * The driver is synchronous, so a queue of units runs as one chain of microtasks, during which no
+   * I/O is handled (a tool request is not sent, a decision frame not read). Past a time slice the next
+   * unit waits for the event loop's next turn.
+   */
+  private turn(): Promise<void> | void {
+    if (performance.now() - this.sliceStart < SLICE_MS) return;
+    return new Promise((resolve) =>
+      setImmediate(() => {
+        this.sliceStart = performance.now();
+        resolve();
+      }),
+    );
   }
 
   /** A query runner for one transaction; a statement reaching it after its unit ended queues like any other. */
