@@ -14,6 +14,7 @@ import { ConsoleController } from './console/console.controller';
 import { SecretsModule } from './secrets/secrets.module';
 import { ToolsModule } from './tools/tools.module';
 import { McpModule } from './mcp/mcp.module';
+import { MemoryModule } from './memory/memory.module';
 import { RunEventsModule } from './common/run-events';
 import { ModelsModule } from './models/models.module';
 import { ObservabilityModule } from './observability/observability.module';
@@ -38,6 +39,7 @@ export class AppModule {
         ToolsModule,
         McpModule,
         AgentsModule,
+        MemoryModule,
         RunEventsModule,
         ModelsModule,
         PermissionsModule,

@@ -520,6 +520,10 @@ function validate(
       max_block_chars: int('limits.max_block_chars', 1),
       // each value is an SQL variable: SQLite allows 32766 in one statement
       max_filter_values: int('limits.max_filter_values', 1, 10_000),
+      max_passage_chars: int('limits.max_passage_chars', 1, 10_000_000),
+      max_tags_per_passage: int('limits.max_tags_per_passage', 1, 1_000),
+      max_passages_per_request: int('limits.max_passages_per_request', 1, 10_000),
+      max_search_results: int('limits.max_search_results', 1, 10_000),
     },
     cluster: clusterSettings(str('cluster.instance_id', true), int, fail),
     secrets: {

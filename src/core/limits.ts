@@ -15,6 +15,14 @@ export interface InputLimits {
   max_block_chars: number;
   /** Values in one list filter (`GET /v1/agents/?tags=…`): each is an SQL variable. */
   max_filter_values: number;
+  /** An archival memory passage's text, in characters. */
+  max_passage_chars: number;
+  /** A passage's tags (and the tags of one passage search). */
+  max_tags_per_passage: number;
+  /** Passages one request creates (`archives.passages.createMany`). */
+  max_passages_per_request: number;
+  /** Results of one archival search or passage list (`limit`, `top_k`). */
+  max_search_results: number;
 }
 
 /** A list longer than its bound; `setting` names the key under `limits`. */

@@ -2,6 +2,7 @@ import { TenantSecretEntity } from '../secrets/tenant-secret.entity';
 import { AgentEntity, AgentTagEntity } from '../agents/agent.entity';
 import { AgentBlockEntity, BlockEntity } from '../agents/block.entity';
 import { ConversationEntity } from '../conversations/conversation.entity';
+import { ARCHIVAL_ENTITIES } from '../memory/archival.entities';
 import { ToolEntity } from '../tools/tool.entity';
 import { McpServerEntity } from '../mcp/mcp-server.entity';
 import { MessageEntity } from '../processing/entities/message.entity';
@@ -22,6 +23,7 @@ export const ENTITIES: Function[] = [
   AgentTagEntity,
   BlockEntity,
   AgentBlockEntity,
+  ...ARCHIVAL_ENTITIES,
   RunEntity,
   StepEntity,
   MessageEntity,

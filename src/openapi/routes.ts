@@ -38,6 +38,9 @@ const AGENT_BODY =
   "Letta's CreateAgent fields we use: name, system, description, model or llm_config, tools/tool_ids, include_base_tools, tool_rules (Letta's and ours), memory_blocks, tags, metadata; plus tool_executor, budgets, max_steps, model_script. Unknown fields are ignored.";
 const BLOCK_UPDATE_BODY =
   "Letta's BlockUpdate: value, label (free in every agent that has the block), limit, description, read_only, metadata";
+const PASSAGE_BODY =
+  'text (at most limits.max_passage_chars), tags (at most limits.max_tags_per_passage), metadata, created_at (ISO 8601)';
+const MESSAGE = { type: 'object', properties: { message: { type: 'string' } } };
 const MESSAGE_BODY =
   "Letta's LettaRequest: messages (role, content) or input; approvals ({type:'approval', tool_call_id, approve, reason, grant?}); max_steps, budgets, stream_tokens, include_pings, use_assistant_message.";
 
@@ -131,6 +134,95 @@ export const ROUTES: Record<string, RouteDoc> = {
   BlocksController_agentsOf: {
     summary: 'The agents a block is attached to',
     response: ['AgentState'],
+  },
+  ArchivalMemoryController_insert: {
+    summary:
+      "Insert a passage into the agent's archival memory (its archive is made at the first insert)",
+    response: ['Passage'],
+    body: PASSAGE_BODY,
+  },
+  ArchivalMemoryController_list: {
+    summary:
+      "The agent's passages (oldest first; ascending=false for newest; search: full-text filter; cursors after/before; limit ≤ limits.max_search_results)",
+    response: ['Passage'],
+  },
+  ArchivalMemoryController_search: {
+    summary:
+      "Search the agent's archival memory: full text, ranked (query, tags, tag_match_mode, top_k, start_datetime, end_datetime)",
+    response: {
+      type: 'object',
+      required: ['count', 'results'],
+      properties: {
+        count: { type: 'integer' },
+        results: {
+          type: 'array',
+          items: {
+            type: 'object',
+            required: ['id', 'content', 'timestamp'],
+            properties: {
+              id: { type: 'string' },
+              content: { type: 'string' },
+              timestamp: { type: 'string', format: 'date-time' },
+              tags: { type: 'array', items: { type: 'string' } },
+            },
+          },
+        },
+      },
+    },
+  },
+  ArchivalMemoryController_remove: {
+    summary: "Delete a passage of the agent's archival memory",
+    response: MESSAGE,
+  },
+  ArchivalMemoryController_attach: {
+    summary: 'Attach an archive to the agent (one per agent: another one is 409 AGENT_HAS_ARCHIVE)',
+    response: MESSAGE,
+  },
+  ArchivalMemoryController_detach: {
+    summary: 'Detach an archive from the agent',
+    response: MESSAGE,
+  },
+  ArchivesController_create: {
+    summary: 'Create an archive',
+    response: 'Archive',
+    body: 'name, description (embedding settings are ignored: no embedding provider)',
+  },
+  ArchivesController_list: {
+    summary: 'List archives (newest first; name, agent_id, cursors after/before, limit, order)',
+    response: ['Archive'],
+  },
+  ArchivesController_get: { summary: 'Retrieve an archive', response: 'Archive' },
+  ArchivesController_update: {
+    summary: "Update an archive's name or description",
+    response: 'Archive',
+    body: 'name, description',
+  },
+  ArchivesController_delete: { summary: 'Delete an archive with its passages (204)' },
+  ArchivesController_addPassage: {
+    summary: 'Add a passage to an archive',
+    response: 'Passage',
+    body: PASSAGE_BODY,
+  },
+  ArchivesController_addPassages: {
+    summary: 'Add passages to an archive (at most limits.max_passages_per_request)',
+    response: ['Passage'],
+    body: '{passages: [...]}, each as for one passage',
+  },
+  ArchivesController_deletePassage: { summary: 'Delete a passage of an archive (204)' },
+  PassagesController_search: {
+    summary:
+      "Search the tenant's passages (agent_id, archive_id or all): full text, ranked; query, tags, tag_match_mode, limit, start_date, end_date",
+    response: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['passage', 'score'],
+        properties: {
+          passage: { $ref: '#/components/schemas/Passage' },
+          score: { type: 'number' },
+        },
+      },
+    },
   },
   MessagesController_send: {
     summary: 'Send messages and wait for the batch (or stream with streaming: true)',

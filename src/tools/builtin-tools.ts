@@ -63,6 +63,65 @@ export const BUILTIN_TOOLS: readonly ToolDefinition[] = [
     safety: 'read_only',
     kind: 'builtin',
   },
+  {
+    name: 'archival_memory_insert',
+    description:
+      'Add information to long-term archival memory for later retrieval. Store self-contained facts or summaries; add tags to find them later.',
+    parameters: {
+      type: 'object',
+      properties: {
+        content: {
+          type: 'string',
+          description: 'The information to store. Should be clear and self-contained.',
+        },
+        tags: {
+          type: 'array',
+          items: { type: 'string' },
+          description: 'Optional category tags (e.g. ["meetings", "project-updates"]).',
+        },
+      },
+      required: ['content'],
+    },
+    safety: 'side_effecting',
+    kind: 'builtin',
+  },
+  {
+    name: 'archival_memory_search',
+    description:
+      'Search archival memory (full text, ranked by relevance) for information stored earlier.',
+    parameters: {
+      type: 'object',
+      properties: {
+        query: { type: 'string', description: 'What you are looking for.' },
+        tags: {
+          type: 'array',
+          items: { type: 'string' },
+          description: 'Only memories with these tags (see tag_match_mode).',
+        },
+        tag_match_mode: {
+          type: 'string',
+          enum: ['any', 'all'],
+          description: '"any": memories with any of the tags; "all": with all of them.',
+        },
+        top_k: {
+          type: 'integer',
+          minimum: 1,
+          description: 'Maximum number of results (default 10).',
+        },
+        start_datetime: {
+          type: 'string',
+          description: 'Only memories created at or after this time (ISO 8601).',
+        },
+        end_datetime: {
+          type: 'string',
+          description: 'Only memories created at or before this time (ISO 8601).',
+        },
+      },
+      required: ['query'],
+    },
+    safety: 'read_only',
+    kind: 'builtin',
+  },
   // Letta's web built-ins, so agents declared by Letta's clients (Letta Code asks for both) are valid;
   // this server makes no outbound web requests of its own, so a call answers the model with an error
   {
@@ -100,6 +159,8 @@ export const BUILTIN_TOOL_TYPES: Record<string, string> = {
   conversation_search: 'letta_core',
   core_memory_append: 'letta_memory_core',
   core_memory_replace: 'letta_memory_core',
+  archival_memory_insert: 'letta_core',
+  archival_memory_search: 'letta_core',
   web_search: 'letta_builtin',
   fetch_webpage: 'letta_builtin',
 };

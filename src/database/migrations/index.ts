@@ -11,6 +11,7 @@ import { UniqueFileAgentNames1764500001000 } from './1764500001000-UniqueFileAge
 import { Webhooks1764700000000 } from './1764700000000-Webhooks';
 import { McpServers1764800000000 } from './1764800000000-McpServers';
 import { SharedBlocks1764900000000 } from './1764900000000-SharedBlocks';
+import { ArchivalMemory1764900001000 } from './1764900001000-ArchivalMemory';
 import { MessageContexts1764920000000 } from './1764920000000-MessageContexts';
 import { TenantSecrets1764200000000 } from './1764200000000-TenantSecrets';
 import { sealWebhookSecrets } from './1764930000000-SealWebhookSecrets';
@@ -34,6 +35,7 @@ export const migrations = (secretsKey: Buffer | null): Function[] => [
   Webhooks1764700000000,
   McpServers1764800000000,
   SharedBlocks1764900000000,
+  ArchivalMemory1764900001000,
   MessageContexts1764920000000,
   sealWebhookSecrets(secretsKey),
   ParkedRunIndex1764950000000,

@@ -1,0 +1,55 @@
+import type { ArchiveEntity, PassageEntity } from './archival.entities';
+import type { ScoredPassage } from './archival.repository';
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/** A passage in Letta's shape (no embeddings: none is configurable). */
+export function toPassageResponse(p: PassageEntity): Record<string, unknown> {
+  return {
+    id: p.id,
+    text: p.text,
+    archive_id: p.archive_id,
+    tags: p.tags,
+    metadata: p.metadata ?? {},
+    embedding: null,
+    embedding_config: null,
+    file_id: null,
+    source_id: null,
+    is_deleted: false,
+    created_at: iso(p.created_at),
+    updated_at: iso(p.updated_at),
+  };
+}
+
+export function toArchiveResponse(a: ArchiveEntity): Record<string, unknown> {
+  return {
+    id: a.id,
+    name: a.name,
+    description: a.description,
+    metadata: a.metadata ?? {},
+    vector_db_provider: 'native',
+    embedding_config: null,
+    created_at: iso(a.created_at),
+    updated_at: iso(a.updated_at),
+  };
+}
+
+/** One result of the agent route's search and of `archival_memory_search` (Letta's formatting). */
+export function toArchivalResult(s: ScoredPassage): {
+  id: string;
+  timestamp: string;
+  content: string;
+  tags: string[];
+} {
+  return {
+    id: s.passage.id,
+    timestamp: iso(s.passage.created_at),
+    content: s.passage.text,
+    tags: s.passage.tags,
+  };
+}
+
+/** One result of `POST /v1/passages/search`. */
+export function toPassageSearchResult(s: ScoredPassage): Record<string, unknown> {
+  return { passage: toPassageResponse(s.passage), score: s.score, metadata: {} };
+}
