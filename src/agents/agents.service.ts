@@ -29,7 +29,7 @@ import { SecretsService, SecretView } from '../secrets/secrets.service';
 import { AgentsRepository } from './agents.repository';
 import { BlocksRepository } from './blocks.repository';
 import { BlocksService } from './blocks.service';
-import { isUniqueViolation } from '../database/unique-violation';
+import { answeringConflicts, isUniqueViolation } from '../database/unique-violation';
 
 /** Supplies `pending_approval` for an agent's responses (the processing module registers one). */
 export type PendingApprovalSource = (tenantId: string, agentId: string) => Promise<unknown>;
@@ -353,7 +353,7 @@ export class AgentsService {
     fileProblems: ValidationProblem[] = [],
   ): Promise<{ agent: AgentEntity; changed: boolean }> {
     try {
-      return await this.upsertFileAgent(doc, fileProblems);
+      return await answeringConflicts(() => this.upsertFileAgent(doc, fileProblems));
     } catch (e) {
       // another instance booting at once created it first (one file agent per name): update that one
       if (!isUniqueViolation(e)) throw e;

@@ -1,22 +1,23 @@
 import { mkdirSync } from 'node:fs';
 import * as path from 'node:path';
-import type { DataSourceOptions } from 'typeorm';
+import type { DataSourceOptions, LoggerOptions } from 'typeorm';
 import type { AppConfig } from '../config/app-config';
 import { ENTITIES } from './entities';
 import { migrations } from './migrations';
+import { QueryLogger } from './query-logger';
 import { prepareSqlite } from './sqlite-driver';
 
 /** One description of the database for the app and the TypeORM CLI. Never `synchronize`. */
 export function dataSourceOptions(config: AppConfig): DataSourceOptions {
+  const logging: LoggerOptions =
+    config.log_level === 'debug' ? ['error', 'warn', 'migration'] : ['error'];
   const common = {
     entities: ENTITIES,
     migrations: migrations(config.secrets.encryption_key),
     migrationsRun: false,
     synchronize: false,
-    logging:
-      config.log_level === 'debug'
-        ? (['error', 'warn', 'migration'] as const)
-        : (['error'] as const),
+    logging,
+    logger: new QueryLogger(logging),
   };
   if (config.database.url) {
     return {
@@ -24,7 +25,6 @@ export function dataSourceOptions(config: AppConfig): DataSourceOptions {
       url: config.database.url,
       ...(config.database.schema ? { schema: config.database.schema } : {}),
       ...common,
-      logging: [...common.logging],
     };
   }
   mkdirSync(path.dirname(config.database.sqlite_path), { recursive: true });
@@ -34,6 +34,5 @@ export function dataSourceOptions(config: AppConfig): DataSourceOptions {
     prepareDatabase: prepareSqlite,
     enableWAL: true,
     ...common,
-    logging: [...common.logging],
   };
 }

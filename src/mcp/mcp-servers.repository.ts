@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { In, Repository } from 'typeorm';
 import { Transactor } from '../database/transactor';
-import { isUniqueViolation } from '../database/unique-violation';
+import { answeringConflicts, isUniqueViolation } from '../database/unique-violation';
 import { GLOBAL_TOOL_TENANT } from '../tools/tool.entity';
 import { McpServerEntity } from './mcp-server.entity';
 
@@ -48,7 +48,7 @@ export class McpServersRepository {
   /** Inserts or updates a server; null when another server of the tenant has its name (the unique index decides). */
   async saveIfNameFree(server: McpServerEntity): Promise<McpServerEntity | null> {
     try {
-      return await this.tx.run((em) => em.save(McpServerEntity, server));
+      return await answeringConflicts(() => this.tx.run((em) => em.save(McpServerEntity, server)));
     } catch (e) {
       if (isUniqueViolation(e)) return null;
       throw e;

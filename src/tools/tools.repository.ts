@@ -3,7 +3,7 @@ import { InjectRepository } from '@nestjs/typeorm';
 import { In, Repository } from 'typeorm';
 import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
 import { Transactor } from '../database/transactor';
-import { isUniqueViolation } from '../database/unique-violation';
+import { answeringConflicts, isUniqueViolation } from '../database/unique-violation';
 import { GLOBAL_TOOL_TENANT, ToolEntity } from './tool.entity';
 
 /** Declared tools: a tenant sees its own (API) tools and the global (file) ones. */
@@ -49,7 +49,7 @@ export class ToolsRepository {
   /** Inserts a new tool; false when its tenant already has a tool of that name (the unique index decides). */
   async insertIfNameFree(tool: ToolEntity): Promise<boolean> {
     try {
-      await this.repo.insert(tool as QueryDeepPartialEntity<ToolEntity>);
+      await answeringConflicts(() => this.repo.insert(tool as QueryDeepPartialEntity<ToolEntity>));
       return true;
     } catch (e) {
       if (isUniqueViolation(e)) return false;

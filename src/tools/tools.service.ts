@@ -14,7 +14,7 @@ import { nulBytePaths } from '../core/agents/nul-bytes';
 import { ArgumentValidator } from '../core/executor/argument-validator';
 import { canonicalRuleType } from '../core/rules/tool-rule';
 import type { StoredToolRule } from '../core/rules/validate-tool-rules';
-import { isUniqueViolation } from '../database/unique-violation';
+import { answeringConflicts, isUniqueViolation } from '../database/unique-violation';
 import { unknownToolFileFields } from '../core/tools/tool-file-fields';
 import type { Clock, IdGenerator } from '../core/ports';
 import type { ToolDefinition } from '../core/tools/tool-definition';
@@ -214,7 +214,7 @@ export class ToolsService implements OnModuleInit {
       );
     Object.assign(row, { ...tool, http: tool.http ?? null, updated_at: this.clock.now() });
     try {
-      await this.tools.save(row);
+      await answeringConflicts(() => this.tools.save(row));
     } catch (e) {
       if (isUniqueViolation(e)) throw toolExists(tool.name);
       throw e;

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager, In, IsNull, LessThan, LessThanOrEqual } from 'typeorm';
 import { Transactor } from '../database/transactor';
+import { answeringConflicts } from '../database/unique-violation';
 import {
   WebhookDecisionTokenEntity,
   WebhookDeliveryEntity,
@@ -68,10 +69,12 @@ export class WebhooksRepository {
       });
     if (await exists()) return false;
     try {
-      await this.tx.run(async (em) => {
-        await em.insert(WebhookDeliveryEntity, delivery);
-        if (token) await em.insert(WebhookDecisionTokenEntity, token);
-      });
+      await answeringConflicts(() =>
+        this.tx.run(async (em) => {
+          await em.insert(WebhookDeliveryEntity, delivery);
+          if (token) await em.insert(WebhookDecisionTokenEntity, token);
+        }),
+      );
       return true;
     } catch (e) {
       // the unique index refused a concurrent twin: that one is delivered
