@@ -271,4 +271,75 @@ describe('clients: the Letta SDK walk', () => {
       expect.objectContaining({ name: 'sdk_lookup', arguments: { q: 'walk' } }),
     ]);
   });
+  it('blocks: create, retrieve, update, list, agents.blocks attach/detach, blocks.agents, delete', async () => {
+    const agentId = await createAgent(t, fake, { include_base_tools: false });
+    const block: Letta.BlockResponse = await client.blocks.create({
+      label: 'sdk-shared',
+      value: 'v1',
+      limit: 100,
+    });
+    expect(await client.blocks.retrieve(block.id)).toMatchObject({ id: block.id, value: 'v1' });
+    expect(await client.blocks.update(block.id, { value: 'v2' })).toMatchObject({ value: 'v2' });
+    expect(
+      (await client.blocks.list({ label: 'sdk-shared' })).getPaginatedItems().map((b) => b.id),
+    ).toEqual([block.id]);
+    const attached: Letta.AgentState = await client.agents.blocks.attach(block.id, {
+      agent_id: agentId,
+    });
+    expect(attached.memory.blocks.map((b) => b.id)).toContain(block.id);
+    expect((await client.blocks.agents.list(block.id)).getPaginatedItems()).toEqual([
+      expect.objectContaining({ id: agentId }),
+    ]);
+    expect(
+      await client.agents.blocks.update('sdk-shared', { agent_id: agentId, value: 'v3' }),
+    ).toMatchObject({ id: block.id, value: 'v3' });
+    expect(
+      (await client.agents.blocks.detach(block.id, { agent_id: agentId })).memory.blocks,
+    ).toEqual([]);
+    await client.blocks.delete(block.id);
+    await expect(client.blocks.retrieve(block.id)).rejects.toMatchObject({ status: 404 });
+  });
+
+  it('archival memory: agents.passages, archives, archives.passages, agents.archives, passages.search', async () => {
+    const agentId = await createAgent(t, fake, { include_base_tools: false });
+    const [passage] = await client.agents.passages.create(agentId, {
+      text: 'The walk passage about lighthouses',
+      tags: ['sdk'],
+    });
+    expect(passage).toMatchObject({ text: 'The walk passage about lighthouses', tags: ['sdk'] });
+    expect((await client.agents.passages.list(agentId)).map((p) => p.id)).toEqual([passage.id]);
+    expect(await client.agents.passages.search(agentId, { query: 'lighthouse' })).toMatchObject({
+      count: 1,
+      results: [{ id: passage.id, content: passage.text }],
+    });
+    expect(await client.passages.search({ query: 'lighthouses', agent_id: agentId })).toEqual([
+      expect.objectContaining({ passage: expect.objectContaining({ id: passage.id }) }),
+    ]);
+    await client.agents.passages.delete(passage.id!, { agent_id: agentId });
+    expect(await client.agents.passages.list(agentId)).toEqual([]);
+
+    const archive: Letta.Archive = await client.archives.create({ name: 'sdk-archive' });
+    expect(await client.archives.retrieve(archive.id)).toMatchObject({ name: 'sdk-archive' });
+    expect(await client.archives.update(archive.id, { description: 'walk' })).toMatchObject({
+      description: 'walk',
+    });
+    expect(
+      (await client.archives.list({ name: 'sdk-archive' })).getPaginatedItems().map((a) => a.id),
+    ).toEqual([archive.id]);
+    const inArchive = await client.archives.passages.create(archive.id, { text: 'harbour lights' });
+    expect(inArchive).toMatchObject({ archive_id: archive.id });
+    expect(
+      await client.archives.passages.createMany(archive.id, { passages: [{ text: 'one' }] }),
+    ).toHaveLength(1);
+    await client.archives.passages.delete(inArchive.id!, { archive_id: archive.id });
+    expect(await client.passages.search({ query: 'harbour', archive_id: archive.id })).toEqual([]);
+    const other = await createAgent(t, fake, { include_base_tools: false });
+    expect(await client.agents.archives.attach(archive.id, { agent_id: other })).toBeTruthy();
+    expect(
+      (await client.archives.list({ agent_id: other })).getPaginatedItems().map((a) => a.id),
+    ).toEqual([archive.id]);
+    expect(await client.agents.archives.detach(archive.id, { agent_id: other })).toBeTruthy();
+    await client.archives.delete(archive.id);
+    await expect(client.archives.retrieve(archive.id)).rejects.toMatchObject({ status: 404 });
+  });
 });

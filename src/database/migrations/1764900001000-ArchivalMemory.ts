@@ -127,7 +127,11 @@ export class ArchivalMemory1764900001000 implements MigrationInterface {
   }
 
   async down(q: QueryRunner): Promise<void> {
-    if (q.connection.options.type !== 'postgres') {
+    if (q.connection.options.type === 'postgres') {
+      // first, by hand: TypeORM's dropTable cannot read a generated column it did not make
+      const passages = sqlTable((q.connection.options as { schema?: string }).schema, 'passages');
+      await q.query(`ALTER TABLE ${passages} DROP COLUMN search`);
+    } else {
       for (const t of ['insert', 'delete', 'update'])
         await q.query(`DROP TRIGGER IF EXISTS passages_fts_${t}`);
       await q.query('DROP TABLE IF EXISTS passages_fts');
