@@ -1,4 +1,4 @@
-import { MigrationInterface, QueryRunner, TableColumn } from 'typeorm';
+import { MigrationInterface, QueryRunner, TableColumn, TableColumnOptions } from 'typeorm';
 import { SecretCipher } from '../../secrets/secret-cipher';
 import { webhookSecretAad } from '../../webhooks/webhook.entities';
 import { sqlTable } from '../sql-names';
@@ -13,57 +13,44 @@ export function sealWebhookSecrets(key: Buffer | null): Function {
     name = 'SealWebhookSecrets1764930000000';
 
     async up(q: QueryRunner): Promise<void> {
-      const rows = (await q.query(`SELECT id, tenant_id, secret FROM ${table(q)}`)) as {
-        id: string;
-        tenant_id: string;
-        secret: string;
-      }[];
-      const cipher = cipherFor(key, rows.length, 'encrypt');
-      await q.addColumn(
-        'webhooks',
-        new TableColumn({ name: 'secret_sealed', type: 'text', isNullable: true }),
-      );
-      for (const r of rows)
-        await setColumn(
-          q,
-          'secret_sealed',
-          r.id,
-          cipher!.encrypt(r.secret, webhookSecretAad(r.tenant_id, r.id)),
-        );
-      await q.dropColumn('webhooks', 'secret');
-      await q.changeColumn(
-        'webhooks',
-        'secret_sealed',
-        new TableColumn({ name: 'secret_sealed', type: 'text' }),
-      );
+      await moveSecret(q, key, 'secret', { name: 'secret_sealed', type: 'text' }, 'encrypt');
     }
 
     async down(q: QueryRunner): Promise<void> {
-      const rows = (await q.query(`SELECT id, tenant_id, secret_sealed FROM ${table(q)}`)) as {
-        id: string;
-        tenant_id: string;
-        secret_sealed: string;
-      }[];
-      const cipher = cipherFor(key, rows.length, 'decrypt');
-      await q.addColumn(
-        'webhooks',
-        new TableColumn({ name: 'secret', type: 'varchar', length: '300', isNullable: true }),
-      );
-      for (const r of rows)
-        await setColumn(
-          q,
-          'secret',
-          r.id,
-          cipher!.decrypt(r.secret_sealed, webhookSecretAad(r.tenant_id, r.id)),
-        );
-      await q.dropColumn('webhooks', 'secret_sealed');
-      await q.changeColumn(
-        'webhooks',
-        'secret',
-        new TableColumn({ name: 'secret', type: 'varchar', length: '300' }),
+      await moveSecret(
+        q,
+        key,
+        'secret_sealed',
+        { name: 'secret', type: 'varchar', length: '300' },
+        'decrypt',
       );
     }
   };
+}
+
+/** Every webhook's secret from column `from` into the new column `to`, converted; `from` is dropped. */
+async function moveSecret(
+  q: QueryRunner,
+  key: Buffer | null,
+  from: string,
+  to: TableColumnOptions,
+  what: 'encrypt' | 'decrypt',
+): Promise<void> {
+  const rows = (await q.query(`SELECT id, tenant_id, ${from} AS value FROM ${table(q)}`)) as {
+    id: string;
+    tenant_id: string;
+    value: string;
+  }[];
+  const cipher = cipherFor(key, rows.length, what);
+  await q.addColumn('webhooks', new TableColumn({ ...to, isNullable: true }));
+  for (const r of rows) {
+    const aad = webhookSecretAad(r.tenant_id, r.id);
+    const value =
+      what === 'encrypt' ? cipher!.encrypt(r.value, aad) : cipher!.decrypt(r.value, aad);
+    await setColumn(q, to.name, r.id, value);
+  }
+  await q.dropColumn('webhooks', from);
+  await q.changeColumn('webhooks', to.name, new TableColumn(to));
 }
 
 const table = (q: QueryRunner) =>
