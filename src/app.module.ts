@@ -2,6 +2,7 @@ import { DynamicModule, Module } from '@nestjs/common';
 import { AgentFileModule } from './agentfile/agent-file.module';
 import { APP_FILTER } from '@nestjs/core';
 import { AgentsModule } from './agents/agents.module';
+import { IdentitiesModule } from './identities/identities.module';
 import { AuthModule } from './auth/auth.module';
 import { ClusterModule } from './cluster/cluster.module';
 import { DomainErrorFilter } from './common/domain-error.filter';
@@ -38,6 +39,7 @@ export class AppModule {
         SecretsModule,
         ToolsModule,
         McpModule,
+        IdentitiesModule,
         AgentsModule,
         MemoryModule,
         RunEventsModule,

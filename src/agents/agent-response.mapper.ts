@@ -1,6 +1,7 @@
 import type { MemoryBlock } from '../core/agents/agent-record';
 import type { LlmConfig } from '../models/model-provider';
 import { toToolResponse } from '../tools/tool-response.mapper';
+import type { AgentRelation } from '../core/agents/agent-include';
 import type { AgentView } from './agents.service';
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -29,7 +30,17 @@ export function toBlockResponse(b: MemoryBlock): Record<string, unknown> {
 
 export function toAgentResponse(v: AgentView): Record<string, unknown> {
   const a = v.record;
-  const blocks = a.blocks.map(toBlockResponse);
+  const has = (r: AgentRelation) => v.include.has(r);
+  const blocks = has('blocks') ? a.blocks.map(toBlockResponse) : [];
+  // Letta's AgentEnvironmentVariable, write-only here: the value never leaves the store
+  const secrets = v.secrets.map((s) => ({
+    key: s.name,
+    value: REDACTED,
+    agent_id: a.id,
+    description: null,
+    created_at: s.created_at === null ? null : iso(s.created_at),
+    updated_at: s.updated_at === null ? null : iso(s.updated_at),
+  }));
   return {
     id: a.id,
     name: a.name,
@@ -44,8 +55,14 @@ export function toAgentResponse(v: AgentView): Record<string, unknown> {
     sources: [],
     llm_config: safeLlmConfig(a.llm_config),
     model: a.model,
-    tags: a.tags,
+    tags: has('tags') ? a.tags : [],
     metadata: a.metadata,
+    identity_ids: v.identities.map((i) => i.id),
+    identities: v.identities,
+    secrets,
+    tool_exec_environment_variables: secrets,
+    multi_agent_group: null,
+    managed_group: null,
     tool_executor: a.tool_executor,
     model_script: a.model_script,
     max_steps: a.max_steps,
@@ -58,3 +75,6 @@ export function toAgentResponse(v: AgentView): Record<string, unknown> {
     updated_at: iso(a.updated_at),
   };
 }
+
+/** What an agent secret's `value` shows: secrets are write-only over the API. */
+const REDACTED = '[redacted]';

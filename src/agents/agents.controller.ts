@@ -35,8 +35,12 @@ export class AgentsController {
   }
 
   @Get(':id')
-  async get(@Tenant() tenant: string, @Param('id') id: string): Promise<Json> {
-    return toAgentResponse(await this.agents.get(tenant, id));
+  async get(
+    @Tenant() tenant: string,
+    @Param('id') id: string,
+    @Query() query: Json,
+  ): Promise<Json> {
+    return toAgentResponse(await this.agents.get(tenant, id, query));
   }
 
   @Patch(':id')
@@ -88,6 +92,24 @@ export class AgentsController {
     return toAgentResponse(await this.agents.attachTool(tenant, id, toolId));
   }
 
+  @Patch(':id/identities/attach/:identityId')
+  async attachIdentity(
+    @Tenant() tenant: string,
+    @Param('id') id: string,
+    @Param('identityId') identityId: string,
+  ): Promise<Json> {
+    return toAgentResponse(await this.agents.attachIdentity(tenant, id, identityId));
+  }
+
+  @Patch(':id/identities/detach/:identityId')
+  async detachIdentity(
+    @Tenant() tenant: string,
+    @Param('id') id: string,
+    @Param('identityId') identityId: string,
+  ): Promise<Json> {
+    return toAgentResponse(await this.agents.detachIdentity(tenant, id, identityId));
+  }
+
   @Patch(':id/tools/detach/:toolId')
   async detach(
     @Tenant() tenant: string,
@@ -95,5 +117,20 @@ export class AgentsController {
     @Param('toolId') toolId: string,
   ): Promise<Json> {
     return toAgentResponse(await this.agents.detachTool(tenant, id, toolId));
+  }
+}
+
+/** Letta's `GET /v1/identities/{id}/agents`: here, since it answers agents. */
+@Controller('v1/identities')
+export class IdentityAgentsController {
+  constructor(private readonly agents: AgentsService) {}
+
+  @Get(':id/agents')
+  async list(
+    @Tenant() tenant: string,
+    @Param('id') id: string,
+    @Query() query: Json,
+  ): Promise<Json[]> {
+    return (await this.agents.identityAgents(tenant, id, query)).map(toAgentResponse);
   }
 }

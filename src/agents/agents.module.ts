@@ -8,7 +8,9 @@ import { AgentEntity } from './agent.entity';
 import { BlocksController } from './blocks.controller';
 import { BlocksRepository } from './blocks.repository';
 import { BlocksService } from './blocks.service';
-import { AgentsController } from './agents.controller';
+import { AgentsController, IdentityAgentsController } from './agents.controller';
+import { IdentitiesModule } from '../identities/identities.module';
+import { IdentitiesService } from '../identities/identities.service';
 import { AgentsRepository } from './agents.repository';
 import { AgentsService } from './agents.service';
 import { MemoryBlocksController } from './memory-blocks.controller';
@@ -17,8 +19,14 @@ import { TagsController } from './tags.controller';
 
 /** Needs ToolsModule (global) for tool look-ups; registers the core memory tools' handlers there. */
 @Module({
-  imports: [TypeOrmModule.forFeature([AgentEntity]), ModelsModule],
-  controllers: [AgentsController, MemoryBlocksController, BlocksController, TagsController],
+  imports: [TypeOrmModule.forFeature([AgentEntity]), ModelsModule, IdentitiesModule],
+  controllers: [
+    AgentsController,
+    IdentityAgentsController,
+    MemoryBlocksController,
+    BlocksController,
+    TagsController,
+  ],
   providers: [AgentsRepository, BlocksRepository, BlocksService, AgentsService, AgentFilesLoader],
   exports: [AgentsService],
 })
@@ -27,10 +35,12 @@ export class AgentsModule implements OnModuleInit {
     private readonly handlers: BuiltinToolHandlers,
     private readonly agents: AgentsService,
     private readonly tools: ToolsService,
+    private readonly identities: IdentitiesService,
   ) {}
 
   onModuleInit(): void {
     registerMemoryTools(this.handlers, this.agents);
     this.tools.registerUsageSource((tenantId, name) => this.agents.usingTool(tenantId, name));
+    this.identities.registerAgentExistence((tenantId, ids) => this.agents.existing(tenantId, ids));
   }
 }

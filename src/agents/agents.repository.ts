@@ -1,9 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import { containsPattern } from '../database/like-pattern';
 import { InjectRepository } from '@nestjs/typeorm';
-import { EntityManager, Repository } from 'typeorm';
+import { EntityManager, In, Repository } from 'typeorm';
 import type { ListAgentsQuery } from '../core/agents/list-agents-query';
 import { Transactor } from '../database/transactor';
+import { AgentIdentityEntity, IdentityEntity } from '../identities/identity.entity';
 import { AgentEntity, AgentTagEntity } from './agent.entity';
 import { BlocksRepository } from './blocks.repository';
 
@@ -56,6 +57,16 @@ export class AgentsRepository {
       .andWhere("LOWER(a.tools) LIKE :like ESCAPE '\\'", { like })
       .getMany();
     return rows.filter((a) => a.tools.includes(toolName));
+  }
+
+  /** Which of these ids are agents of the tenant. */
+  async existing(tenantId: string, ids: string[]): Promise<Set<string>> {
+    if (ids.length === 0) return new Set();
+    const rows = await this.agents.find({
+      where: { tenant_id: tenantId, id: In(ids) },
+      select: { id: true },
+    });
+    return new Set(rows.map((r) => r.id));
   }
 
   async findOldestByName(tenantId: string, name: string): Promise<AgentEntity | null> {
@@ -204,6 +215,26 @@ export class AgentsRepository {
       qb.andWhere(`a.id IN ${sub.getQuery()}`, {
         tags: [...new Set(q.tags)],
         tagCount: new Set(q.tags).size,
+      });
+    }
+    // the identities feature's link table, read here as the tag index is: a join, not a list of ids
+    if (q.identityId !== null || q.identifierKeys.length) {
+      const sub = qb.subQuery().select('l.agent_id').from(AgentIdentityEntity, 'l');
+      sub.where('l.tenant_id = :tenantId');
+      if (q.identityId !== null) sub.andWhere('l.identity_id = :identityId');
+      if (q.identifierKeys.length)
+        sub.andWhere(
+          `l.identity_id IN ${qb
+            .subQuery()
+            .select('i.id')
+            .from(IdentityEntity, 'i')
+            .where('i.tenant_id = :tenantId')
+            .andWhere('i.identifier_key IN (:...identifierKeys)')
+            .getQuery()}`,
+        );
+      qb.andWhere(`a.id IN ${sub.getQuery()}`, {
+        identityId: q.identityId,
+        identifierKeys: [...new Set(q.identifierKeys)],
       });
     }
     const desc = q.order === 'desc';

@@ -8,7 +8,9 @@ import { assertPrefixedId, ID_GENERATOR, isPrefixedId } from '../common/ids';
 import { AppConfig, DEFAULT_TENANT } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
 import type { AgentRecord, MemoryBlock } from '../core/agents/agent-record';
+import { AGENT_RELATIONS, AgentRelation, parseAgentInclude } from '../core/agents/agent-include';
 import { parseListAgentsQuery } from '../core/agents/list-agents-query';
+import { IdentitiesService, IdentityView } from '../identities/identities.service';
 import { countProblem } from '../core/limits';
 import { NO_BUDGETS } from '../core/loop/budgets';
 import { nulBytePaths } from '../core/agents/nul-bytes';
@@ -34,12 +36,18 @@ import { answeringConflicts, isUniqueViolation } from '../database/unique-violat
 /** Supplies `pending_approval` for an agent's responses (the processing module registers one). */
 export type PendingApprovalSource = (tenantId: string, agentId: string) => Promise<unknown>;
 
-/** An agent with everything its response needs. */
+/** An agent with everything its response needs; relations not in `include` are left empty. */
 export interface AgentView {
   record: AgentRecord;
+  include: ReadonlySet<AgentRelation>;
   tools: ToolView[];
   pendingApproval: unknown;
+  identities: IdentityView[];
+  /** The agent's own secrets, by name (values never leave the store). */
+  secrets: SecretView[];
 }
+
+const ALL_RELATIONS: ReadonlySet<AgentRelation> = new Set(AGENT_RELATIONS);
 
 /** Every tool name a rule refers to. */
 function ruleMentions(rule: StoredToolRule, name: string): boolean {
@@ -87,6 +95,7 @@ export class AgentsService {
     private readonly secrets: SecretsService,
     private readonly blockStore: BlocksService,
     blockRows: BlocksRepository,
+    private readonly identities: IdentitiesService,
   ) {
     // Agent records are cached only where this process is the database's only writer (SQLite, one
     // process): with several instances an update served by another one would not reach this cache.
@@ -228,14 +237,19 @@ export class AgentsService {
   async create(tenantId: string, body: unknown): Promise<AgentView> {
     const draft = await this.validate(tenantId, body);
     const secrets = this.secrets.agentSecretsIn(body);
+    const identityIds = await this.identityIdsIn(tenantId, body);
     const agent = await this.agents.save(await this.newEntity(tenantId, draft, 'api', null));
     if (secrets) await this.secrets.replaceOwned(tenantId, agent.id, secrets);
+    if (identityIds) await this.identities.setForAgent(tenantId, agent.id, identityIds);
     return this.view(tenantId, agent);
   }
 
   async list(tenantId: string, rawQuery: Record<string, unknown>): Promise<AgentView[]> {
     const { query, problems } = parseListAgentsQuery(rawQuery, this.config.limits);
     problems.push(...nulBytePaths(rawQuery));
+    const included = parseAgentInclude(rawQuery);
+    problems.push(...included.problems);
+    const include = included.include;
     if (problems.length) throw validationFailed(problems, 'query is invalid');
     const cursor = async (id: string | null) => {
       if (id === null) return null;
@@ -253,21 +267,57 @@ export class AgentsService {
       after: await cursor(query.after),
       before: await cursor(query.before),
     });
-    return this.views(tenantId, rows);
+    return this.views(tenantId, rows, include);
   }
 
-  async get(tenantId: string, agentId: string): Promise<AgentView> {
-    return this.view(tenantId, await this.load(tenantId, agentId));
+  /** `query`: Letta's `include` / `include_relationships` (none: every relation). */
+  async get(
+    tenantId: string,
+    agentId: string,
+    query: Record<string, unknown> = {},
+  ): Promise<AgentView> {
+    const include = this.includeOf(query);
+    return this.view(tenantId, await this.load(tenantId, agentId), include);
   }
 
   async update(tenantId: string, agentId: string, body: unknown): Promise<AgentView> {
     const agent = await this.load(tenantId, agentId);
     const draft = await this.validate(tenantId, body, draftOf(agent));
     const secrets = this.secrets.agentSecretsIn(body);
+    const identityIds = await this.identityIdsIn(tenantId, body);
     Object.assign(agent, draft, { updated_at: this.clock.now() });
     const saved = await this.agents.save(agent);
     if (secrets) await this.secrets.replaceOwned(tenantId, agentId, secrets);
+    if (identityIds) await this.identities.setForAgent(tenantId, agentId, identityIds);
     return this.view(tenantId, saved);
+  }
+
+  /** Letta's identity attach (idempotent); 404 for another tenant's agent or identity. */
+  async attachIdentity(tenantId: string, agentId: string, identityId: string): Promise<AgentView> {
+    const agent = await this.load(tenantId, agentId);
+    await this.identities.attach(tenantId, agentId, identityId);
+    return this.view(tenantId, agent);
+  }
+
+  async detachIdentity(tenantId: string, agentId: string, identityId: string): Promise<AgentView> {
+    const agent = await this.load(tenantId, agentId);
+    await this.identities.detach(tenantId, agentId, identityId);
+    return this.view(tenantId, agent);
+  }
+
+  /** Letta's `GET /v1/identities/{id}/agents`: the agents list, filtered to the identity. */
+  async identityAgents(
+    tenantId: string,
+    identityId: string,
+    query: Record<string, unknown>,
+  ): Promise<AgentView[]> {
+    await this.identities.get(tenantId, identityId); // 404 for another tenant's
+    return this.list(tenantId, { ...query, identity_id: identityId, identifier_keys: undefined });
+  }
+
+  /** Which of these ids are the tenant's agents (the identities module asks). */
+  existing(tenantId: string, ids: string[]): Promise<Set<string>> {
+    return this.agents.existing(tenantId, ids);
   }
 
   /** Names (never values) of the agent's own secrets (Letta's agent-level secrets). */
@@ -281,6 +331,7 @@ export class AgentsService {
     for (const stop of this.beforeDelete) await stop(tenantId, agentId);
     if (!(await this.agents.remove(tenantId, agentId))) throw notFound('agent', agentId);
     await this.secrets.deleteOwner(tenantId, agentId);
+    await this.identities.removeAgent(tenantId, agentId);
   }
 
   /** Letta's approval toggle: adds or removes the tool's requires_approval rule. */
@@ -507,22 +558,57 @@ export class AgentsService {
     };
   }
 
-  private async view(tenantId: string, agent: AgentEntity): Promise<AgentView> {
-    return (await this.views(tenantId, [agent]))[0];
+  private includeOf(query: Record<string, unknown>): ReadonlySet<AgentRelation> {
+    const { include, problems } = parseAgentInclude(query);
+    problems.push(...nulBytePaths(query));
+    if (problems.length) throw validationFailed(problems, 'query is invalid');
+    return include;
   }
 
-  private async views(tenantId: string, agents: AgentEntity[]): Promise<AgentView[]> {
-    const names = [...new Set(agents.flatMap((a) => a.tools))];
+  /** Letta's `identity_ids` on create or update, checked; undefined when the body has none. */
+  private async identityIdsIn(tenantId: string, body: unknown): Promise<string[] | undefined> {
+    if (typeof body !== 'object' || body === null) return undefined;
+    const ids = (body as Record<string, unknown>).identity_ids;
+    if (ids === undefined || ids === null) return undefined;
+    return this.identities.checkIds(tenantId, ids, 'identity_ids');
+  }
+
+  private async view(
+    tenantId: string,
+    agent: AgentEntity,
+    include: ReadonlySet<AgentRelation> = ALL_RELATIONS,
+  ): Promise<AgentView> {
+    return (await this.views(tenantId, [agent], include))[0];
+  }
+
+  /** Loads only the relations asked for: each is one query for the whole page. */
+  private async views(
+    tenantId: string,
+    agents: AgentEntity[],
+    include: ReadonlySet<AgentRelation> = ALL_RELATIONS,
+  ): Promise<AgentView[]> {
+    const ids = agents.map((a) => a.id);
+    const names = include.has('tools') ? [...new Set(agents.flatMap((a) => a.tools))] : [];
     const byName = new Map(
       (await this.tools.resolveViews(tenantId, names)).map((t) => [t.name, t]),
     );
+    const identities = include.has('identities')
+      ? await this.identities.forAgents(tenantId, ids)
+      : new Map<string, IdentityView[]>();
+    const secrets = include.has('secrets')
+      ? await this.secrets.listForOwners(tenantId, ids)
+      : new Map<string, SecretView[]>();
+    const pending = include.has('pending_approval') ? this.pendingApprovalSource : null;
     return Promise.all(
       agents.map(async (a) => ({
         record: this.toRecord(a),
-        tools: a.tools.map((n) => byName.get(n)).filter((t): t is ToolView => t !== undefined),
-        pendingApproval: this.pendingApprovalSource
-          ? await this.pendingApprovalSource(tenantId, a.id)
-          : null,
+        include,
+        tools: include.has('tools')
+          ? a.tools.map((n) => byName.get(n)).filter((t): t is ToolView => t !== undefined)
+          : [],
+        pendingApproval: pending ? await pending(tenantId, a.id) : null,
+        identities: identities.get(a.id) ?? [],
+        secrets: secrets.get(a.id) ?? [],
       })),
     );
   }

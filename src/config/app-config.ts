@@ -61,6 +61,7 @@ export interface AppConfig {
   limits: InputLimits;
   cluster: ClusterSettings;
   secrets: SecretsSettings;
+  identities: IdentitySettings;
   tools: { http: HttpToolSettings };
   /** The allow-listed environment values (`tools.http.env_allowlist`) that `${NAME}` may resolve. */
   secrets_env: Record<string, string>;
@@ -73,6 +74,15 @@ export interface SecretsSettings {
   max_value_bytes: number;
   /** Secrets the operator sets per tenant (read-only over the API). */
   config: { tenant: string; name: string; value: string }[];
+}
+
+/** Letta's identities (docs/letta-compatibility.md); each bound answers 4xx. */
+export interface IdentitySettings {
+  max_per_tenant: number;
+  max_per_agent: number;
+  max_properties: number;
+  max_properties_bytes: number;
+  max_agents_per_request: number;
 }
 
 export interface HttpToolSettings {
@@ -531,6 +541,13 @@ function validate(
       max_per_tenant: int('secrets.max_per_tenant', 0, 100_000),
       max_value_bytes: int('secrets.max_value_bytes', 1, 1_048_576),
       config: configSecrets(get('secrets.config'), secrets, fail),
+    },
+    identities: {
+      max_per_tenant: int('identities.max_per_tenant', 0, 1_000_000),
+      max_per_agent: int('identities.max_per_agent', 1, 1000),
+      max_properties: int('identities.max_properties', 0, 10_000),
+      max_properties_bytes: int('identities.max_properties_bytes', 2, 1_048_576),
+      max_agents_per_request: int('identities.max_agents_per_request', 1, 10_000),
     },
     tools: {
       http: {

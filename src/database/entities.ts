@@ -12,6 +12,7 @@ import { StepEntity } from '../processing/entities/step.entity';
 import { PERMISSION_ENTITIES } from '../permissions/consent.entities';
 import { EXECUTOR_STATE_ENTITIES } from '../rules/executor-state.entities';
 import { WEBHOOK_ENTITIES } from '../webhooks/webhook.entities';
+import { IDENTITY_ENTITIES } from '../identities/identity.entity';
 /**
  * Every entity of the app, listed once: the app's DataSource and the TypeORM CLI (ormconfig.ts) both use it.
  * Add a feature's entities here and its migration to ./migrations/index.ts.
@@ -33,4 +34,5 @@ export const ENTITIES: Function[] = [
   ...WEBHOOK_ENTITIES,
   McpServerEntity,
   ConversationEntity,
+  ...IDENTITY_ENTITIES,
 ];

@@ -71,10 +71,15 @@ export const ROUTES: Record<string, RouteDoc> = {
   },
   AgentsController_create: { summary: 'Create an agent', response: 'AgentState', body: AGENT_BODY },
   AgentsController_list: {
-    summary: 'List agents (newest first; cursors after/before)',
+    summary:
+      'List agents (newest first; cursors after/before; identity_id, identifier_keys filters; include as for retrieve)',
     response: ['AgentState'],
   },
-  AgentsController_get: { summary: 'Retrieve an agent', response: 'AgentState' },
+  AgentsController_get: {
+    summary:
+      'Retrieve an agent; include=agent.tools|agent.blocks|agent.tags|agent.identities|agent.secrets|agent.pending_approval|… loads only those relations (none given: all), the others answer empty',
+    response: 'AgentState',
+  },
   AgentsController_update: {
     summary: 'Update an agent (partial)',
     response: 'AgentState',
@@ -94,6 +99,45 @@ export const ROUTES: Record<string, RouteDoc> = {
     response: 'ToolExecutionResult',
     body: '{args?: {name: value}}',
   },
+  AgentsController_attachIdentity: {
+    summary: 'Attach an identity (idempotent; identities.max_per_agent)',
+    response: 'AgentState',
+  },
+  AgentsController_detachIdentity: { summary: 'Detach an identity', response: 'AgentState' },
+  IdentityAgentsController_list: {
+    summary: "The identity's agents (the agents list's query parameters apply)",
+    response: ['AgentState'],
+  },
+  IdentitiesController_list: {
+    summary: "List the tenant's identities (name, identifier_key, identity_type, cursors, order)",
+    response: ['Identity'],
+  },
+  IdentitiesController_count: {
+    summary: "Count the tenant's identities",
+    response: { type: 'integer' },
+  },
+  IdentitiesController_get: { summary: 'Retrieve an identity', response: 'Identity' },
+  IdentitiesController_create: {
+    summary: 'Create an identity (409 IDENTITY_EXISTS for a taken identifier_key)',
+    response: 'Identity',
+    body: "Letta's IdentityCreate: identifier_key, name, identity_type (org | user | other), properties [{key, value, type}], agent_ids",
+  },
+  IdentitiesController_upsert: {
+    summary: 'Create or update the identity with that identifier_key',
+    response: 'Identity',
+    body: 'as for create',
+  },
+  IdentitiesController_update: {
+    summary: 'Update an identity (partial; agent_ids replaces its agents)',
+    response: 'Identity',
+    body: 'the create fields, each optional',
+  },
+  IdentitiesController_properties: {
+    summary: "Replace an identity's properties",
+    response: 'Identity',
+    body: '[{key, value, type: string | number | boolean | json}]',
+  },
+  IdentitiesController_delete: { summary: 'Delete an identity (its agents stay)' },
   AgentsController_attach: { summary: 'Attach a tool', response: 'AgentState' },
   AgentsController_detach: { summary: 'Detach a tool', response: 'AgentState' },
   MemoryBlocksController_list: { summary: "List an agent's memory blocks", response: ['Block'] },

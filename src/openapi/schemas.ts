@@ -80,6 +80,22 @@ export const SCHEMAS: Record<string, Schema> = {
     kind: str,
     source: strOrNull,
   }),
+  Identity: obj(['id', 'identifier_key', 'name', 'identity_type', 'agent_ids', 'block_ids'], {
+    id: str,
+    identifier_key: str,
+    name: str,
+    identity_type: { enum: ['org', 'user', 'other'] },
+    project_id: { type: 'null' },
+    agent_ids: { type: 'array', items: str },
+    block_ids: { type: 'array', items: str },
+    properties: {
+      type: 'array',
+      items: obj(['key', 'value', 'type'], {
+        key: str,
+        type: { enum: ['string', 'number', 'boolean', 'json'] },
+      }),
+    },
+  }),
   ToolExecutionResult: obj(['status', 'func_return', 'tool_call_id', 'outcome'], {
     status: { enum: ['success', 'error'] },
     func_return: strOrNull,

@@ -14,6 +14,15 @@ export class SecretsRepository {
     return this.repo.find({ where: { tenant_id: tenantId, owner }, order: { name: 'ASC' } });
   }
 
+  /** Rows of these owners (agents), by name. */
+  listOwnedBy(tenantId: string, owners: string[]): Promise<TenantSecretEntity[]> {
+    if (owners.length === 0) return Promise.resolve([]);
+    return this.repo.find({
+      where: { tenant_id: tenantId, owner: In(owners) },
+      order: { name: 'ASC' },
+    });
+  }
+
   /** Rows of these owners (the tenant's and one agent's) with these names. */
   findNamed(tenantId: string, owners: string[], names: string[]): Promise<TenantSecretEntity[]> {
     if (names.length === 0) return Promise.resolve([]);

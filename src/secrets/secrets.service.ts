@@ -59,6 +59,17 @@ export class SecretsService {
     return [...configured, ...stored].sort((a, b) => a.name.localeCompare(b.name));
   }
 
+  /** Names (never values) of several agents' own secrets: owner → its secrets. */
+  async listForOwners(tenantId: string, owners: string[]): Promise<Map<string, SecretView[]>> {
+    const out = new Map<string, SecretView[]>();
+    for (const r of await this.repo.listOwnedBy(tenantId, owners))
+      out.set(r.owner, [
+        ...(out.get(r.owner) ?? []),
+        { name: r.name, source: 'api', created_at: r.created_at, updated_at: r.updated_at },
+      ]);
+    return out;
+  }
+
   /** Sets (creates or replaces) a secret; the value is checked, sealed and never echoed. */
   async put(
     tenantId: string,

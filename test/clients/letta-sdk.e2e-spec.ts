@@ -342,4 +342,53 @@ describe('clients: the Letta SDK walk', () => {
     await client.archives.delete(archive.id);
     await expect(client.archives.retrieve(archive.id)).rejects.toMatchObject({ status: 404 });
   });
+
+  it('identities: CRUD (the SDK has no identities resource: its client), attach, filters, include', async () => {
+    // SDK 1.12 keeps only agents.identities; /v1/identities is reached through its own HTTP client
+    const http = client as unknown as {
+      post(path: string, o?: object): Promise<any>;
+      get(path: string, o?: object): Promise<any>;
+      put(path: string, o?: object): Promise<any>;
+      patch(path: string, o?: object): Promise<any>;
+      delete(path: string, o?: object): Promise<any>;
+    };
+    const ada: Letta.Agents.AgentState.Identity = await http.post('/v1/identities/', {
+      body: { identifier_key: 'sdk-ada', name: 'Ada', identity_type: 'user' },
+    });
+    expect(ada).toMatchObject({ identifier_key: 'sdk-ada', agent_ids: [], block_ids: [] });
+    expect(await http.get(`/v1/identities/${ada.id}`)).toMatchObject({ id: ada.id });
+    expect(await http.get('/v1/identities/', { query: { identifier_key: 'sdk-ada' } })).toEqual([
+      expect.objectContaining({ id: ada.id }),
+    ]);
+    expect(
+      await http.put('/v1/identities/', {
+        body: { identifier_key: 'sdk-ada', name: 'Ada L.', identity_type: 'user' },
+      }),
+    ).toMatchObject({ id: ada.id, name: 'Ada L.' });
+    expect(
+      await http.patch(`/v1/identities/${ada.id}`, {
+        body: { properties: [{ key: 'tier', value: 'gold', type: 'string' }] },
+      }),
+    ).toMatchObject({ properties: [{ key: 'tier', value: 'gold', type: 'string' }] });
+
+    const agent = await client.agents.create({
+      name: 'sdk-identity-agent',
+      model: 'scripted/default',
+      identity_ids: [ada.id],
+    });
+    expect(agent.identity_ids).toEqual([ada.id]);
+    await client.agents.identities.detach(ada.id, { agent_id: agent.id });
+    expect((await client.agents.retrieve(agent.id)).identity_ids).toEqual([]);
+    await client.agents.identities.attach(ada.id, { agent_id: agent.id });
+    const filtered = (await client.agents.list({ identity_id: ada.id })).getPaginatedItems();
+    expect(filtered.map((a) => a.id)).toEqual([agent.id]);
+    const slim = await client.agents.retrieve(agent.id, { include: ['agent.identities'] });
+    expect([slim.tools, slim.identities?.map((i) => i.id)]).toEqual([[], [ada.id]]);
+    expect(await http.get(`/v1/identities/${ada.id}/agents`)).toEqual([
+      expect.objectContaining({ id: agent.id }),
+    ]);
+    expect(await http.delete(`/v1/identities/${ada.id}`)).toMatchObject({
+      message: expect.any(String),
+    });
+  });
 });

@@ -11,6 +11,10 @@ export interface ListAgentsQuery {
   tags: string[];
   matchAllTags: boolean;
   order: 'asc' | 'desc';
+  /** Letta's `identity_id`: agents attached to this identity. */
+  identityId: string | null;
+  /** Letta's `identifier_keys`: agents attached to an identity with one of these keys. */
+  identifierKeys: string[];
 }
 
 export const DEFAULT_LIST_LIMIT = 50;
@@ -39,6 +43,8 @@ export function parseListAgentsQuery(
     tags: [],
     matchAllTags: false,
     order: 'desc',
+    identityId: null,
+    identifierKeys: [],
   };
   const limit = one(q.limit);
   if (limit !== undefined && limit !== '') {
@@ -82,6 +88,31 @@ export function parseListAgentsQuery(
     else if (all !== 'false' && all !== '0' && all !== '')
       problems.push({ path: 'match_all_tags', message: 'must be true or false' });
   }
+  const identityId = one(q.identity_id);
+  if (identityId !== undefined && identityId !== '') {
+    if (typeof identityId !== 'string' || identityId.length > 200)
+      problems.push({ path: 'identity_id', message: 'must be an identity id' });
+    else query.identityId = identityId;
+  }
+  const rawKeys = [q.identifier_keys, q['identifier_keys[]']].flatMap((v): unknown[] =>
+    v === undefined ? [] : Array.isArray(v) ? (v as unknown[]) : [v],
+  );
+  const tooManyKeys = countProblem(
+    'identifier_keys',
+    new Set(rawKeys).size,
+    'max_filter_values',
+    limits,
+  );
+  if (tooManyKeys) problems.push(tooManyKeys);
+  else
+    for (const k of rawKeys) {
+      if (typeof k !== 'string' || k.length > 200)
+        problems.push({
+          path: 'identifier_keys',
+          message: 'must be texts of at most 200 characters',
+        });
+      else if (k !== '') query.identifierKeys.push(k);
+    }
   const order = one(q.order);
   if (order !== undefined && order !== '') {
     if (order === 'asc' || order === 'desc') query.order = order;

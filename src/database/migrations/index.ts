@@ -12,6 +12,7 @@ import { Webhooks1764700000000 } from './1764700000000-Webhooks';
 import { McpServers1764800000000 } from './1764800000000-McpServers';
 import { SharedBlocks1764900000000 } from './1764900000000-SharedBlocks';
 import { ArchivalMemory1764900001000 } from './1764900001000-ArchivalMemory';
+import { Identities1764910000000 } from './1764910000000-Identities';
 import { MessageContexts1764920000000 } from './1764920000000-MessageContexts';
 import { TenantSecrets1764200000000 } from './1764200000000-TenantSecrets';
 import { sealWebhookSecrets } from './1764930000000-SealWebhookSecrets';
@@ -36,6 +37,7 @@ export const migrations = (secretsKey: Buffer | null): Function[] => [
   McpServers1764800000000,
   SharedBlocks1764900000000,
   ArchivalMemory1764900001000,
+  Identities1764910000000,
   MessageContexts1764920000000,
   sealWebhookSecrets(secretsKey),
   ParkedRunIndex1764950000000,
