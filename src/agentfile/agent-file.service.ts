@@ -175,7 +175,10 @@ export class AgentFileService {
     const inContextIds = Array.isArray(agent.in_context_message_ids)
       ? agent.in_context_message_ids.filter((x): x is string => typeof x === 'string')
       : [];
-    const imported = fromAfMessages(rawMessages, inContextIds[0] ?? null, 'agents[0].messages');
+    const imported = fromAfMessages(rawMessages, inContextIds[0] ?? null, 'agents[0].messages', {
+      maxImages: this.config.processing.max_images_per_message,
+      maxImageBytes: this.config.processing.max_image_bytes,
+    });
     problems.push(...imported.problems);
 
     const byId = <T extends Json>(list: T[], ids: unknown, path: string): T[] =>

@@ -35,6 +35,8 @@ export interface AppConfig {
     compaction_max_messages: number;
     compaction_timeout_seconds: number;
     compaction_max_summary_chars: number;
+    max_images_per_message: number;
+    max_image_bytes: number;
   };
   models: {
     openai: {
@@ -42,6 +44,8 @@ export interface AppConfig {
       base_url: string;
       timeout_seconds: number;
       max_retries: number;
+      /** Models that accept images (`name`, or a prefix ending in `*`). */
+      vision_models: string[];
     };
     /** Further operator-declared providers; `openai` (above) and `scripted` always exist. */
     providers: ModelProviderConfig[];
@@ -120,6 +124,8 @@ export interface ModelProviderConfig {
   context_window: number;
   timeout_seconds: number;
   max_retries: number;
+  /** Models that accept images (`name`, or a prefix ending in `*`); none by default. */
+  vision_models: string[];
 }
 
 export interface ToolExecutorDefaults {
@@ -482,6 +488,8 @@ function validate(
       compaction_max_messages: int('processing.compaction_max_messages', 1, 2000),
       compaction_timeout_seconds: int('processing.compaction_timeout_seconds', 1, 3600),
       compaction_max_summary_chars: int('processing.compaction_max_summary_chars', 100, 1_000_000),
+      max_images_per_message: int('processing.max_images_per_message', 0, 100),
+      max_image_bytes: int('processing.max_image_bytes', 1024, 100_000_000),
     },
     models: {
       openai: {
@@ -489,6 +497,9 @@ function validate(
         base_url: str('models.openai.base_url'),
         timeout_seconds: int('models.openai.timeout_seconds', 1),
         max_retries: int('models.openai.max_retries', 0, 10),
+        vision_models: list('models.openai.vision_models').length
+          ? stringList('models.openai.vision_models')
+          : [],
       },
       providers: modelProviders(get('models.providers'), secrets),
       max_response_bytes: int('models.max_response_bytes', 1024),
@@ -602,6 +613,7 @@ const PROVIDER_FIELDS = [
   'context_window',
   'timeout_seconds',
   'max_retries',
+  'vision_models',
 ];
 
 /** `models.providers`: each entry names its key once (literal, environment variable or tenant secret). */
@@ -643,9 +655,13 @@ function modelProviders(raw: unknown, env: Record<string, string>): ModelProvide
     const keyEnv = optStr('api_key_env');
     if (keyEnv !== null && env[keyEnv] === undefined)
       throw new ConfigError(`${at}.api_key_env`, `environment variable ${keyEnv} is not set`);
-    const models = p.models ?? [];
-    if (!Array.isArray(models) || models.some((m) => typeof m !== 'string' || m === ''))
-      throw new ConfigError(`${at}.models`, 'must be a list of model names');
+    const modelNames = (k: string): string[] => {
+      const v = p[k] ?? [];
+      if (!Array.isArray(v) || v.some((m) => typeof m !== 'string' || m === ''))
+        throw new ConfigError(`${at}.${k}`, 'must be a list of model names');
+      return v as string[];
+    };
+    const models = modelNames('models');
     const num = (k: string, def: number, min: number, max: number): number => {
       const v = p[k] ?? def;
       if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max)
@@ -658,7 +674,8 @@ function modelProviders(raw: unknown, env: Record<string, string>): ModelProvide
       base_url,
       api_key: keyEnv !== null ? env[keyEnv] : optStr('api_key'),
       api_key_secret: optStr('api_key_secret'),
-      models: models as string[],
+      models,
+      vision_models: modelNames('vision_models'),
       context_window: num('context_window', 128_000, 256, 10_000_000),
       timeout_seconds: num('timeout_seconds', 60, 1, 3600),
       max_retries: num('max_retries', 3, 0, 10),

@@ -1,10 +1,12 @@
+import type { ChatContentPart } from '../core/loop/content-parts';
+
 /**
  * The contract between the AgentProcessor and model providers (`openai`, `scripted`).
  * Messages and tools use the OpenAI chat-completions shapes, the common denominator.
  */
 export type ChatMessage =
   | { role: 'system'; content: string }
-  | { role: 'user'; content: string }
+  | { role: 'user'; content: string | ChatContentPart[] }
   | {
       role: 'assistant';
       content: string | null;

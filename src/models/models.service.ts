@@ -57,6 +57,10 @@ export class ModelsService {
     return client;
   }
 
+  acceptsImages(llmConfig: LlmConfig): boolean {
+    return this.providers.acceptsImages(llmConfig);
+  }
+
   /** The provider's key is the calling tenant's secret: read at each call, never kept. */
   private tenantKeyed(p: ProviderInfo, secret: string, tenantId?: string): ModelProvider {
     return {

@@ -1,3 +1,4 @@
+import { chatText } from '../core/loop/content-parts';
 import { countTokens } from './token-count';
 import { ModelError, ModelProvider, ModelRequest, ModelResponse } from './model-provider';
 
@@ -67,7 +68,7 @@ export class ScriptedProvider implements ModelProvider {
 function lastUserText(req: ModelRequest): string {
   for (let i = req.messages.length - 1; i >= 0; i--) {
     const m = req.messages[i];
-    if (m.role === 'user') return m.content;
+    if (m.role === 'user') return chatText(m.content);
   }
   return '';
 }

@@ -1,3 +1,4 @@
+import { chatImages, chatText, IMAGE_TOKENS } from '../core/loop/content-parts';
 import { ChatMessage } from './model-provider';
 
 /** Rough per-message overhead (role, separators) in tokens, as OpenAI's chat format adds. */
@@ -13,7 +14,7 @@ export const countTextTokens = (text: string): number => Math.ceil(text.length /
 export function countTokens(messages: readonly ChatMessage[]): number {
   let chars = 0;
   for (const m of messages) {
-    if (m.content) chars += m.content.length;
+    chars += chatText(m.content).length + chatImages(m.content) * IMAGE_TOKENS * 4;
     if (m.role === 'assistant' && m.tool_calls) {
       for (const c of m.tool_calls)
         chars += c.function.name.length + c.function.arguments.length + c.id.length;

@@ -33,6 +33,7 @@ import type { MessageEntity, MessageType } from './entities/message.entity';
 import type { ClientToolSpec, ParkedCall, RunEntity, RunUsage } from './entities/run.entity';
 import type { StepEntity } from './entities/step.entity';
 import { EMPTY_USAGE, sendMessageForm, toLettaMessage } from './message.mapper';
+import { withoutImages } from '../core/loop/content-parts';
 import { parseArgs, sendMessageText } from '../core/loop/tool-arguments';
 import {
   MessageContext,
@@ -83,6 +84,8 @@ interface RunContext {
   currentMessageId: string | null;
   /** Where the conversation's context starts (reset, compaction), read once per run. */
   messageContext: MessageContext | null;
+  /** The agent's model accepts images; else image parts reach it as a text note. */
+  vision: boolean;
   parked: ParkedCall[] | null;
   produced: MessageEntity[];
   /** Set by a graceful shutdown: end at the next step boundary. */
@@ -171,6 +174,7 @@ export class AgentProcessor {
       startedAt: now,
       currentMessageId: null,
       messageContext: null,
+      vision: false,
       parked: null,
       produced: [],
       stopAtBoundary: false,
@@ -205,6 +209,7 @@ export class AgentProcessor {
     ];
     ctx.setup = this.exec.setupFor(ctx.agent, ctx.tools);
     ctx.provider = this.models.providerFor(ctx.agent.llm_config, run.tenant_id);
+    ctx.vision = this.models.acceptsImages(ctx.agent.llm_config);
     ctx.budgets = resolveBudgets(
       { max_steps: run.input.max_steps, ...run.input.budgets },
       { max_steps: ctx.agent.max_steps, ...ctx.agent.budgets },
@@ -365,13 +370,14 @@ export class AgentProcessor {
         window,
         countTokens,
       );
-      const messages = context.build({
+      const built = context.build({
         system: ctx.agent.system,
         blocks: ctx.agent.blocks,
         currentMessageId: ctx.currentMessageId,
         contextWindow: window,
         reserveTokens: reserve,
       });
+      const messages = ctx.vision ? built : withoutImages(built);
 
       const stepNumber = ctx.batchSteps + 1;
       const stepId = this.ids.prefixed('step');

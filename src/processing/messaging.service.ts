@@ -8,6 +8,7 @@ import { ID_GENERATOR } from '../common/ids';
 import { RunEventsBus } from '../common/run-events';
 import type { AppConfig } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
+import { hasImages } from '../core/loop/content-parts';
 import type { Clock, IdGenerator } from '../core/ports';
 import type { StopReason } from '../core/loop/stop-reason';
 import { AgentProcessor } from './agent-processor.service';
@@ -24,6 +25,8 @@ import {
   EXECUTOR_PORT,
   ExecutorPort,
   InBandApproval,
+  MODELS_PORT,
+  ModelsPort,
 } from './processing.ports';
 import { RunRecovery } from './run-recovery';
 import type { SendMessageRequest } from './send-message.dto';
@@ -64,6 +67,7 @@ export class MessagingService implements OnModuleInit {
     private readonly bus: RunEventsBus,
     private readonly recovery: RunRecovery,
     @Inject(AGENT_PORT) private readonly agents: AgentPort,
+    @Inject(MODELS_PORT) private readonly models: ModelsPort,
     @Inject(CONSENT_BRIDGE) private readonly consent: ConsentBridge,
     @Inject(EXECUTOR_PORT) private readonly exec: ExecutorPort,
     @Inject(AGENT_LEASES) private readonly leases: AgentLeases,
@@ -132,6 +136,13 @@ export class MessagingService implements OnModuleInit {
         { tools: shadowed.map((t) => t.name) },
       );
     }
+    const images = req.messages.findIndex((m) => hasImages(m.content));
+    if (images >= 0 && !this.models.acceptsImages(agent.llm_config))
+      throw badRequest(
+        'IMAGES_NOT_SUPPORTED',
+        `the agent's model ${agent.model} does not accept images (models.*.vision_models lists the ones that do)`,
+        { path: `messages[${images}].content`, model: agent.model },
+      );
     this.assertOpen();
     const parked = await this.repo.findParkedRun(tenantId, agentId);
     if (req.approvals) {

@@ -47,6 +47,7 @@ export const PROCESSING_ADAPTERS: Provider[] = [
       providerFor: (llm, tenantId) => models.providerFor(llm, tenantId),
       toolSchemaFor: (def) => models.toolSchemaFor(def),
       countTokens: (text) => models.countTokens(text),
+      acceptsImages: (llm) => models.acceptsImages(llm),
     }),
   },
   {

@@ -28,6 +28,8 @@ export interface ModelsPort {
   /** The schema offered to the model (gains the optional `request_heartbeat`). */
   toolSchemaFor(def: ToolDefinition): ToolSchema;
   countTokens(text: string): number;
+  /** Whether the model accepts image content (its provider's `vision_models`). */
+  acceptsImages(llm: LlmConfig): boolean;
 }
 
 export interface ExecutorPort {

@@ -2,6 +2,7 @@ import type { AppConfig } from '../config/app-config';
 import { validationFailed, type ValidationProblem } from '../common/domain-error';
 import type { InputLimits } from '../core/limits';
 import { BUDGET_FIELD_NAMES, BudgetFields, parseBudgetValue } from '../core/loop/budgets';
+import { ImageLimits, MessageContent, parseContent } from '../core/loop/content-parts';
 import { ConstraintCompiler } from '../core/permissions/constraint';
 import { validateDecisionInput } from '../core/permissions/consent-decision';
 import type { MessageType } from './entities/message.entity';
@@ -11,7 +12,7 @@ import type { InBandApproval } from './processing.ports';
 
 /** A validated `POST /v1/agents/{id}/messages` body. */
 export interface SendMessageRequest {
-  messages: { role: 'user' | 'system'; content: string }[];
+  messages: { role: 'user' | 'system'; content: MessageContent }[];
   approvals: InBandApproval[] | null;
   /**
    * Letta's legacy single approval `{type:'approval', approval_request_id?, approve, reason?}`: one answer for
@@ -41,12 +42,17 @@ export interface SendMessageLimits {
   maxClientToolBytes: number;
   /** A grant's `seconds` (limits.max_duration_seconds). */
   grants: Pick<InputLimits, 'max_duration_seconds'>;
+  images: ImageLimits;
 }
 
 export const sendMessageLimits = (config: AppConfig): SendMessageLimits => ({
   maxClientTools: config.processing.max_client_tools,
   maxClientToolBytes: config.processing.max_client_tool_bytes,
   grants: config.limits,
+  images: {
+    maxImages: config.processing.max_images_per_message,
+    maxImageBytes: config.processing.max_image_bytes,
+  },
 });
 
 /** In-band grants are checked here, before anything is stored: the decision must not fail after a 200. */
@@ -156,6 +162,7 @@ const MESSAGE_TYPES: readonly MessageType[] = [
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
+/** A tool return's text: a string or text parts. */
 function textOf(content: unknown, path: string, problems: ValidationProblem[]): string | null {
   if (typeof content === 'string') return content;
   if (Array.isArray(content)) {
@@ -257,8 +264,8 @@ export function parseSendMessage(
   out.streamTokens = out.streaming && body.stream_tokens === true;
   if (body.input !== undefined && body.input !== null) {
     // Letta 1.x: `input` (a string or content parts) is one user message, before any `messages`
-    const text = textOf(body.input, 'input', problems);
-    if (text !== null) out.messages.push({ role: 'user', content: text });
+    const content = parseContent(body.input, 'input', opts.limits.images, problems);
+    if (content !== null) out.messages.push({ role: 'user', content });
   }
   if (body.messages === undefined || body.messages === null) {
     if (out.messages.length === 0) {
@@ -323,8 +330,8 @@ export function parseSendMessage(
       if (role !== 'user' && role !== 'system') {
         return problems.push({ path: `${path}.role`, message: 'must be "user" or "system"' });
       }
-      const text = textOf(m.content, `${path}.content`, problems);
-      if (text !== null) out.messages.push({ role, content: text });
+      const content = parseContent(m.content, `${path}.content`, opts.limits.images, problems);
+      if (content !== null) out.messages.push({ role, content });
     });
   }
   if (body.max_steps !== undefined && body.max_steps !== null) {

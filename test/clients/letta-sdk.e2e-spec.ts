@@ -158,6 +158,34 @@ describe('clients: the Letta SDK walk', () => {
     expect(reset).toMatchObject({ id: agentId, tools: [] });
   });
 
+  it('agents.messages.create with an image content part (a vision model)', async () => {
+    const agentId = await createAgent(t, fake, {
+      include_base_tools: false,
+      llm_config: {
+        model: 'gpt-4o-mini',
+        model_endpoint_type: 'openai',
+        model_endpoint: fake.baseUrl,
+        context_window: 8000,
+      },
+    });
+    const png =
+      'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==';
+    fake.push({ content: 'one pixel' });
+    const res = await client.agents.messages.create(agentId, {
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'what is it?' },
+            { type: 'image', source: { type: 'base64', media_type: 'image/png', data: png } },
+          ],
+        },
+      ],
+    });
+    expect(res.messages.map((m: any) => m.content)).toEqual(['one pixel']);
+    expect(JSON.stringify(fake.requests.at(-1)!.messages)).toContain('data:image/png;base64,');
+  });
+
   it('agents: exportFile and importFile (.af)', async () => {
     const agentId = await createAgent(t, fake, {
       include_base_tools: false,

@@ -1,4 +1,5 @@
 import type { ValidationProblem } from '../rules/validate-tool-rules';
+import { ContentPart, hasImages, ImageLimits, parseContent } from '../loop/content-parts';
 import { sendMessageText } from '../loop/tool-arguments';
 
 /**
@@ -26,7 +27,7 @@ export interface AfToolCall {
 export interface AfMessage {
   id: string;
   role: 'user' | 'system' | 'assistant' | 'tool';
-  content: { type: 'text'; text: string }[];
+  content: ContentPart[];
   tool_calls?: AfToolCall[];
   tool_call_id?: string;
   tool_returns?: { tool_call_id: string; status: 'success' | 'error'; func_response: string }[];
@@ -83,7 +84,8 @@ export function toAfMessages(
         turn = null;
         add(row, {
           role: row.message_type === 'user_message' ? 'user' : 'system',
-          content: text(str(p.content)),
+          // image parts are stored in Letta's own ImageContent shape: they travel as they are
+          content: Array.isArray(p.content) ? (p.content as ContentPart[]) : text(str(p.content)),
         });
         break;
       case 'assistant_message':
@@ -126,7 +128,7 @@ export function toAfMessages(
 }
 
 /** The text of a message's content: a string, or the text parts of a list. */
-function contentText(content: unknown): string | null {
+function textOfParts(content: unknown): string | null {
   if (typeof content === 'string') return content;
   if (!Array.isArray(content)) return content == null ? '' : null;
   const parts: string[] = [];
@@ -146,6 +148,7 @@ export function fromAfMessages(
   input: unknown[],
   systemPromptId: string | null,
   path: string,
+  images: ImageLimits,
 ): { messages: ImportedMessage[]; problems: ValidationProblem[] } {
   const messages: ImportedMessage[] = [];
   const problems: ValidationProblem[] = [];
@@ -160,7 +163,7 @@ export function fromAfMessages(
     if (fileId === systemPromptId && m.role === 'system') return;
     const created = typeof m.created_at === 'string' ? Date.parse(m.created_at) : NaN;
     const base = { fileId, created_at: Number.isFinite(created) ? created : 0 };
-    const body = contentText(m.content);
+    const body = textOfParts(m.content);
     if (body === null) {
       problems.push({
         path: `${at}.content`,
@@ -170,14 +173,20 @@ export function fromAfMessages(
     }
     switch (m.role) {
       case 'user':
-      case 'system':
-        messages.push({
-          ...base,
-          message_type: m.role === 'user' ? 'user_message' : 'system_message',
-          payload: { content: body },
-          turn: null,
-        });
+      case 'system': {
+        // images are checked as on the messages endpoint (base64, media type, size, count)
+        const content = hasImages(m.content)
+          ? parseContent(m.content, `${at}.content`, images, problems)
+          : body;
+        if (content !== null)
+          messages.push({
+            ...base,
+            message_type: m.role === 'user' ? 'user_message' : 'system_message',
+            payload: { content },
+            turn: null,
+          });
         break;
+      }
       case 'assistant': {
         if (body)
           messages.push({

@@ -1,4 +1,5 @@
 import type { ChatMessage } from '../../models/model-provider';
+import { chatText } from './content-parts';
 import { HistoryMessage, toChatUnits } from './context-builder';
 
 /**
@@ -86,7 +87,7 @@ function transcriptLine(m: ChatMessage): string {
       .join('\n');
   }
   if (m.role === 'tool') return `tool result: ${cut(m.content)}`;
-  return `${m.role}: ${cut(m.content)}`;
+  return `${m.role}: ${cut(chatText(m.content))}`;
 }
 
 /** The summary as the context window shows it: a system message where the summarized ones were. */

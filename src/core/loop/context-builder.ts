@@ -1,4 +1,5 @@
 import type { ChatMessage } from '../../models/model-provider';
+import { chatImages, chatText, IMAGE_TOKENS, toChatContent } from './content-parts';
 
 /**
  * Builds the model's context from stored messages: the system prompt with memory blocks,
@@ -101,7 +102,10 @@ export function toChatUnits(history: HistoryMessage[]): Unit[] {
       case 'system_message': {
         flush(turn);
         turn = null;
-        units.push({ messages: [{ role: 'user', content: str(m.payload.content) }], ids: [m.id] });
+        units.push({
+          messages: [{ role: 'user', content: toChatContent(m.payload.content) }],
+          ids: [m.id],
+        });
         break;
       }
       case 'assistant_message': {
@@ -191,7 +195,7 @@ export function selectUnits<U extends Unit>(
 export function unitCost(u: Unit, countTokens: (text: string) => number): number {
   return u.messages.reduce((n, m) => {
     const calls = m.role === 'assistant' && m.tool_calls ? JSON.stringify(m.tool_calls) : '';
-    return n + 4 + countTokens((m.content ?? '') + calls);
+    return n + 4 + countTokens(chatText(m.content) + calls) + chatImages(m.content) * IMAGE_TOKENS;
   }, 0);
 }
 

@@ -14,6 +14,8 @@ export interface ProviderInfo {
   context_window: number;
   timeout_seconds: number;
   max_retries: number;
+  /** Models that accept images: names, or prefixes ending in `*`. */
+  vision_models: string[];
 }
 
 /** One listable model: what a models API shows per configured provider and model. */
@@ -37,6 +39,7 @@ const SCRIPTED: ProviderInfo = {
   context_window: 32_000,
   timeout_seconds: 60,
   max_retries: 0,
+  vision_models: [],
 };
 
 /** Base URLs compare without trailing slashes and with URL normalisation (case of the host, default port). */
@@ -71,6 +74,7 @@ export class ProviderCatalog {
       context_window: 128_000,
       timeout_seconds: o.timeout_seconds,
       max_retries: o.max_retries,
+      vision_models: o.vision_models,
     };
     for (const p of [openai, SCRIPTED, ...models.providers.map(fromConfig)])
       this.byName.set(p.name, p);
@@ -158,6 +162,15 @@ export class ProviderCatalog {
     return 'ok' in r ? { ok: this.byName.get(r.ok.provider_name as string)! } : r;
   }
 
+  /** Whether the model a stored llm_config calls accepts image content (its provider's `vision_models`). */
+  acceptsImages(config: LlmConfig): boolean {
+    const r = this.forCall(config);
+    if ('error' in r) return false;
+    return r.ok.vision_models.some((v) =>
+      v.endsWith('*') ? config.model.startsWith(v.slice(0, -1)) : v === config.model,
+    );
+  }
+
   private foreignEndpoint(): { path: string; error: string } {
     return {
       path: 'llm_config.model_endpoint',
@@ -207,5 +220,6 @@ function fromConfig(c: ModelProviderConfig): ProviderInfo {
     context_window: c.context_window,
     timeout_seconds: c.timeout_seconds,
     max_retries: c.max_retries,
+    vision_models: c.vision_models,
   };
 }

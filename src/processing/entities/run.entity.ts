@@ -1,3 +1,4 @@
+import type { MessageContent } from '../../core/loop/content-parts';
 import type { PassState } from '../../core/executor/contracts';
 import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
 import { EpochMsColumn, JsonColumn } from '../../database/columns';
@@ -17,7 +18,7 @@ export interface RunInput {
   /** How the client asked: answered at once (`async`) or waited on (`sync`, `stream`). */
   mode: 'sync' | 'stream' | 'async';
   /** The user messages of the request, as `{role, content}` with text content. */
-  messages: { role: string; content: string }[];
+  messages: { role: string; content: MessageContent }[];
   max_steps?: number | null;
   /** The request's own budgets (each over the agent's, which are over the config's). */
   budgets?: Partial<BudgetFields>;

@@ -5,6 +5,7 @@ const LIMITS = {
   maxClientTools: 2,
   maxClientToolBytes: 300,
   grants: { max_duration_seconds: 315_360_000 },
+  images: { maxImages: 2, maxImageBytes: 64 },
 };
 const say = { messages: [{ role: 'user', content: 'x' }] };
 
