@@ -3,7 +3,7 @@ import { InjectRepository } from '@nestjs/typeorm';
 import { In, Repository } from 'typeorm';
 import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
 import { Transactor } from '../database/transactor';
-import { isUniqueViolation } from '../database/unique-violation';
+import { answeringConflicts, isUniqueViolation } from '../database/unique-violation';
 import { AgentIdentityEntity, IdentityEntity } from './identity.entity';
 
 export interface ListIdentitiesQuery {
@@ -73,10 +73,12 @@ export class IdentitiesRepository {
   /** False when the tenant already has an identity with that identifier_key (the unique index decides). */
   async insert(row: IdentityEntity, agentIds: string[]): Promise<boolean> {
     try {
-      await this.tx.run(async (em) => {
-        await em.insert(IdentityEntity, row as QueryDeepPartialEntity<IdentityEntity>);
-        await this.replaceAgents(em.getRepository(AgentIdentityEntity), row, agentIds);
-      });
+      await answeringConflicts(() =>
+        this.tx.run(async (em) => {
+          await em.insert(IdentityEntity, row as QueryDeepPartialEntity<IdentityEntity>);
+          await this.replaceAgents(em.getRepository(AgentIdentityEntity), row, agentIds);
+        }),
+      );
       return true;
     } catch (e) {
       if (isUniqueViolation(e)) return false;
@@ -87,11 +89,13 @@ export class IdentitiesRepository {
   /** Saves the identity and, when given, replaces its agents; false on a taken identifier_key. */
   async save(row: IdentityEntity, agentIds: string[] | undefined): Promise<boolean> {
     try {
-      await this.tx.run(async (em) => {
-        await em.save(IdentityEntity, row);
-        if (agentIds)
-          await this.replaceAgents(em.getRepository(AgentIdentityEntity), row, agentIds);
-      });
+      await answeringConflicts(() =>
+        this.tx.run(async (em) => {
+          await em.save(IdentityEntity, row);
+          if (agentIds)
+            await this.replaceAgents(em.getRepository(AgentIdentityEntity), row, agentIds);
+        }),
+      );
       return true;
     } catch (e) {
       if (isUniqueViolation(e)) return false;
@@ -146,7 +150,9 @@ export class IdentitiesRepository {
   /** Links one agent and one identity; false when they already were. */
   async link(tenantId: string, agentId: string, identityId: string): Promise<boolean> {
     try {
-      await this.links.insert({ agent_id: agentId, identity_id: identityId, tenant_id: tenantId });
+      await answeringConflicts(() =>
+        this.links.insert({ agent_id: agentId, identity_id: identityId, tenant_id: tenantId }),
+      );
       return true;
     } catch (e) {
       if (isUniqueViolation(e)) return false;

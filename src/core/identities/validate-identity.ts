@@ -39,7 +39,7 @@ const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !
 /**
  * Validates Letta's IdentityCreate / IdentityUpsert (`partial: false`: identifier_key, name and
  * identity_type required) or IdentityUpdate (`partial: true`). Unknown fields are ignored, as Letta's
- * clients send some we do not keep (`project_id`, `block_ids`).
+ * clients send some we do not keep (`project_id`); a non-empty `block_ids` is refused.
  */
 export function validateIdentityInput(
   input: unknown,
@@ -70,6 +70,9 @@ export function validateIdentityInput(
     const props = validateProperties(input.properties, 'properties', limits, problems);
     if (props) draft.properties = props;
   }
+  // said rather than dropped: a client would think its blocks were linked
+  if (Array.isArray(input.block_ids) && input.block_ids.length > 0)
+    bad('block_ids', 'is not supported: blocks are not linked to identities on this server');
   if (input.agent_ids !== undefined && input.agent_ids !== null) {
     const ids = input.agent_ids;
     if (!Array.isArray(ids) || ids.some((id) => typeof id !== 'string'))

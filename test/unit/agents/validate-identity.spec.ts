@@ -41,6 +41,13 @@ describe('validateIdentityInput', () => {
       ['properties'],
     ],
     ['too many agent ids', { ...base, agent_ids: ['a', 'b', 'c'] }, false, ['agent_ids']],
+    [
+      'block_ids are refused, an empty list is not',
+      { ...base, block_ids: ['b'] },
+      false,
+      ['block_ids'],
+    ],
+    ['an empty block_ids list passes', { ...base, block_ids: [] }, false, []],
     ['not an object', [1], false, ['(body)']],
   ];
   it.each(rows)('%s', (_name, input, partial, paths) => {
