@@ -1,10 +1,20 @@
 /* eslint-disable @typescript-eslint/no-explicit-any */
 import type { TestApp } from '../support/app-harness';
 import type { FakeModelServer } from '../support/fake-model-server';
-import { api, LoopEnv, say, startLoopEnv, ToolServer } from '../support/processing-fixtures';
+import {
+  api,
+  createAgent,
+  LoopEnv,
+  say,
+  startLoopEnv,
+  TENANT_A,
+  TENANT_B,
+  ToolServer,
+  TWO_TENANTS,
+} from '../support/processing-fixtures';
 
-const A = { authorization: 'Bearer key-a' };
-const B = { authorization: 'Bearer key-b' };
+const A = TENANT_A;
+const B = TENANT_B;
 
 /** Letta's agent file (.af): export, import into the caller's tenant, the same behaviour after. */
 describe('agent files (.af): export and import', () => {
@@ -16,12 +26,7 @@ describe('agent files (.af): export and import', () => {
   beforeAll(async () => {
     env = await startLoopEnv([], {
       overrides: {
-        auth: {
-          api_keys: [
-            { key: 'key-a', tenant: 'tenant-a' },
-            { key: 'key-b', tenant: 'tenant-b' },
-          ],
-        },
+        ...TWO_TENANTS,
         agent_files: { max_bytes: 200_000, max_messages: 50 },
       },
     });
@@ -54,13 +59,11 @@ describe('agent files (.af): export and import', () => {
   afterAll(() => env.close());
   beforeEach(() => env.reset());
 
-  const newAgent = async (over: Record<string, unknown> = {}) => {
-    const res = await api(
+  const newAgent = (over: Record<string, unknown> = {}) =>
+    createAgent(
       t,
-      'POST',
-      '/v1/agents/',
+      fake,
       {
-        name: `af-${Math.random().toString(36).slice(2)}`,
         system: 'You are the export test agent.',
         tools: ['lookup', 'send_message'],
         include_base_tools: false,
@@ -71,19 +74,10 @@ describe('agent files (.af): export and import', () => {
         memory_blocks: [{ label: 'human', value: 'Ada', limit: 100 }],
         tags: ['af'],
         tool_executor: { dedupe_window_seconds: 0 },
-        llm_config: {
-          model: 'fake',
-          model_endpoint_type: 'openai',
-          model_endpoint: fake.baseUrl,
-          context_window: 8000,
-        },
         ...over,
       },
       A,
     );
-    expect(res.status).toBe(200);
-    return res.body.id as string;
-  };
   const exportOf = async (id: string, query = '', h = A) =>
     api(t, 'GET', `/v1/agents/${id}/export${query}`, undefined, h);
   const importFile = async (file: unknown, fields: Record<string, string> = {}, h = B) => {

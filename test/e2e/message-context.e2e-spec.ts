@@ -1,10 +1,19 @@
 /* eslint-disable @typescript-eslint/no-explicit-any */
 import type { TestApp } from '../support/app-harness';
 import type { FakeModelServer, RecordedRequest } from '../support/fake-model-server';
-import { api, LoopEnv, say, startLoopEnv } from '../support/processing-fixtures';
+import {
+  api,
+  createAgent,
+  LoopEnv,
+  say,
+  startLoopEnv,
+  TENANT_A,
+  TENANT_B,
+  TWO_TENANTS,
+} from '../support/processing-fixtures';
 
-const A = { authorization: 'Bearer key-a' };
-const B = { authorization: 'Bearer key-b' };
+const A = TENANT_A;
+const B = TENANT_B;
 
 /** reset-messages and compaction (summarize): the context window moves, the stored history stays. */
 describe('message context: reset and compaction', () => {
@@ -14,41 +23,14 @@ describe('message context: reset and compaction', () => {
 
   beforeAll(async () => {
     env = await startLoopEnv([], {
-      overrides: {
-        auth: {
-          api_keys: [
-            { key: 'key-a', tenant: 'tenant-a' },
-            { key: 'key-b', tenant: 'tenant-b' },
-          ],
-        },
-      },
+      overrides: TWO_TENANTS,
     });
     ({ t, fake } = env);
   });
   afterAll(() => env.close());
   beforeEach(() => env.reset());
 
-  const newAgent = async () => {
-    const res = await api(
-      t,
-      'POST',
-      '/v1/agents/',
-      {
-        name: `ctx-${Math.random().toString(36).slice(2)}`,
-        system: 'You are a test agent.',
-        include_base_tools: false,
-        llm_config: {
-          model: 'fake',
-          model_endpoint_type: 'openai',
-          model_endpoint: fake.baseUrl,
-          context_window: 8000,
-        },
-      },
-      A,
-    );
-    expect(res.status).toBe(200);
-    return res.body.id as string;
-  };
+  const newAgent = () => createAgent(t, fake, { include_base_tools: false }, A);
   /** One exchange: the user's text and the model's answer `re: <text>`. */
   const exchange = async (
     agentId: string,

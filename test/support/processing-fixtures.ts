@@ -40,24 +40,43 @@ export const say = (content: string, extra: Record<string, unknown> = {}) => ({
   ...extra,
 });
 
+/** Config override with two tenants' API keys; `TENANT_A` / `TENANT_B` are their request headers. */
+export const TWO_TENANTS = {
+  auth: {
+    api_keys: [
+      { key: 'key-a', tenant: 'tenant-a' },
+      { key: 'key-b', tenant: 'tenant-b' },
+    ],
+  },
+};
+export const TENANT_A = { authorization: 'Bearer key-a' };
+export const TENANT_B = { authorization: 'Bearer key-b' };
+
 export async function createAgent(
   t: TestApp,
   fake: FakeModelServer | null,
   over: Record<string, unknown> = {},
+  headers: Record<string, string> = {},
 ): Promise<string> {
-  const res = await api(t, 'POST', '/v1/agents/', {
-    name: `agent-${Math.random().toString(36).slice(2)}`,
-    system: 'You are a test agent.',
-    llm_config: fake
-      ? {
-          model: 'fake',
-          model_endpoint_type: 'openai',
-          model_endpoint: fake.baseUrl,
-          context_window: 8000,
-        }
-      : { model: 'scripted', model_endpoint_type: 'scripted', context_window: 8000 },
-    ...over,
-  });
+  const res = await api(
+    t,
+    'POST',
+    '/v1/agents/',
+    {
+      name: `agent-${Math.random().toString(36).slice(2)}`,
+      system: 'You are a test agent.',
+      llm_config: fake
+        ? {
+            model: 'fake',
+            model_endpoint_type: 'openai',
+            model_endpoint: fake.baseUrl,
+            context_window: 8000,
+          }
+        : { model: 'scripted', model_endpoint_type: 'scripted', context_window: 8000 },
+      ...over,
+    },
+    headers,
+  );
   if (res.status !== 200) throw new Error(`agent create failed: ${JSON.stringify(res.body)}`);
   return res.body.id as string;
 }
