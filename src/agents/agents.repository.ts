@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { keysetPage } from '../database/keyset-page';
 import { containsPattern } from '../database/like-pattern';
 import { InjectRepository } from '@nestjs/typeorm';
 import { EntityManager, In, Repository } from 'typeorm';
@@ -237,31 +238,13 @@ export class AgentsRepository {
         identifierKeys: [...new Set(q.identifierKeys)],
       });
     }
-    const desc = q.order === 'desc';
-    // "after" = further along the list order; "before" = earlier in it.
-    const beyond = (c: AgentEntity, forward: boolean, key: string) => {
-      const op = forward === desc ? '<' : '>';
-      qb.andWhere(
-        `(a.created_at ${op} :${key}At OR (a.created_at = :${key}At AND a.id ${op} :${key}Id))`,
-        { [`${key}At`]: c.created_at, [`${key}Id`]: c.id },
-      );
-    };
-    if (cursors.after) beyond(cursors.after, true, 'after');
-    if (cursors.before) beyond(cursors.before, false, 'before');
-    // With only `before`, take the page nearest the cursor, then restore the list order.
-    const reverse = cursors.before !== null && cursors.after === null;
-    const dir = desc !== reverse ? 'DESC' : 'ASC';
-    const rows = await qb
-      .orderBy('a.created_at', dir)
-      .addOrderBy('a.id', dir)
-      .take(q.limit)
-      .getMany();
+    const rows = await keysetPage(qb, 'a', q.order, cursors, q.limit);
     const blocks = await this.blocks.forAgents(
       this.agents.manager,
       rows.map((a) => a.id),
     );
     for (const a of rows) a.blocks = blocks.get(a.id)!;
-    return reverse ? rows.reverse() : rows;
+    return rows;
   }
 
   private async writeTags(em: EntityManager, agent: AgentEntity): Promise<void> {

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { keysetPage } from '../database/keyset-page';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager, In } from 'typeorm';
 import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
@@ -137,24 +138,7 @@ export class BlocksRepository {
         qb.andWhere(`LOWER(b.${col}) LIKE :${col}Like ESCAPE '\\'`, {
           [`${col}Like`]: containsPattern(text),
         });
-    const desc = q.order === 'desc';
-    const beyond = (c: BlockEntity, forward: boolean, key: string) => {
-      const op = forward === desc ? '<' : '>';
-      qb.andWhere(
-        `(b.created_at ${op} :${key}At OR (b.created_at = :${key}At AND b.id ${op} :${key}Id))`,
-        { [`${key}At`]: c.created_at, [`${key}Id`]: c.id },
-      );
-    };
-    if (cursors.after) beyond(cursors.after, true, 'after');
-    if (cursors.before) beyond(cursors.before, false, 'before');
-    const reverse = cursors.before !== null && cursors.after === null;
-    const dir = desc !== reverse ? 'DESC' : 'ASC';
-    const rows = await qb
-      .orderBy('b.created_at', dir)
-      .addOrderBy('b.id', dir)
-      .take(q.limit)
-      .getMany();
-    return reverse ? rows.reverse() : rows;
+    return keysetPage(qb, 'b', q.order, cursors, q.limit);
   }
 
   insert(block: BlockEntity): Promise<unknown> {

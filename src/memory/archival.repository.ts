@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { keysetPage } from '../database/keyset-page';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
 import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
@@ -107,24 +108,7 @@ export class ArchivalRepository {
         .andWhere('l.agent_id = :agentId');
       qb.andWhere(`a.id IN ${sub.getQuery()}`, { agentId: q.agentId });
     }
-    const desc = q.order === 'desc';
-    const beyond = (c: ArchiveEntity, forward: boolean, key: string) => {
-      const op = forward === desc ? '<' : '>';
-      qb.andWhere(
-        `(a.created_at ${op} :${key}At OR (a.created_at = :${key}At AND a.id ${op} :${key}Id))`,
-        { [`${key}At`]: c.created_at, [`${key}Id`]: c.id },
-      );
-    };
-    if (q.after) beyond(q.after, true, 'after');
-    if (q.before) beyond(q.before, false, 'before');
-    const reverse = q.before !== null && q.after === null;
-    const dir = desc !== reverse ? 'DESC' : 'ASC';
-    const rows = await qb
-      .orderBy('a.created_at', dir)
-      .addOrderBy('a.id', dir)
-      .take(q.limit)
-      .getMany();
-    return reverse ? rows.reverse() : rows;
+    return keysetPage(qb, 'a', q.order, q, q.limit);
   }
 
   /** Deletes the archive with its passages and agent links; false when it is not the tenant's. */

@@ -48,7 +48,7 @@ function tagList(
     problems.push({ path, message: 'must be a list of strings' });
     return [];
   }
-  const tooMany = countProblem(path, list.length, 'max_tags_per_passage', limits);
+  const tooMany = countProblem(path, new Set(list).size, 'max_tags_per_passage', limits);
   if (tooMany) {
     problems.push(tooMany);
     return [];
