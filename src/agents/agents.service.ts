@@ -189,22 +189,7 @@ export class AgentsService {
     const agent = await this.load(tenantId, agentId);
     const block = await this.blockStore.get(tenantId, blockId);
     if (agent.blocks.some((b) => b.id === block.id)) return this.view(tenantId, agent);
-    if (agent.blocks.some((b) => b.label === block.label))
-      throw conflict(
-        'BLOCK_LABEL_TAKEN',
-        `the agent already has a block labelled "${block.label}"`,
-        {
-          label: block.label,
-        },
-      );
-    const tooMany = countProblem(
-      'blocks',
-      agent.blocks.length + 1,
-      'max_memory_blocks_per_agent',
-      this.config.limits,
-    );
-    if (tooMany) throw validationFailed([tooMany], 'agent is invalid');
-    agent.blocks = [...agent.blocks, block];
+    agent.blocks = this.joinBlocks([...agent.blocks, block]);
     agent.updated_at = this.clock.now();
     return this.view(tenantId, await this.agents.save(agent));
   }
@@ -236,6 +221,8 @@ export class AgentsService {
 
   async create(tenantId: string, body: unknown): Promise<AgentView> {
     const draft = await this.validate(tenantId, body);
+    const shared = await this.blocksById(tenantId, body);
+    if (shared) draft.blocks = this.joinBlocks([...draft.blocks, ...shared]);
     const secrets = this.secrets.agentSecretsIn(body);
     const identityIds = await this.identityIdsIn(tenantId, body);
     const agent = await this.agents.save(await this.newEntity(tenantId, draft, 'api', null));
@@ -283,10 +270,13 @@ export class AgentsService {
   async update(tenantId: string, agentId: string, body: unknown): Promise<AgentView> {
     const agent = await this.load(tenantId, agentId);
     const draft = await this.validate(tenantId, body, draftOf(agent));
+    // Letta's block_ids on an update is the agent's whole list; blocks left out stay (a detach)
+    const shared = await this.blocksById(tenantId, body);
+    if (shared) draft.blocks = this.joinBlocks(shared);
     const secrets = this.secrets.agentSecretsIn(body);
     const identityIds = await this.identityIdsIn(tenantId, body);
     Object.assign(agent, draft, { updated_at: this.clock.now() });
-    const saved = await this.agents.save(agent);
+    const saved = await this.agents.save(agent, { keepUnlinkedBlocks: shared !== null });
     if (secrets) await this.secrets.replaceOwned(tenantId, agentId, secrets);
     if (identityIds) await this.identities.setForAgent(tenantId, agentId, identityIds);
     return this.view(tenantId, saved);
@@ -494,6 +484,50 @@ export class AgentsService {
     if (!draft || earlierProblems.length > 0)
       throw validationFailed([...earlierProblems, ...problems], 'agent is invalid');
     return draft;
+  }
+
+  /** Letta's `block_ids`: the tenant's blocks, by id (null when not given). */
+  private async blocksById(tenantId: string, body: unknown): Promise<MemoryBlock[] | null> {
+    const ids = (body as Record<string, unknown> | null)?.block_ids;
+    if (ids === undefined || ids === null) return null;
+    if (!Array.isArray(ids))
+      throw validationFailed([{ path: 'block_ids', message: 'must be a list of block ids' }]);
+    const limits = this.config.limits;
+    const tooMany = countProblem('block_ids', ids.length, 'max_memory_blocks_per_agent', limits);
+    if (tooMany) throw validationFailed([tooMany], 'agent is invalid');
+    const out: MemoryBlock[] = [];
+    for (const [i, id] of ids.entries()) {
+      const block = isPrefixedId('block', id)
+        ? await this.blockStore.get(tenantId, id).catch(() => null)
+        : null;
+      if (!block)
+        throw validationFailed(
+          [{ path: `block_ids[${i}]`, message: 'unknown block id' }],
+          'agent is invalid',
+        );
+      if (!out.some((b) => b.id === block.id)) out.push(block);
+    }
+    return out;
+  }
+
+  /** An agent's blocks: labels unique (the memory tools address them by label), count bounded. */
+  private joinBlocks(blocks: MemoryBlock[]): MemoryBlock[] {
+    const labels = new Set<string>();
+    for (const b of blocks) {
+      if (labels.has(b.label))
+        throw conflict('BLOCK_LABEL_TAKEN', `two of the agent's blocks are labelled "${b.label}"`, {
+          label: b.label,
+        });
+      labels.add(b.label);
+    }
+    const tooMany = countProblem(
+      'blocks',
+      blocks.length,
+      'max_memory_blocks_per_agent',
+      this.config.limits,
+    );
+    if (tooMany) throw validationFailed([tooMany], 'agent is invalid');
+    return blocks;
   }
 
   /** Letta clients may name tools by id (`tool_ids`): they join `tools` by name. */

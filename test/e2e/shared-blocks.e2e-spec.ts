@@ -228,4 +228,50 @@ describe('shared memory blocks (/v1/blocks, core-memory/blocks/attach|detach)', 
     expect((await a.blocks.retrieve(shared.id)).value).toBe('v2');
     expect(await systemSeenBy(y)).toContain('v2');
   });
+  it("Letta's block_ids: an agent created with shared blocks; an update's block_ids is its whole list", async () => {
+    const shared = await a.blocks.create({ label: 'org', value: 'Acme' });
+    const created = await a.agents.create({
+      name: 'with-ids',
+      memory_blocks: [{ label: 'persona', value: 'p' }],
+      block_ids: [shared.id],
+    });
+    expect(created.memory.blocks.map((x) => [x.label, x.id])).toEqual([
+      ['persona', expect.stringMatching(/^block-/)],
+      ['org', shared.id],
+    ]);
+    const clash = await a.blocks.create({ label: 'persona', value: 'other' });
+    const bad = await api(t, 'POST', '/v1/agents/', { name: 'x', block_ids: [clash.id] }, key.a);
+    expect(bad.status).toBe(200); // no memory_blocks: no clash
+    const twice = await api(
+      t,
+      'POST',
+      '/v1/agents/',
+      { name: 'y', memory_blocks: [{ label: 'persona', value: '' }], block_ids: [clash.id] },
+      key.a,
+    );
+    expect(twice).toMatchObject({ status: 409, body: { code: 'BLOCK_LABEL_TAKEN' } });
+    const unknown = await api(
+      t,
+      'POST',
+      '/v1/agents/',
+      { name: 'z', block_ids: ['block-x'] },
+      key.a,
+    );
+    expect(unknown).toMatchObject({ status: 400, body: { code: 'VALIDATION_FAILED' } });
+    const theirs = await b.blocks.create({ label: 'b-only', value: '' });
+    const foreign = await api(
+      t,
+      'POST',
+      '/v1/agents/',
+      { name: 'w', block_ids: [theirs.id] },
+      key.a,
+    );
+    expect(foreign).toMatchObject({ status: 400, body: { code: 'VALIDATION_FAILED' } });
+
+    const updated = await a.agents.update(created.id, { block_ids: [shared.id] });
+    expect(updated.memory.blocks.map((x) => x.id)).toEqual([shared.id]);
+    // the block left out stays (as a detach does)
+    const persona = created.memory.blocks[0].id!;
+    expect((await a.blocks.retrieve(persona)).value).toBe('p');
+  });
 });
