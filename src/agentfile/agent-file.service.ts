@@ -175,9 +175,14 @@ export class AgentFileService {
     const inContextIds = Array.isArray(agent.in_context_message_ids)
       ? agent.in_context_message_ids.filter((x): x is string => typeof x === 'string')
       : [];
-    const imported = fromAfMessages(rawMessages, inContextIds[0] ?? null, 'agents[0].messages', {
-      maxImages: this.config.processing.max_images_per_message,
-      maxImageBytes: this.config.processing.max_image_bytes,
+    const imported = fromAfMessages(rawMessages, {
+      systemPromptId: inContextIds[0] ?? null,
+      path: 'agents[0].messages',
+      images: {
+        maxImages: this.config.processing.max_images_per_message,
+        maxImageBytes: this.config.processing.max_image_bytes,
+      },
+      innerThoughts: typeof agent.agent_type === 'string' && agent.agent_type.startsWith('memgpt'),
     });
     problems.push(...imported.problems);
 

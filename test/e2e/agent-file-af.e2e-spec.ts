@@ -1,4 +1,6 @@
 /* eslint-disable @typescript-eslint/no-explicit-any */
+import { readFileSync } from 'node:fs';
+import * as path from 'node:path';
 import type { TestApp } from '../support/app-harness';
 import type { FakeModelServer } from '../support/fake-model-server';
 import {
@@ -191,6 +193,87 @@ describe('agent files (.af): export and import', () => {
     const full = (await exportOf(id)).body;
     const copyId = (await importFile(full, { strip_messages: 'true' })).body.agent_ids[0];
     expect(await history(copyId, B)).toEqual([]);
+
+    // one conversation's messages; a conversation of another agent is a 404
+    const conv = (await api(t, 'POST', `/v1/conversations/?agent_id=${id}`, {}, A)).body;
+    fake.push({ content: 'in the conversation' });
+    await api(
+      t,
+      'POST',
+      `/v1/conversations/${conv.id}/messages`,
+      say('psst', { streaming: false }),
+      A,
+    );
+    const ofConv = (await exportOf(id, `?conversation_id=${conv.id}`)).body;
+    expect(ofConv.agents[0].messages.slice(1).map((m: any) => m.content[0].text)).toEqual([
+      'psst',
+      'in the conversation',
+    ]);
+    const other = await newAgent();
+    expect((await exportOf(other, `?conversation_id=${conv.id}`)).status).toBe(404);
+  });
+
+  it("a file Letta's server wrote: its Python tools are refused by name; without them it imports", async () => {
+    const letta = JSON.parse(
+      readFileSync(path.join(__dirname, '../fixtures/letta/basic-agent-v2.af'), 'utf8'),
+    );
+    const refused = await importFile(letta, { model: 'openai/gpt-4o-mini' });
+    expect(refused.status).toBe(400);
+    for (const name of ['analyze_data', 'memory_insert'])
+      expect(refused.body.message).toContain(name);
+
+    // keep only the tools this server has (send_message, conversation_search) and their rules
+    const ours = new Set(['send_message', 'conversation_search']);
+    const [agent] = letta.agents;
+    const kept = letta.tools.filter((x: any) => ours.has(x.name));
+    const trimmed = {
+      ...letta,
+      agents: [
+        {
+          ...agent,
+          tool_ids: kept.map((x: any) => x.id),
+          tool_rules: agent.tool_rules.filter((r: any) => ours.has(r.tool_name)),
+        },
+      ],
+    };
+    const res = await importFile(trimmed, { model: 'openai/gpt-4o-mini' });
+    expect(res.status).toBe(200);
+    const id = res.body.agent_ids[0];
+    const got = (await api(t, 'GET', `/v1/agents/${id}`, undefined, B)).body;
+    expect(got.memory.blocks.map((b: any) => b.label).sort()).toEqual([
+      'human',
+      'persona',
+      'project_context',
+    ]);
+    expect(got.tool_rules).toEqual([
+      { tool_name: 'send_message', type: 'exit_loop' },
+      { tool_name: 'conversation_search', type: 'continue_loop' },
+    ]);
+    // a MemGPT agent's assistant text is its inner monologue; send_message carries what it said
+    expect(await history(id, B)).toEqual([
+      ['reasoning_message', undefined],
+      ['assistant_message', 'More human than human is our motto.'],
+      ['user_message', expect.stringContaining('"type": "login"')],
+      ['user_message', 'Test message for export'],
+      ['reasoning_message', undefined],
+      [
+        'assistant_message',
+        'Test message received successfully. Ready for further instructions or queries.',
+      ],
+    ]);
+    fake.push({ content: 'hello again' });
+    await api(t, 'POST', `/v1/agents/${id}/messages`, say('still there?'), B);
+    const seen = fake.requests.at(-1)!.messages;
+    expect(seen.map((m: any) => m.role)).toEqual([
+      'system',
+      'assistant',
+      'tool',
+      'user',
+      'user',
+      'assistant',
+      'tool',
+      'user',
+    ]);
   });
 
   it('hostile and malformed files: clear 4xx, nothing created, never another tenant', async () => {

@@ -146,21 +146,26 @@ function textOfParts(content: unknown): string | null {
  */
 export function fromAfMessages(
   input: unknown[],
-  systemPromptId: string | null,
-  path: string,
-  images: ImageLimits,
+  opts: {
+    /** The first in-context message's id: a `system` message with it is the compiled prompt. */
+    systemPromptId: string | null;
+    path: string;
+    images: ImageLimits;
+    /** MemGPT-style agents: an assistant's text is its inner monologue (a reasoning message). */
+    innerThoughts: boolean;
+  },
 ): { messages: ImportedMessage[]; problems: ValidationProblem[] } {
   const messages: ImportedMessage[] = [];
   const problems: ValidationProblem[] = [];
   input.forEach((raw, i) => {
-    const at = `${path}[${i}]`;
+    const at = `${opts.path}[${i}]`;
     if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
       problems.push({ path: at, message: 'must be an object' });
       return;
     }
     const m = raw as Record<string, unknown>;
     const fileId = typeof m.id === 'string' ? m.id : `#${i}`;
-    if (fileId === systemPromptId && m.role === 'system') return;
+    if (fileId === opts.systemPromptId && m.role === 'system') return;
     const created = typeof m.created_at === 'string' ? Date.parse(m.created_at) : NaN;
     const base = { fileId, created_at: Number.isFinite(created) ? created : 0 };
     const body = textOfParts(m.content);
@@ -176,7 +181,7 @@ export function fromAfMessages(
       case 'system': {
         // images are checked as on the messages endpoint (base64, media type, size, count)
         const content = hasImages(m.content)
-          ? parseContent(m.content, `${at}.content`, images, problems)
+          ? parseContent(m.content, `${at}.content`, opts.images, problems)
           : body;
         if (content !== null)
           messages.push({
@@ -191,8 +196,9 @@ export function fromAfMessages(
         if (body)
           messages.push({
             ...base,
-            message_type: 'assistant_message',
-            payload: { content: body },
+            ...(opts.innerThoughts
+              ? { message_type: 'reasoning_message', payload: { reasoning: body } }
+              : { message_type: 'assistant_message', payload: { content: body } }),
             turn: i,
           });
         const calls = m.tool_calls ?? [];
