@@ -4,6 +4,8 @@ import { containsPattern } from '../database/like-pattern';
 import { InjectRepository } from '@nestjs/typeorm';
 import { EntityManager, In, Repository } from 'typeorm';
 import type { ListAgentsQuery } from '../core/agents/list-agents-query';
+import { GroupCommit } from '../database/group-commit';
+import { updateWhere } from '../database/raw-writes';
 import { Transactor } from '../database/transactor';
 import { AgentIdentityEntity, IdentityEntity } from '../identities/identity.entity';
 import { AgentEntity, AgentTagEntity } from './agent.entity';
@@ -17,6 +19,7 @@ export class AgentsRepository {
   constructor(
     @InjectRepository(AgentEntity) private readonly agents: Repository<AgentEntity>,
     private readonly tx: Transactor,
+    private readonly writes: GroupCommit,
     private readonly blocks: BlocksRepository,
   ) {}
 
@@ -147,11 +150,16 @@ export class AgentsRepository {
     reason: string | null,
     at: number,
   ): Promise<boolean> {
-    const r = await this.agents.update(
-      { tenant_id: tenantId, id },
-      { last_stop_reason: reason, updated_at: at },
+    // in the group commit: the run's end is written in the same transaction
+    const changed = await this.writes.run((em) =>
+      updateWhere(
+        em,
+        AgentEntity,
+        { tenant_id: tenantId, id },
+        { last_stop_reason: reason, updated_at: at },
+      ),
     );
-    return (r.affected ?? 0) > 0;
+    return changed > 0;
   }
 
   remove(tenantId: string, id: string): Promise<boolean> {

@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager, EntityTarget, ObjectLiteral } from 'typeorm';
-import type { ColumnMetadata } from 'typeorm/metadata/ColumnMetadata';
-import { sqlTable } from './sql-names';
+import { insertRows } from './raw-writes';
 import { Transactor } from './transactor';
 
 /** Rows for one table. */
@@ -121,68 +120,4 @@ async function execute(em: EntityManager, jobs: Job[]): Promise<unknown[]> {
   const results: unknown[] = [];
   for (const j of jobs) results.push(j.work ? await j.work(em) : undefined);
   return results;
-}
-
-/**
- * One multi-row INSERT (or upsert) written here rather than by TypeORM's query builder, which was a large
- * share of a step's CPU time and writes numbers into the SQL text as literals (every statement carrying a
- * timestamp was new to SQLite's statement cache). Values go through the driver's own conversion (JSON
- * columns, transformers). Integers are bound as SQLite integers: a JavaScript number binds as a REAL,
- * which a text column would store as "7.0".
- */
-async function insertRows(
-  em: EntityManager,
-  entity: EntityTarget<ObjectLiteral>,
-  rows: ObjectLiteral[],
-  conflictPaths: string[] | undefined,
-): Promise<void> {
-  const { driver } = em.connection;
-  const meta = em.connection.getMetadata(entity);
-  const postgres = driver.options.type === 'postgres';
-  const columns: ColumnMetadata[] = [];
-  for (const c of meta.columns) {
-    let given = false;
-    for (const r of rows) {
-      if (r[c.propertyName] === undefined) continue;
-      given = true;
-      break;
-    }
-    if (!given) continue; // the column's default, as the query builder does for a value never given
-    // a value missing in some rows only would need the column's default there: left to TypeORM
-    if (c.default !== undefined && rows.some((r) => r[c.propertyName] === undefined)) {
-      await em
-        .createQueryBuilder()
-        .insert()
-        .into(entity)
-        .values(rows)
-        .updateEntity(false)
-        .execute();
-      return;
-    }
-    columns.push(c);
-  }
-  const params: unknown[] = [];
-  const tuples: string[] = [];
-  for (const r of rows) {
-    const marks: string[] = [];
-    for (const c of columns) {
-      let v: unknown = driver.preparePersistentValue(r[c.propertyName], c);
-      if (v === undefined) v = null;
-      else if (!postgres && typeof v === 'number' && Number.isInteger(v)) v = BigInt(v);
-      params.push(v);
-      marks.push(postgres ? `$${params.length}` : '?');
-    }
-    tuples.push(`(${marks.join(', ')})`);
-  }
-  const names = columns.map((c) => driver.escape(c.databaseName));
-  const table = sqlTable(meta.schema, meta.tableName);
-  let sql = `INSERT INTO ${table} (${names.join(', ')}) VALUES ${tuples.join(', ')}`;
-  if (conflictPaths) {
-    const keys = conflictPaths.map((p) => meta.findColumnWithPropertyName(p)?.databaseName ?? p);
-    const set = columns
-      .filter((c) => !keys.includes(c.databaseName))
-      .map((c) => `${driver.escape(c.databaseName)} = EXCLUDED.${driver.escape(c.databaseName)}`);
-    sql += ` ON CONFLICT (${keys.map((k) => driver.escape(k)).join(', ')}) DO UPDATE SET ${set.join(', ')}`;
-  }
-  await em.query(sql, params);
 }

@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager, In, IsNull } from 'typeorm';
 import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
 import type { ConsentChannel, ConsentDecision } from '../core/permissions/consent-decision';
+import { updateWhere } from '../database/raw-writes';
 import {
   AuditEvent,
   ConsentAuditEntity,
@@ -51,27 +52,13 @@ export class ConsentRepository {
 
   /** First decision wins: only a row still pending changes; false when another decision got there first. */
   async resolveIfPending(id: string, r: Resolution, em: EntityManager): Promise<boolean> {
-    const res = await em
-      .createQueryBuilder()
-      .update(ConsentRequestEntity)
-      .set({ ...r })
-      .where('id = :id AND status = :pending', { id, pending: 'pending' })
-      .execute();
-    return (res.affected ?? 0) === 1;
+    return (await updateWhere(em, ConsentRequestEntity, { id, status: 'pending' }, { ...r })) === 1;
   }
 
   /** An approval runs its call once: only the first consumer wins. */
   async consumeApproval(id: string, at: number, em: EntityManager): Promise<boolean> {
-    const res = await em
-      .createQueryBuilder()
-      .update(ConsentRequestEntity)
-      .set({ consumedAt: at })
-      .where('id = :id AND status = :approved AND consumed_at IS NULL', {
-        id,
-        approved: 'approved',
-      })
-      .execute();
-    return (res.affected ?? 0) === 1;
+    const where = { id, status: 'approved', consumedAt: null };
+    return (await updateWhere(em, ConsentRequestEntity, where, { consumedAt: at })) === 1;
   }
 
   countPending(tenantId: string, agentId: string, em: EntityManager): Promise<number> {

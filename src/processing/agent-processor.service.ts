@@ -604,19 +604,22 @@ export class AgentProcessor {
     const parked = stop === 'requires_approval' ? ctx.parked : null;
     const completedAt = this.clock.now();
     try {
-      if (stop !== 'requires_approval') await this.exec.executor.completeBatch(run.batch_id);
-      await this.repo.finishRun(
-        run.id,
-        {
-          status,
-          stop_reason: stop,
-          usage: ctx.usage,
-          error: detail,
-          parked,
-        },
-        completedAt,
-      );
-      if (ctx.agent) await this.agents.setLastStopReason(run.tenant_id, run.agent_id, stop);
+      // independent writes, issued together so that the group commit gives them one transaction
+      await Promise.all([
+        stop !== 'requires_approval' ? this.exec.executor.completeBatch(run.batch_id) : null,
+        this.repo.finishRun(
+          run.id,
+          {
+            status,
+            stop_reason: stop,
+            usage: ctx.usage,
+            error: detail,
+            parked,
+          },
+          completedAt,
+        ),
+        ctx.agent ? this.agents.setLastStopReason(run.tenant_id, run.agent_id, stop) : null,
+      ]);
     } catch (e) {
       this.logger.error(`run ${run.id}: could not record its end: ${String(e)}`);
     } finally {

@@ -12,13 +12,13 @@ import {
   ObjectLiteral,
   SelectQueryBuilder,
 } from 'typeorm';
-import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
 import { AGENT_LEASES, type AgentLeases } from '../cluster/agent-leases';
 import type { HistoryMessage } from '../core/loop/context-builder';
 import { summaryHistoryMessage } from '../core/loop/compaction';
 import { ContextWindow } from '../core/loop/context-window';
 import type { RunStatus, StopReason } from '../core/loop/stop-reason';
 import { GroupCommit } from '../database/group-commit';
+import { insertRows, updateWhere } from '../database/raw-writes';
 import { MessageContextEntity } from './entities/message-context.entity';
 import { MessageEntity } from './entities/message.entity';
 import { ParkedCall, RunEntity, RunUsage } from './entities/run.entity';
@@ -105,11 +105,14 @@ export class ProcessingRepository {
   async claimRun(run: Pick<RunEntity, 'id' | 'agent_id'>, at: number): Promise<boolean> {
     const res = await this.writes.run(async (em) => {
       await this.leases.guard(em, run.agent_id);
-      return em
-        .getRepository(RunEntity)
-        .update({ id: run.id, status: 'created' }, { status: 'running', started_at: at });
+      return updateWhere(
+        em,
+        RunEntity,
+        { id: run.id, status: 'created' },
+        { status: 'running', started_at: at },
+      );
     });
-    return (res.affected ?? 0) > 0;
+    return res > 0;
   }
 
   async finishRun(
@@ -130,11 +133,9 @@ export class ProcessingRepository {
       error: fields.error ?? null,
       parked: fields.parked ?? null,
       completed_at: at,
-    } as QueryDeepPartialEntity<RunEntity>;
+    };
     // a run that another instance has meanwhile ended (it took the agent over) stays as it ended it
-    await this.writes.run((em) =>
-      em.getRepository(RunEntity).update({ id, status: 'running' }, values),
-    );
+    await this.writes.run((em) => updateWhere(em, RunEntity, { id, status: 'running' }, values));
   }
 
   /** Cancels a queued run; false when it already started. */
@@ -302,11 +303,14 @@ export class ProcessingRepository {
     em?: EntityManager,
   ): Promise<boolean> {
     if (!em) return this.writes.run((tx) => this.insertContinuation(parkedRunId, run, tx));
-    const res = await em
-      .getRepository(RunEntity)
-      .update({ id: parkedRunId, continued_by: IsNull() }, { continued_by: run.id });
-    if ((res.affected ?? 0) === 0) return false;
-    await em.getRepository(RunEntity).insert(run as QueryDeepPartialEntity<RunEntity>);
+    const claimed = await updateWhere(
+      em,
+      RunEntity,
+      { id: parkedRunId, continued_by: null },
+      { continued_by: run.id },
+    );
+    if (claimed === 0) return false;
+    await insertRows(em, RunEntity, [run]);
     return true;
   }
 

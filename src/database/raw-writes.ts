@@ -1,0 +1,113 @@
+import type { EntityManager, EntityTarget, ObjectLiteral } from 'typeorm';
+import type { Driver } from 'typeorm/driver/Driver';
+import type { ColumnMetadata } from 'typeorm/metadata/ColumnMetadata';
+import { sqlTable } from './sql-names';
+
+/**
+ * Writes on the hot path (a step's rows, a run's state) as plain bound statements rather than through
+ * TypeORM's query builders, which were a large share of a step's CPU time and write numbers into the SQL
+ * text as literals (every statement carrying a timestamp was new to SQLite's statement cache). Values go
+ * through the driver's own conversion (JSON columns, transformers), so rows read back as TypeORM wrote them.
+ */
+
+/** One multi-row INSERT (or upsert, on the `conflictPaths` properties) of rows of one entity. */
+export async function insertRows(
+  em: EntityManager,
+  entity: EntityTarget<ObjectLiteral>,
+  rows: ObjectLiteral[],
+  conflictPaths?: string[],
+): Promise<void> {
+  const { driver } = em.connection;
+  const meta = em.connection.getMetadata(entity);
+  const postgres = driver.options.type === 'postgres';
+  const columns: ColumnMetadata[] = [];
+  for (const c of meta.columns) {
+    let given = false;
+    for (const r of rows) {
+      if (r[c.propertyName] === undefined) continue;
+      given = true;
+      break;
+    }
+    if (!given) continue; // the column's default, as the query builder does for a value never given
+    // a value missing in some rows only would need the column's default there: left to TypeORM
+    if (c.default !== undefined && rows.some((r) => r[c.propertyName] === undefined)) {
+      await em
+        .createQueryBuilder()
+        .insert()
+        .into(entity)
+        .values(rows)
+        .updateEntity(false)
+        .execute();
+      return;
+    }
+    columns.push(c);
+  }
+  const params: unknown[] = [];
+  const tuples: string[] = [];
+  for (const r of rows) {
+    const marks: string[] = [];
+    for (const c of columns) {
+      params.push(bindable(driver, c, r[c.propertyName]));
+      marks.push(postgres ? `$${params.length}` : '?');
+    }
+    tuples.push(`(${marks.join(', ')})`);
+  }
+  const names = columns.map((c) => driver.escape(c.databaseName));
+  const table = sqlTable(meta.schema, meta.tableName);
+  let sql = `INSERT INTO ${table} (${names.join(', ')}) VALUES ${tuples.join(', ')}`;
+  if (conflictPaths) {
+    const keys = conflictPaths.map((p) => meta.findColumnWithPropertyName(p)?.databaseName ?? p);
+    const set = columns
+      .filter((c) => !keys.includes(c.databaseName))
+      .map((c) => `${driver.escape(c.databaseName)} = EXCLUDED.${driver.escape(c.databaseName)}`);
+    sql += ` ON CONFLICT (${keys.map((k) => driver.escape(k)).join(', ')}) DO UPDATE SET ${set.join(', ')}`;
+  }
+  await em.query(sql, params);
+}
+
+/**
+ * `UPDATE <entity> SET <values> WHERE <where>` (property names; a null in `where` is IS NULL) in the unit
+ * of work `em` belongs to; answers how many rows changed.
+ */
+export async function updateWhere(
+  em: EntityManager,
+  entity: EntityTarget<ObjectLiteral>,
+  where: ObjectLiteral,
+  values: ObjectLiteral,
+): Promise<number> {
+  const { driver } = em.connection;
+  const meta = em.connection.getMetadata(entity);
+  const postgres = driver.options.type === 'postgres';
+  const params: unknown[] = [];
+  const column = (p: string) => {
+    const c = meta.findColumnWithPropertyName(p);
+    if (!c) throw new Error(`${meta.name} has no column ${p}`);
+    return c;
+  };
+  const bind = (c: ColumnMetadata, v: unknown) => {
+    params.push(bindable(driver, c, v));
+    return `${driver.escape(c.databaseName)} = ${postgres ? `$${params.length}` : '?'}`;
+  };
+  const set = Object.entries(values)
+    .filter(([, v]) => v !== undefined)
+    .map(([p, v]) => bind(column(p), v));
+  const cond = Object.entries(where).map(([p, v]) =>
+    v === null ? `${driver.escape(column(p).databaseName)} IS NULL` : bind(column(p), v),
+  );
+  const sql = `UPDATE ${sqlTable(meta.schema, meta.tableName)} SET ${set.join(', ')} WHERE ${cond.join(' AND ')}`;
+  if (!em.queryRunner) throw new Error('updateWhere runs inside a unit of work');
+  const res = await em.queryRunner.query(sql, params, true);
+  return res.affected ?? 0;
+}
+
+/**
+ * A value as the driver stores it. On SQLite integers are bound as integers: a JavaScript number binds
+ * as a REAL, which a text column would store as "7.0".
+ */
+function bindable(driver: Driver, c: ColumnMetadata, value: unknown): unknown {
+  const v: unknown = driver.preparePersistentValue(value, c);
+  if (v === undefined) return null;
+  if (driver.options.type !== 'postgres' && typeof v === 'number' && Number.isInteger(v))
+    return BigInt(v);
+  return v;
+}
