@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { keysetPage } from '../database/keyset-page';
 import { InjectRepository } from '@nestjs/typeorm';
 import { In, Repository } from 'typeorm';
 import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
@@ -50,24 +51,7 @@ export class IdentitiesRepository {
     if (q.name !== null) qb.andWhere('i.name = :name', { name: q.name });
     if (q.identifierKey !== null) qb.andWhere('i.identifier_key = :key', { key: q.identifierKey });
     if (q.identityType !== null) qb.andWhere('i.identity_type = :type', { type: q.identityType });
-    const desc = q.order === 'desc';
-    const beyond = (c: IdentityEntity, forward: boolean, key: string) => {
-      const op = forward === desc ? '<' : '>';
-      qb.andWhere(
-        `(i.created_at ${op} :${key}At OR (i.created_at = :${key}At AND i.id ${op} :${key}Id))`,
-        { [`${key}At`]: c.created_at, [`${key}Id`]: c.id },
-      );
-    };
-    if (cursors.after) beyond(cursors.after, true, 'after');
-    if (cursors.before) beyond(cursors.before, false, 'before');
-    const reverse = cursors.before !== null && cursors.after === null;
-    const dir = desc !== reverse ? 'DESC' : 'ASC';
-    const rows = await qb
-      .orderBy('i.created_at', dir)
-      .addOrderBy('i.id', dir)
-      .take(q.limit)
-      .getMany();
-    return reverse ? rows.reverse() : rows;
+    return keysetPage(qb, 'i', q.order, cursors, q.limit);
   }
 
   /** False when the tenant already has an identity with that identifier_key (the unique index decides). */
