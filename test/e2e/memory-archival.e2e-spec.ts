@@ -2,7 +2,7 @@
 import Letta from '@letta-ai/letta-client';
 import { startApp, TestApp } from '../support/app-harness';
 import { FakeModelServer, startFakeModelServer } from '../support/fake-model-server';
-import { api, say } from '../support/processing-fixtures';
+import { api, say, TENANT_A, TENANT_B, TWO_TENANTS } from '../support/processing-fixtures';
 
 /** Archival memory: agent passages, archives, ranked full-text search, the archival tools, tenants. */
 describe('archival memory (archival-memory, /v1/archives, /v1/passages/search)', () => {
@@ -10,20 +10,15 @@ describe('archival memory (archival-memory, /v1/archives, /v1/passages/search)',
   let fake: FakeModelServer;
   let a: Letta;
   let b: Letta;
-  const A = { authorization: 'Bearer key-a' };
-  const B = { authorization: 'Bearer key-b' };
+  const A = TENANT_A;
+  const B = TENANT_B;
 
   beforeAll(async () => {
     fake = await startFakeModelServer();
     t = await startApp({
       modelBaseUrl: fake.baseUrl,
       overrides: {
-        auth: {
-          api_keys: [
-            { key: 'key-a', tenant: 'tenant-a' },
-            { key: 'key-b', tenant: 'tenant-b' },
-          ],
-        },
+        ...TWO_TENANTS,
         limits: {
           max_passage_chars: 1000,
           max_tags_per_passage: 3,

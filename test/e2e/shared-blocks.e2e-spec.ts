@@ -2,7 +2,7 @@
 import Letta from '@letta-ai/letta-client';
 import { startApp, TestApp } from '../support/app-harness';
 import { FakeModelServer, startFakeModelServer } from '../support/fake-model-server';
-import { api, say } from '../support/processing-fixtures';
+import { api, say, TENANT_A, TENANT_B, TWO_TENANTS } from '../support/processing-fixtures';
 
 /** Letta's standalone blocks: CRUD, attach/detach, one block shared by two agents, tenants apart. */
 describe('shared memory blocks (/v1/blocks, core-memory/blocks/attach|detach)', () => {
@@ -10,20 +10,13 @@ describe('shared memory blocks (/v1/blocks, core-memory/blocks/attach|detach)', 
   let fake: FakeModelServer;
   let a: Letta;
   let b: Letta;
-  const key = { a: { authorization: 'Bearer key-a' }, b: { authorization: 'Bearer key-b' } };
+  const key = { a: TENANT_A, b: TENANT_B };
 
   beforeAll(async () => {
     fake = await startFakeModelServer();
     t = await startApp({
       modelBaseUrl: fake.baseUrl,
-      overrides: {
-        auth: {
-          api_keys: [
-            { key: 'key-a', tenant: 'tenant-a' },
-            { key: 'key-b', tenant: 'tenant-b' },
-          ],
-        },
-      },
+      overrides: TWO_TENANTS,
     });
     a = new Letta({ baseURL: t.baseUrl, apiKey: 'key-a', maxRetries: 0 });
     b = new Letta({ baseURL: t.baseUrl, apiKey: 'key-b', maxRetries: 0 });
