@@ -11,12 +11,15 @@ import { createPino, PinoNestLogger } from './observability/logger';
 import { requestLog } from './observability/request-log';
 import { serveApiDocs } from './openapi/openapi';
 import { serveConsole } from './console/console-assets';
+import { withSecretsKeyFile } from './secrets/secrets-key-file';
 
 /** Builds the app from a validated config: used by main.ts and by the e2e tests (port 0). */
-export async function createApp(config: AppConfig): Promise<INestApplication> {
+export async function createApp(given: AppConfig): Promise<INestApplication> {
   const format =
-    config.log_format === 'auto' ? (process.stdout.isTTY ? 'pretty' : 'json') : config.log_format;
-  const logger = new PinoNestLogger(createPino(config.log_level, format));
+    given.log_format === 'auto' ? (process.stdout.isTTY ? 'pretty' : 'json') : given.log_format;
+  const logger = new PinoNestLogger(createPino(given.log_level, format));
+  const { config, note } = withSecretsKeyFile(given);
+  if (note) logger.log(note, 'Secrets');
   const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config), {
     bodyParser: false,
     logger,

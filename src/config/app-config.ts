@@ -74,6 +74,8 @@ export interface AppConfig {
 export interface SecretsSettings {
   /** AES-256-GCM key for secrets at rest; null: secrets cannot be stored over the API. */
   encryption_key: Buffer | null;
+  /** On SQLite without encryption_key: generate (once) and use `<sqlite file>.secrets-key`. */
+  generate_key_file: boolean;
   max_per_tenant: number;
   max_value_bytes: number;
   /** Secrets the operator sets per tenant (read-only over the API). */
@@ -549,6 +551,7 @@ function validate(
     cluster: clusterSettings(str('cluster.instance_id', true), int, fail),
     secrets: {
       encryption_key: encryptionKey(str('secrets.encryption_key', true), fail),
+      generate_key_file: bool('secrets.generate_key_file'),
       max_per_tenant: int('secrets.max_per_tenant', 0, 100_000),
       max_value_bytes: int('secrets.max_value_bytes', 1, 1_048_576),
       config: configSecrets(get('secrets.config'), secrets, fail),

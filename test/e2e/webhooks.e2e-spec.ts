@@ -185,7 +185,10 @@ describe('webhooks', () => {
     });
 
     it('without secrets.encryption_key a webhook cannot be registered: 409 SECRETS_NOT_CONFIGURED', async () => {
-      const keyless = await startApp({ overrides: KEYS, env: { SECRETS_ENCRYPTION_KEY: '' } });
+      const keyless = await startApp({
+        overrides: { ...KEYS, secrets: { generate_key_file: false } },
+        env: { SECRETS_ENCRYPTION_KEY: '' },
+      });
       try {
         const res = await api(
           keyless,

@@ -1,5 +1,13 @@
 /* eslint-disable @typescript-eslint/no-explicit-any */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -288,6 +296,52 @@ describe('security: secrets in tool files', () => {
       );
     } finally {
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('security: the secrets key', () => {
+  const put = (t: TestApp) => api(t, 'PUT', '/v1/secrets/TOKEN', { value: 'v-1' });
+
+  it('on SQLite with none configured, one is generated beside the database (0600) and kept across restarts; on PostgreSQL none is: 409', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'secrets-key-'));
+    const keyless = { dir, keepDir: true, env: { SECRETS_ENCRYPTION_KEY: '' } };
+    try {
+      let t = await startApp(keyless);
+      const file = `${t.config.database.sqlite_path}.secrets-key`;
+      if (t.config.database.url) {
+        // instances must share one key: the operator sets it
+        expect((await put(t)).status).toBe(409);
+        expect(existsSync(file)).toBe(false);
+        await t.close();
+        return;
+      }
+      expect((await put(t)).status).toBe(200);
+      expect(statSync(file).mode & 0o777).toBe(0o600);
+      const key = readFileSync(file, 'utf8');
+      await t.close();
+      t = await startApp(keyless);
+      expect(readFileSync(file, 'utf8')).toBe(key);
+      const rows = await t.app.get(DataSource).getRepository(TenantSecretEntity).find();
+      expect(rows.map((r) => r.name)).toEqual(['TOKEN']);
+      expect(JSON.stringify(rows)).not.toContain('v-1');
+      await t.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('with generation off and no key, secrets cannot be stored: 409 SECRETS_NOT_CONFIGURED', async () => {
+    const t = await startApp({
+      env: { SECRETS_ENCRYPTION_KEY: '' },
+      overrides: { secrets: { generate_key_file: false } },
+    });
+    try {
+      const res = await put(t);
+      expect(res.status).toBe(409);
+      expect(res.body.code).toBe('SECRETS_NOT_CONFIGURED');
+    } finally {
+      await t.close();
     }
   });
 });
