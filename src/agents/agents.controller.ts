@@ -1,4 +1,15 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
+import {
+  Body,
+  Controller,
+  Delete,
+  Get,
+  Header,
+  HttpCode,
+  Param,
+  Patch,
+  Post,
+  Query,
+} from '@nestjs/common';
 import { Tenant } from '../auth/tenant.guard';
 import { badRequest } from '../common/domain-error';
 import { toToolResponse } from '../tools/tool-response.mapper';
@@ -50,6 +61,14 @@ export class AgentsController {
     @Body() body: unknown,
   ): Promise<Json> {
     return toAgentResponse(await this.agents.update(tenant, id, body));
+  }
+
+  /** Letta's recompile answers the compiled system prompt as a JSON string (`dry_run` changes nothing here). */
+  @Post(':id/recompile')
+  @HttpCode(200)
+  @Header('content-type', 'application/json; charset=utf-8')
+  async recompile(@Tenant() tenant: string, @Param('id') id: string): Promise<string> {
+    return JSON.stringify(await this.agents.systemPrompt(tenant, id));
   }
 
   @Delete(':id')

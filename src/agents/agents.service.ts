@@ -13,6 +13,7 @@ import { parseListAgentsQuery } from '../core/agents/list-agents-query';
 import { IdentitiesService, IdentityView } from '../identities/identities.service';
 import { countProblem } from '../core/limits';
 import { NO_BUDGETS } from '../core/loop/budgets';
+import { renderSystemPrompt } from '../core/loop/context-builder';
 import { nulBytePaths } from '../core/agents/nul-bytes';
 import {
   AgentDraft,
@@ -161,6 +162,15 @@ export class AgentsService {
         labels: blocks.map((b) => b.label),
       });
     return this.blockStore.editValue(tenantId, block.id, edit);
+  }
+
+  /**
+   * Letta's recompile: the system prompt as the next model call will see it (system + memory blocks).
+   * The context is compiled at every model call here, so nothing is stored.
+   */
+  async systemPrompt(tenantId: string, agentId: string): Promise<string> {
+    const a = await this.load(tenantId, agentId);
+    return renderSystemPrompt(a.system, a.blocks);
   }
 
   /** The agent's memory blocks (Letta's `core-memory/blocks`). */

@@ -3,6 +3,7 @@ import {
   Controller,
   Delete,
   Get,
+  Header,
   HttpCode,
   Param,
   Patch,
@@ -11,6 +12,7 @@ import {
   Res,
 } from '@nestjs/common';
 import type { Response } from 'express';
+import { AgentsService } from '../agents/agents.service';
 import { Tenant } from '../auth/tenant.guard';
 import { validationFailed } from '../common/domain-error';
 import { toLettaMessage } from '../processing/message.mapper';
@@ -53,6 +55,7 @@ export class ConversationsController {
   constructor(
     private readonly conversations: ConversationsService,
     private readonly responder: MessageResponder,
+    private readonly agents: AgentsService,
   ) {}
 
   @Post()
@@ -156,6 +159,20 @@ export class ConversationsController {
       tenant,
       await this.conversations.target(tenant, id, query.agent_id),
     );
+  }
+
+  /** The system prompt of the conversation's agent, compiled (as `POST /v1/agents/{id}/recompile`). */
+  @Post(':id/recompile')
+  @HttpCode(200)
+  @Header('content-type', 'application/json; charset=utf-8')
+  async recompile(
+    @Tenant() tenant: string,
+    @Param('id') id: string,
+    @Query() query: Record<string, unknown>,
+    @Body() body: unknown,
+  ): Promise<string> {
+    const t = await this.conversations.target(tenant, id, agentIdOf(query, body));
+    return JSON.stringify(await this.agents.systemPrompt(tenant, t.agentId));
   }
 
   @Post(':id/compact')

@@ -85,6 +85,14 @@ export const ROUTES: Record<string, RouteDoc> = {
     response: 'AgentState',
     body: AGENT_BODY,
   },
+  AgentsController_recompile: {
+    summary: "The agent's system prompt as the next model call sees it (system + memory blocks)",
+    response: { type: 'string' },
+  },
+  ConversationsController_recompile: {
+    summary: "The system prompt of the conversation's agent, compiled",
+    response: { type: 'string' },
+  },
   AgentsController_delete: {
     summary: 'Delete an agent (its queued and running work is stopped first)',
   },

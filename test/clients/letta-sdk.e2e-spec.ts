@@ -158,6 +158,21 @@ describe('clients: the Letta SDK walk', () => {
     expect(reset).toMatchObject({ id: agentId, tools: [] });
   });
 
+  it('agents.recompile and conversations.recompile: the compiled system prompt', async () => {
+    const agentId = await createAgent(t, fake, {
+      include_base_tools: false,
+      memory_blocks: [{ label: 'human', value: 'likes tea' }],
+    });
+    const prompt: string = await client.agents.recompile(agentId);
+    expect(prompt).toContain('You are a test agent.');
+    expect(prompt).toContain('likes tea');
+    const conv = await client.conversations.create({ agent_id: agentId });
+    expect(await client.conversations.recompile(conv.id)).toBe(prompt);
+    await expect(
+      client.agents.recompile('agent-00000000-0000-4000-8000-000000000000'),
+    ).rejects.toMatchObject({ status: 404 });
+  });
+
   it('agents.messages.create with an image content part (a vision model)', async () => {
     const agentId = await createAgent(t, fake, {
       include_base_tools: false,
