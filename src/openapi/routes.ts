@@ -326,6 +326,7 @@ export const ROUTES: Record<string, RouteDoc> = {
   RunsController_list: { summary: 'List runs', response: ['Run'] },
   RunsController_get: { summary: 'Retrieve a run', response: 'Run' },
   RunsController_messages: { summary: "A run's messages", response: ['LettaMessage'] },
+  StepsController_messages: { summary: 'The messages a step wrote', response: ['LettaMessage'] },
   RunsController_steps: { summary: "A run's steps (one per model call)", response: ['Step'] },
   RunsController_stream: {
     summary: 'Resume a background run as Server-Sent Events (starting_after)',

@@ -91,6 +91,12 @@ export class HistoryService {
     return this.repo.runMessages(tenantId, runId);
   }
 
+  /** The messages a step wrote (its assistant turn and its tool returns), oldest first. */
+  async stepMessages(tenantId: string, stepId: string): Promise<MessageEntity[]> {
+    const step = await this.getStep(tenantId, stepId);
+    return (await this.repo.runMessages(tenantId, step.run_id)).filter((m) => m.step_id === stepId);
+  }
+
   async runSteps(tenantId: string, runId: string): Promise<StepEntity[]> {
     await this.getRun(tenantId, runId);
     return this.repo.runSteps(tenantId, runId);

@@ -2,10 +2,10 @@ import { Controller, Get, Param, Query } from '@nestjs/common';
 import { Tenant } from '../auth/tenant.guard';
 import { assertPrefixedId } from '../common/ids';
 import { HistoryService } from './history.service';
-import { toLettaStep } from './message.mapper';
-import { parseRunsQuery } from './query.dto';
+import { toLettaMessages, toLettaStep } from './message.mapper';
+import { parseRunsQuery, parseViewQuery } from './query.dto';
 
-/** Letta's steps: `GET /v1/steps/` (the tenant's, or one agent's) and `GET /v1/steps/{id}`. */
+/** Letta's steps: `GET /v1/steps/` (the tenant's, or one agent's), `GET /v1/steps/{id}` and its messages. */
 @Controller('v1/steps')
 export class StepsController {
   constructor(private readonly history: HistoryService) {}
@@ -19,5 +19,16 @@ export class StepsController {
   async get(@Tenant() tenant: string, @Param('stepId') stepId: string) {
     assertPrefixedId('step', 'step', stepId);
     return toLettaStep(await this.history.getStep(tenant, stepId));
+  }
+
+  /** Letta's `steps.messages.list`: the messages the step wrote, in the history's view. */
+  @Get(':stepId/messages')
+  async messages(
+    @Tenant() tenant: string,
+    @Param('stepId') stepId: string,
+    @Query() query: Record<string, unknown>,
+  ) {
+    assertPrefixedId('step', 'step', stepId);
+    return toLettaMessages(await this.history.stepMessages(tenant, stepId), parseViewQuery(query));
   }
 }

@@ -256,6 +256,10 @@ describe('clients: the Letta SDK walk', () => {
       id: steps[0].id,
       run_id: runId,
     });
+    const stepMessages = (await client.steps.messages.list(steps[0].id)).getPaginatedItems();
+    expect(stepMessages.map((m: any) => [m.message_type, m.content])).toEqual([
+      ['assistant_message', 'the walk answer'],
+    ]);
 
     const all = await client.messages.list({ limit: 5 });
     expect(all[0]).toMatchObject({ message_type: 'assistant_message', content: 'the walk answer' });
