@@ -4,6 +4,7 @@ import { api, ApiError, asText, type Agent, type Problem, type Tool } from './ap
 import { ruleSentence } from './rule-sentences';
 import { relative, store, useStore } from './store';
 import { go } from './router';
+import { DataTable, Empty, ErrorBanner, Loading } from './ui';
 
 function useTools(): Tool[] | null {
   const [tools, setTools] = useState<Tool[] | null>(null);
@@ -49,17 +50,11 @@ export function AgentList() {
           onInput={(e) => setQ(e.currentTarget.value)}
         />
       </label>
-      {error && (
-        <p class="banner is-error" role="alert">
-          {error}
-        </p>
-      )}
+      <ErrorBanner error={error} />
       {s.agents === null ? (
-        <p class="muted">Loading…</p>
+        <Loading />
       ) : shown.length === 0 ? (
-        <div class="empty">
-          <p class="empty-title">{s.agents.length === 0 ? 'No agents yet' : 'No agent matches'}</p>
-        </div>
+        <Empty title={s.agents.length === 0 ? 'No agents yet' : 'No agent matches'} />
       ) : (
         <ul class="cards" aria-label="Agents">
           {shown.map((a) => (
@@ -105,13 +100,8 @@ export function AgentDetail({ id }: { id: string }) {
   useEffect(() => {
     api<Agent>('GET', `/v1/agents/${id}`).then(setA, (e: Error) => setError(e.message));
   }, [id]);
-  if (error)
-    return (
-      <p class="banner is-error" role="alert">
-        {error}
-      </p>
-    );
-  if (!a) return <p class="muted">Loading…</p>;
+  if (error) return <ErrorBanner error={error} />;
+  if (!a) return <Loading />;
   return (
     <section aria-labelledby="agent-title">
       <div class="page-head">
@@ -151,35 +141,32 @@ export function AgentDetail({ id }: { id: string }) {
         </div>
         <div class="panel">
           <h2>Tools</h2>
-          {a.tools.length === 0 ? (
-            <p class="muted">No tools.</p>
-          ) : (
-            <table class="table">
-              <thead>
-                <tr>
-                  <th scope="col">Tool</th>
-                  <th scope="col">Safety</th>
-                  <th scope="col">Kind</th>
-                </tr>
-              </thead>
-              <tbody>
-                {a.tools.map((t) => (
-                  <tr key={t.id}>
-                    <td>
-                      <code>{t.name}</code>
-                      {t.description && <div class="muted small">{t.description}</div>}
-                    </td>
-                    <td>
-                      <span class={`pill ${SAFETY_CLASS[t.safety ?? ''] ?? ''}`}>
-                        {t.safety ?? '—'}
-                      </span>
-                    </td>
-                    <td class="small">{t.kind ?? '—'}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          )}
+          <DataTable
+            label="Tools"
+            rows={a.tools}
+            rowKey={(t) => t.id}
+            empty="No tools"
+            columns={[
+              {
+                head: 'Tool',
+                cell: (t) => (
+                  <>
+                    <code>{t.name}</code>
+                    {t.description && <div class="muted small">{t.description}</div>}
+                  </>
+                ),
+              },
+              {
+                head: 'Safety',
+                cell: (t) => (
+                  <span class={`pill ${SAFETY_CLASS[t.safety ?? ''] ?? ''}`}>
+                    {t.safety ?? '—'}
+                  </span>
+                ),
+              },
+              { head: 'Kind', class: 'small', cell: (t) => t.kind ?? '—' },
+            ]}
+          />
           <h2>Tool rules</h2>
           {a.tool_rules.length === 0 ? (
             <p class="muted">No rules: every tool may run any time.</p>
@@ -440,11 +427,7 @@ export function AgentEditor({ id }: { id: string | null }) {
             </ul>
           </div>
         )}
-        {error && (
-          <p class="banner is-error" role="alert">
-            {error}
-          </p>
-        )}
+        <ErrorBanner error={error} />
         {mode === 'yaml' ? (
           <label>
             <span class="label">Agent as YAML</span>

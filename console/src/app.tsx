@@ -8,6 +8,7 @@ import { Inbox } from './inbox';
 import { live, type LiveState } from './live';
 import { useRoute } from './router';
 import { useStore } from './store';
+import { ErrorBanner } from './ui';
 
 type Auth = 'checking' | 'open' | 'key' | 'signed-out';
 
@@ -55,11 +56,7 @@ function SignIn({ onDone, failed }: { onDone: () => void; failed: boolean }) {
             required
           />
         </label>
-        {error && (
-          <p class="banner is-error" role="alert">
-            {error}
-          </p>
-        )}
+        <ErrorBanner error={error} />
         <button class="btn primary wide" type="submit" disabled={!key.trim()}>
           Sign in
         </button>

@@ -3,6 +3,7 @@ import { api, asText, type Agent, type LettaMessage, type Run } from './api';
 import { live, type RunEventFrame } from './live';
 import { relative, useStore } from './store';
 import { go } from './router';
+import { AgentSelect, DataTable, ErrorBanner } from './ui';
 
 interface Entry {
   key: string;
@@ -30,15 +31,62 @@ function args(raw: unknown): string {
   }
 }
 
+/** A user message the server wrote itself (Letta's heartbeat and system alert JSON), else null. */
+function automated(m: LettaMessage): { type: string; text: string } | null {
+  if (m.message_type !== 'user_message') return null;
+  try {
+    const j = JSON.parse(textOf(m.content)) as {
+      type?: unknown;
+      reason?: unknown;
+      message?: unknown;
+    };
+    if (j.type === 'heartbeat' || j.type === 'system_alert')
+      return { type: j.type, text: asText(j.reason ?? j.message) };
+  } catch {
+    // a person's message
+  }
+  return null;
+}
+
+const isHeartbeat = (e: Entry) =>
+  (e.kind === 'message' || e.kind === 'input_message') &&
+  automated(e.data as LettaMessage)?.type === 'heartbeat';
+
+/** A run's entries with the pass each one belongs to (a heartbeat starts the next pass). */
+function withPasses(items: Entry[]): { e: Entry; pass: number }[] {
+  let pass = 1;
+  return items.map((e) => ({ e, pass: isHeartbeat(e) ? ++pass : pass }));
+}
+
+const tokens = (u: Record<string, number | undefined>) =>
+  `${u.total_tokens ?? 0} tokens (${u.prompt_tokens ?? 0} in, ${u.completion_tokens ?? 0} out)`;
+
 /** One timeline line per run event; messages by their Letta type. */
-function TimelineItem({ e }: { e: Entry }) {
+function TimelineItem({ e, pass }: { e: Entry; pass: number }) {
   const s = useStore();
   const d = e.data;
   switch (e.kind) {
     case 'run.started':
-      return <li class="tl tl-run">Run started</li>;
+      return (
+        <li class="tl tl-run">
+          Run started <span class="muted small">· pass 1</span>
+        </li>
+      );
     case 'step.started':
-      return <li class="tl tl-step">Model call {asText(d.step)}</li>;
+      return <li class="tl tl-step">Model call {asText(d.step)}…</li>;
+    case 'step.completed': {
+      const u = (d.usage ?? {}) as Record<string, number>;
+      return (
+        <li class="tl tl-step">
+          Model call {asText(d.step)} answered{' '}
+          <span class="muted small">
+            · {asText(d.model)} · {tokens(u)} · {asText(d.finish_reason)}
+          </span>
+        </li>
+      );
+    }
+    case 'tools.completed':
+      return null; // each result follows as its tool_return_message
     case 'tools.executing':
       return (
         <li class="tl tl-step">
@@ -56,8 +104,7 @@ function TimelineItem({ e }: { e: Entry }) {
           {u && (
             <span class="muted small">
               {' '}
-              · {u.total_tokens ?? 0} tokens ({u.prompt_tokens ?? 0} in, {u.completion_tokens ?? 0}{' '}
-              out)
+              · {tokens(u)}
               {u.step_count ? ` · ${u.step_count} model call(s)` : ''}
             </span>
           )}
@@ -78,6 +125,20 @@ function TimelineItem({ e }: { e: Entry }) {
   const m = d as LettaMessage;
   const call = m.tool_call as
     { name?: string; arguments?: unknown; tool_call_id?: string } | undefined;
+  const auto = automated(m);
+  if (auto?.type === 'heartbeat')
+    return (
+      <li class="tl tl-pass">
+        <span class="who">Heartbeat</span> pass {pass} begins
+        <div class="muted small">{auto.text}</div>
+      </li>
+    );
+  if (auto)
+    return (
+      <li class="tl tl-reason">
+        <span class="who">System alert</span> {auto.text}
+      </li>
+    );
   switch (m.message_type) {
     case 'user_message':
       return (
@@ -151,17 +212,43 @@ function TimelineItem({ e }: { e: Entry }) {
   }
 }
 
+interface Step {
+  id: string;
+  step_number: number;
+  model: string | null;
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  stop_reason: string | null;
+}
+
+/** A finished run, opened on demand: its model calls (steps) and its messages as a timeline. */
 function PastRun({ run }: { run: Run }) {
   const [open, setOpen] = useState(false);
   const [msgs, setMsgs] = useState<LettaMessage[] | null>(null);
-  const [steps, setSteps] = useState<Record<string, unknown>[] | null>(null);
+  const [steps, setSteps] = useState<Step[] | null>(null);
+  const [error, setError] = useState<string | null>(null);
   const toggle = async () => {
     setOpen(!open);
-    if (!msgs) {
-      setMsgs(await api<LettaMessage[]>('GET', `/v1/runs/${run.id}/messages?limit=1000`));
-      setSteps(await api<Record<string, unknown>[]>('GET', `/v1/runs/${run.id}/steps?limit=1000`));
+    if (msgs) return;
+    try {
+      const [m, st] = await Promise.all([
+        api<LettaMessage[]>('GET', `/v1/runs/${run.id}/messages?limit=1000`),
+        api<Step[]>('GET', `/v1/runs/${run.id}/steps?limit=1000`),
+      ]);
+      setMsgs(m);
+      setSteps(st);
+    } catch (e) {
+      setError((e as Error).message);
     }
   };
+  const entries = (msgs ?? []).map((m) => ({
+    key: m.id,
+    runId: run.id,
+    kind: 'message',
+    at: 0,
+    data: m,
+  }));
   return (
     <li class="past">
       <button class="past-head" aria-expanded={open} onClick={() => void toggle()}>
@@ -172,13 +259,27 @@ function PastRun({ run }: { run: Run }) {
       </button>
       {open && (
         <div class="past-body">
-          {steps && <p class="muted small">{steps.length} model call(s)</p>}
-          <ol class="timeline">
-            {(msgs ?? []).map((m) => (
-              <TimelineItem
-                key={m.id}
-                e={{ key: m.id, runId: run.id, kind: 'message', at: 0, data: m }}
-              />
+          <ErrorBanner error={error} />
+          <DataTable
+            label={`Model calls of run ${run.id}`}
+            rows={steps}
+            rowKey={(st) => st.id}
+            empty="No model calls"
+            columns={[
+              { head: 'Call', class: 'small', cell: (st) => st.step_number },
+              { head: 'Model', class: 'small', cell: (st) => st.model ?? '—' },
+              {
+                head: 'Tokens',
+                class: 'small',
+                cell: (st) =>
+                  `${st.total_tokens} (${st.prompt_tokens} in, ${st.completion_tokens} out)`,
+              },
+              { head: 'Stop', class: 'small', cell: (st) => st.stop_reason ?? '—' },
+            ]}
+          />
+          <ol class="timeline" aria-label={`Messages of run ${run.id}`}>
+            {withPasses(entries).map(({ e, pass }) => (
+              <TimelineItem key={e.key} e={e} pass={pass} />
             ))}
           </ol>
         </div>
@@ -260,25 +361,9 @@ export function Chat({ agentId }: { agentId: string | null }) {
             Send a message and watch the batch run: model calls, tool calls, rules and consent.
           </p>
         </div>
-        <label class="inline">
-          <span class="label">Agent</span>
-          <select value={agentId ?? ''} onChange={(e) => go(`#/chat/${e.currentTarget.value}`)}>
-            <option value="" disabled>
-              Choose an agent
-            </option>
-            {(s.agents ?? []).map((a) => (
-              <option key={a.id} value={a.id}>
-                {a.name}
-              </option>
-            ))}
-          </select>
-        </label>
+        <AgentSelect inline value={agentId ?? ''} onChange={(id) => go(`#/chat/${id}`)} />
       </div>
-      {error && (
-        <p class="banner is-error" role="alert">
-          {error}
-        </p>
-      )}
+      <ErrorBanner error={error} />
       {agentId && (
         <div class="chat-grid">
           <div class="panel">
@@ -291,8 +376,8 @@ export function Chat({ agentId }: { agentId: string | null }) {
                   <div class="run-group" key={`${g.runId}-${i}`}>
                     <p class="eyebrow">run {g.runId.slice(4, 12)}</p>
                     <ol class="timeline">
-                      {g.items.map((en) => (
-                        <TimelineItem key={en.key} e={en} />
+                      {withPasses(g.items).map(({ e: en, pass }) => (
+                        <TimelineItem key={en.key} e={en} pass={pass} />
                       ))}
                     </ol>
                   </div>

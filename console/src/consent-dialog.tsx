@@ -10,6 +10,7 @@ import {
 } from './constraint';
 import { live } from './live';
 import { countdown, store, useNow } from './store';
+import { ErrorBanner } from './ui';
 
 const DURATIONS = [
   { seconds: 300, label: '5 minutes' },
@@ -18,6 +19,23 @@ const DURATIONS = [
   { seconds: 8 * 3600, label: '8 hours' },
   { seconds: 86400, label: '24 hours' },
 ];
+
+const FOCUSABLE = 'button:not([disabled]), input:not([disabled]), select:not([disabled]), [href]';
+
+/** Tab cycles inside the dialog (a modal <dialog> alone lets focus leave for the browser's toolbar). */
+function trapTab(e: KeyboardEvent) {
+  if (e.key !== 'Tab') return;
+  const all = [...(e.currentTarget as HTMLElement).querySelectorAll<HTMLElement>(FOCUSABLE)];
+  const [first, last] = [all[0], all[all.length - 1]];
+  const at = document.activeElement;
+  if (!e.shiftKey && (at === last || !all.includes(at as HTMLElement))) {
+    e.preventDefault();
+    first?.focus();
+  } else if (e.shiftKey && (at === first || !all.includes(at as HTMLElement))) {
+    e.preventDefault();
+    last?.focus();
+  }
+}
 
 interface Props {
   request: ConsentRequest;
@@ -89,6 +107,7 @@ export function ConsentDialog({ request: r, onClose }: Props) {
         e.preventDefault();
         onClose();
       }}
+      onKeyDown={trapTab}
     >
       <header class="dialog-head">
         <div>
@@ -190,11 +209,7 @@ export function ConsentDialog({ request: r, onClose }: Props) {
         </fieldset>
       )}
 
-      {error && (
-        <p class="banner is-error" role="alert">
-          {error}
-        </p>
-      )}
+      <ErrorBanner error={error} />
 
       <div class="decisions">
         <button

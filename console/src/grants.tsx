@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, type AuditEntry, type Grant } from './api';
 import { channelName, relative, store, useNow, useStore } from './store';
+import { AgentSelect, DataTable, ErrorBanner } from './ui';
 
 function grantState(g: Grant, now: number): 'active' | 'expired' | 'revoked' {
   if (g.revoked_at) return 'revoked';
@@ -51,86 +52,59 @@ export function Grants() {
             Standing consent from “Approve for…” and “Approve for scope”. Revoked grants ask again.
           </p>
         </div>
-        <label class="inline">
-          <span class="label">Agent</span>
-          <select value={agentId} onChange={(e) => setAgentId(e.currentTarget.value)}>
-            <option value="">All agents</option>
-            {(s.agents ?? []).map((a) => (
-              <option key={a.id} value={a.id}>
-                {a.name}
-              </option>
-            ))}
-          </select>
-        </label>
+        <AgentSelect inline value={agentId} onChange={setAgentId} all="All agents" />
       </div>
-      {error && (
-        <p class="banner is-error" role="alert">
-          {error}
-        </p>
-      )}
-      {grants === null ? (
-        <p class="muted">Loading…</p>
-      ) : grants.length === 0 ? (
-        <div class="empty">
-          <p class="empty-title">No grants</p>
-        </div>
-      ) : (
-        <div class="table-wrap">
-          <table class="table" aria-label="Grants">
-            <thead>
-              <tr>
-                <th scope="col">Agent</th>
-                <th scope="col">Scope</th>
-                <th scope="col">Kind</th>
-                <th scope="col">Constraint</th>
-                <th scope="col">Expires</th>
-                <th scope="col">State</th>
-                <th scope="col">
-                  <span class="sr-only">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {grants.map((g) => {
-                const st = grantState(g, now);
-                return (
-                  <tr key={g.id}>
-                    <td>{s.agentName(g.agent_id)}</td>
-                    <td>
-                      <code>{g.scope}</code>
-                    </td>
-                    <td class="small">
-                      {g.decision === 'approve_for_scope' ? 'for scope' : 'for a duration'}
-                    </td>
-                    <td>
-                      {g.constraint ? (
-                        <pre class="json small">{JSON.stringify(g.constraint, null, 2)}</pre>
-                      ) : (
-                        <span class="muted">any arguments</span>
-                      )}
-                    </td>
-                    <td class="small">{g.expires_at ? relative(g.expires_at, now) : 'never'}</td>
-                    <td>
-                      <span class={`pill ${st === 'active' ? 'ok' : ''}`}>{st}</span>
-                    </td>
-                    <td>
-                      {st === 'active' && (
-                        <button
-                          class="btn ghost small"
-                          aria-label={`Revoke grant for ${g.scope}`}
-                          onClick={() => void revoke(g)}
-                        >
-                          Revoke
-                        </button>
-                      )}
-                    </td>
-                  </tr>
-                );
-              })}
-            </tbody>
-          </table>
-        </div>
-      )}
+      <ErrorBanner error={error} />
+      <DataTable
+        label="Grants"
+        rows={grants}
+        rowKey={(g) => g.id}
+        empty="No grants"
+        columns={[
+          { head: 'Agent', cell: (g) => s.agentName(g.agent_id) },
+          { head: 'Scope', cell: (g) => <code>{g.scope}</code> },
+          {
+            head: 'Kind',
+            class: 'small',
+            cell: (g) => (g.decision === 'approve_for_scope' ? 'for scope' : 'for a duration'),
+          },
+          {
+            head: 'Constraint',
+            cell: (g) =>
+              g.constraint ? (
+                <pre class="json small">{JSON.stringify(g.constraint, null, 2)}</pre>
+              ) : (
+                <span class="muted">any arguments</span>
+              ),
+          },
+          {
+            head: 'Expires',
+            class: 'small',
+            cell: (g) => (g.expires_at ? relative(g.expires_at, now) : 'never'),
+          },
+          {
+            head: 'State',
+            cell: (g) => {
+              const st = grantState(g, now);
+              return <span class={`pill ${st === 'active' ? 'ok' : ''}`}>{st}</span>;
+            },
+          },
+          {
+            head: 'Actions',
+            hidden: true,
+            cell: (g) =>
+              grantState(g, now) === 'active' && (
+                <button
+                  class="btn ghost small"
+                  aria-label={`Revoke grant for ${g.scope}`}
+                  onClick={() => void revoke(g)}
+                >
+                  Revoke
+                </button>
+              ),
+          },
+        ]}
+      />
     </section>
   );
 }
@@ -177,17 +151,7 @@ export function Audit() {
         </div>
       </div>
       <form class="filters" aria-label="Filter the audit log" onSubmit={(e) => e.preventDefault()}>
-        <label>
-          <span class="label">Agent</span>
-          <select value={f.agent} onChange={(e) => set('agent', e.currentTarget.value)}>
-            <option value="">All</option>
-            {(s.agents ?? []).map((a) => (
-              <option key={a.id} value={a.id}>
-                {a.name}
-              </option>
-            ))}
-          </select>
-        </label>
+        <AgentSelect value={f.agent} onChange={(v) => set('agent', v)} all="All" />
         <label>
           <span class="label">Tool</span>
           <input value={f.tool} onInput={(e) => set('tool', e.currentTarget.value)} />
@@ -227,49 +191,38 @@ export function Audit() {
           />
         </label>
       </form>
-      {error && (
-        <p class="banner is-error" role="alert">
-          {error}
-        </p>
-      )}
-      {rows === null ? (
-        <p class="muted">Loading…</p>
-      ) : (
-        <div class="table-wrap">
-          <table class="table" aria-label="Audit entries">
-            <thead>
-              <tr>
-                <th scope="col">When</th>
-                <th scope="col">Event</th>
-                <th scope="col">Agent</th>
-                <th scope="col">Tool</th>
-                <th scope="col">Decision</th>
-                <th scope="col">By</th>
-              </tr>
-            </thead>
-            <tbody>
-              {shown.map((r) => (
-                <tr key={r.id}>
-                  <td class="small nowrap">{new Date(r.at).toLocaleString()}</td>
-                  <td>
-                    <span class="pill">{r.event}</span>
-                  </td>
-                  <td class="small">{s.agentName(r.agent_id)}</td>
-                  <td>{r.tool_name && <code>{r.tool_name}</code>}</td>
-                  <td class="small">
-                    {r.decision ?? '—'}
-                    {r.reason && <div class="muted">“{r.reason}”</div>}
-                  </td>
-                  <td class="small">
-                    {r.actor} <span class="muted">via {channelName(r.channel)}</span>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-          {shown.length === 0 && <p class="muted">No entries match.</p>}
-        </div>
-      )}
+      <ErrorBanner error={error} />
+      <DataTable
+        label="Audit entries"
+        rows={rows && shown}
+        rowKey={(r) => r.id}
+        empty={rows?.length ? 'No entries match' : 'Nothing audited yet'}
+        columns={[
+          { head: 'When', class: 'small nowrap', cell: (r) => new Date(r.at).toLocaleString() },
+          { head: 'Event', cell: (r) => <span class="pill">{r.event}</span> },
+          { head: 'Agent', class: 'small', cell: (r) => s.agentName(r.agent_id) },
+          { head: 'Tool', cell: (r) => r.tool_name && <code>{r.tool_name}</code> },
+          {
+            head: 'Decision',
+            class: 'small',
+            cell: (r) => (
+              <>
+                {r.decision ?? '—'}
+                {r.reason && <div class="muted">“{r.reason}”</div>}
+              </>
+            ),
+          },
+          {
+            head: 'By',
+            class: 'small',
+            cell: (r) => (
+              <>
+                {r.actor} <span class="muted">via {channelName(r.channel)}</span>
+              </>
+            ),
+          },
+        ]}
+      />
     </section>
   );
 }

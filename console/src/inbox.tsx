@@ -1,5 +1,6 @@
 import { useState } from 'preact/hooks';
 import { countdown, store, useNow, useStore } from './store';
+import { Empty } from './ui';
 
 /** Every pending consent request of the tenant, live; each opens the decision dialog. */
 export function Inbox() {
@@ -29,10 +30,7 @@ export function Inbox() {
         )}
       </div>
       {pending.length === 0 ? (
-        <div class="empty">
-          <p class="empty-title">Nothing waiting</p>
-          <p class="muted">New requests appear here the moment an agent asks.</p>
-        </div>
+        <Empty title="Nothing waiting">New requests appear here the moment an agent asks.</Empty>
       ) : (
         <ul class="cards" aria-label="Pending consent requests">
           {pending.map((r) => (

@@ -423,4 +423,105 @@ describeBrowser('web console at /console/ (Chromium)', () => {
     expect(page.url()).toContain(agent.id);
     await shot(page, 'agent');
   });
+
+  it('the timeline shows passes, heartbeats, model calls with tokens, rule refusals and the stop; past runs open with their steps', async () => {
+    const agent = await anAgent('passes');
+    const page = await open(`#/chat/${agent.id}`);
+    fake.push(
+      [
+        { tool_calls: [{ name: 'lookup', arguments: { to: 'a', request_heartbeat: true } }] },
+        { tool_calls: [{ name: 'lookup', arguments: { to: 'b' } }] },
+        { content: 'Looked it up.' },
+      ],
+      { key: agent.key },
+    );
+    await page.getByRole('textbox', { name: 'Message' }).fill('look it up twice');
+    await page.getByRole('button', { name: 'Send' }).click();
+    const timeline = page.getByRole('log', { name: 'Run timeline' });
+    await timeline.getByText(/^Stop: end_turn/).waitFor();
+    await timeline.getByText('pass 2 begins').waitFor();
+    await timeline.getByText(/Model call 3 answered/).waitFor();
+    await timeline
+      .getByText(/\[ToolRuleViolation\] lookup is cooling down/)
+      .first()
+      .waitFor();
+    expect(await timeline.getByText('Refused', { exact: true }).count()).toBe(1);
+    expect(
+      await timeline.getByText(/\d+ tokens \(\d+ in, \d+ out\) · 3 model call\(s\)/).count(),
+    ).toBe(1);
+    // nothing raw: every event reads as a sentence
+    expect(await timeline.textContent()).not.toContain('{"');
+
+    // the finished run in the past runs: its three model calls and its messages, with the pass marker
+    await page
+      .getByRole('button', { name: /end_turn/ })
+      .first()
+      .click();
+    const calls = page.getByRole('table', { name: /^Model calls of run / });
+    expect(await calls.getByRole('row').count()).toBe(4); // a header and three calls
+    await page
+      .getByRole('list', { name: /^Messages of run / })
+      .getByText('pass 2 begins')
+      .waitFor();
+  });
+
+  it('is keyboard operable: Tab reaches the buttons, the dialog keeps focus inside and closes on Escape', async () => {
+    const agent = await anAgent('keys');
+    const page = await open('#/inbox');
+    modelPays(agent, { amount: 3 }, 'call_keys_1');
+    await say(agent, 'pay 3');
+    const review = page.getByRole('button', { name: 'Review pay request' });
+    await review.waitFor();
+    let reached = false;
+    for (let i = 0; i < 20 && !reached; i++) {
+      await page.keyboard.press('Tab');
+      reached = await review.evaluate((el) => el === document.activeElement);
+    }
+    expect(reached).toBe(true);
+    await page.keyboard.press('Enter');
+    const dialog = page.getByRole('dialog', { name: /wants to run pay/ });
+    await dialog.waitFor();
+    const inDialog = () =>
+      dialog.evaluate((d) => d.contains(document.activeElement) || document.activeElement === d);
+    const names = new Set<string>();
+    for (let i = 0; i < 20; i++) {
+      expect(await inDialog()).toBe(true);
+      names.add(await page.evaluate(() => document.activeElement?.textContent?.trim() ?? ''));
+      await page.keyboard.press('Tab');
+    }
+    for (const n of ['Approve once', 'Approve for…', 'Approve for scope', 'Deny'])
+      expect(names).toContain(n);
+    await page.keyboard.press('Escape');
+    await dialog.waitFor({ state: 'detached' });
+    expect(await review.evaluate((el) => el === document.activeElement)).toBe(true);
+  });
+
+  it('every page fits desktop and phone widths without sideways scrolling', async () => {
+    const agent = await anAgent('layout');
+    await api(t, 'POST', `/v1/agents/${agent.id}/messages`, {
+      messages: [{ role: 'user', content: 'hello' }],
+    });
+    const pages = ['#/inbox', '#/agents', `#/agents/${agent.id}`, `#/agents/${agent.id}/edit`];
+    pages.push(`#/chat/${agent.id}`, '#/grants', '#/audit');
+    for (const width of [1280, 390]) {
+      const page = await open('#/inbox', { width, height: 844 });
+      for (const hash of pages) {
+        await page.goto(`${t.baseUrl}/console/${hash}`);
+        await page.getByRole('heading', { level: 1 }).waitFor();
+        await page.waitForLoadState('networkidle');
+        const overflow = await page.evaluate(
+          () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
+        );
+        expect({ hash, width, overflow }).toEqual({ hash, width, overflow: 0 });
+        if (process.env.CONSOLE_REVIEW_DIR)
+          await page.screenshot({
+            path: path.join(
+              process.env.CONSOLE_REVIEW_DIR,
+              `${width}-${hash.replace(/\W+/g, '_')}.png`,
+            ),
+            fullPage: true,
+          });
+      }
+    }
+  });
 });
