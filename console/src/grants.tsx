@@ -109,6 +109,7 @@ export function Grants() {
   );
 }
 
+const PAGE = 200;
 const DECISIONS = ['approve_once', 'approve_for_duration', 'approve_for_scope', 'deny'];
 const CHANNELS = ['ws', 'rest', 'webhook', 'system'];
 
@@ -117,31 +118,48 @@ export function Audit() {
   const s = useStore();
   const [f, setF] = useState({ agent: '', tool: '', decision: '', channel: '', from: '', to: '' });
   const [rows, setRows] = useState<AuditEntry[] | null>(null);
+  const [more, setMore] = useState(false);
   const [error, setError] = useState<string | null>(null);
   useEffect(() => {
     if (!s.agents) void s.loadAgents();
   }, []);
+  const query = (before?: number) => {
+    const q = new URLSearchParams({ order: 'desc', limit: String(PAGE) });
+    const put = (k: string, v: string) => v && q.set(k, v);
+    put('agent_id', f.agent);
+    put('tool_name', f.tool);
+    put('decision', f.decision);
+    put('channel', f.channel);
+    // datetime-local is the person's local time
+    put('since', f.from && new Date(f.from).toISOString());
+    put('until', f.to && new Date(f.to).toISOString());
+    if (before !== undefined) q.set('before', String(before));
+    return api<AuditEntry[]>('GET', `/v1/consent/audit?${q.toString()}`);
+  };
+  // every filter goes to the server: the newest matching entries, a page at a time
   useEffect(() => {
-    // the agent filter goes to the server; the others narrow what it returned (up to 1000 entries)
-    api<AuditEntry[]>(
-      'GET',
-      `/v1/consent/audit?limit=1000${f.agent ? `&agent_id=${f.agent}` : ''}`,
-    ).then(
-      (r) => setRows(r.reverse()),
+    setError(null);
+    query().then(
+      (r) => {
+        setRows(r);
+        setMore(r.length === PAGE);
+      },
       (e: Error) => setError(e.message),
     );
-  }, [f.agent]);
+  }, [f.agent, f.tool, f.decision, f.channel, f.from, f.to]);
+  const older = async () => {
+    try {
+      const r = await query(rows?.[rows.length - 1]?.id);
+      setRows((x) => [...(x ?? []), ...r]);
+      setMore(r.length === PAGE);
+    } catch (e) {
+      setError((e as Error).message);
+    }
+  };
   const set = (k: keyof typeof f, v: string) => setF((x) => ({ ...x, [k]: v }));
-  const from = f.from ? Date.parse(f.from) : -Infinity;
-  const to = f.to ? Date.parse(f.to) : Infinity;
-  const shown = (rows ?? []).filter(
-    (r) =>
-      (!f.tool || (r.tool_name ?? '').includes(f.tool)) &&
-      (!f.decision || r.decision === f.decision) &&
-      (!f.channel || r.channel === f.channel) &&
-      Date.parse(r.at) >= from &&
-      Date.parse(r.at) <= to,
-  );
+  const toolNames = [
+    ...new Set((s.agents ?? []).flatMap((a) => a.tools.map((t) => t.name))),
+  ].sort();
   return (
     <section aria-labelledby="audit-title">
       <div class="page-head">
@@ -154,7 +172,12 @@ export function Audit() {
         <AgentSelect value={f.agent} onChange={(v) => set('agent', v)} all="All" />
         <label>
           <span class="label">Tool</span>
-          <input value={f.tool} onInput={(e) => set('tool', e.currentTarget.value)} />
+          <select value={f.tool} onChange={(e) => set('tool', e.currentTarget.value)}>
+            <option value="">All</option>
+            {toolNames.map((n) => (
+              <option key={n}>{n}</option>
+            ))}
+          </select>
         </label>
         <label>
           <span class="label">Decision</span>
@@ -194,9 +217,9 @@ export function Audit() {
       <ErrorBanner error={error} />
       <DataTable
         label="Audit entries"
-        rows={rows && shown}
+        rows={rows}
         rowKey={(r) => r.id}
-        empty={rows?.length ? 'No entries match' : 'Nothing audited yet'}
+        empty="No entries match"
         columns={[
           { head: 'When', class: 'small nowrap', cell: (r) => new Date(r.at).toLocaleString() },
           { head: 'Event', cell: (r) => <span class="pill">{r.event}</span> },
@@ -223,6 +246,11 @@ export function Audit() {
           },
         ]}
       />
+      {more && (
+        <button class="btn ghost" onClick={() => void older()}>
+          Older entries
+        </button>
+      )}
     </section>
   );
 }

@@ -68,7 +68,7 @@ export function DataTable<T>({
             <tr key={rowKey(r)}>
               {columns.map((c) => (
                 <td key={c.head} class={c.class} data-label={c.hidden ? undefined : c.head}>
-                  {c.cell(r)}
+                  <div class="cell">{c.cell(r)}</div>
                 </td>
               ))}
             </tr>

@@ -411,7 +411,11 @@ export const ROUTES: Record<string, RouteDoc> = {
     response: 'ConsentRequest',
     body: 'decision: approve_once | approve_for_duration (seconds) | approve_for_scope | deny (reason); constraint: a JSON Schema the arguments must match for a grant',
   },
-  ConsentController_audit: { summary: 'The consent audit log', response: ['AuditEntry'] },
+  ConsentController_audit: {
+    summary:
+      'The consent audit log, oldest first (order=desc: newest first); filters agent_id, request_id, tool_name, decision, channel, since/until (ISO date-times); cursors after/before (entry ids); limit ≤ 1000',
+    response: ['AuditEntry'],
+  },
   AgentsController_secrets: {
     summary:
       "An agent's own secrets (Letta's secrets / tool_exec_environment_variables): names only",

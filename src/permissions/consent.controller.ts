@@ -2,6 +2,7 @@ import { Body, Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/com
 import { Tenant } from '../auth/tenant.guard';
 import { badRequest } from '../common/domain-error';
 import { assertPrefixedId } from '../common/ids';
+import { CONSENT_DECISIONS } from '../core/permissions/consent-decision';
 import { toAuditResponse, toGrantResponse, toRequestResponse } from './consent.mappers';
 import { PermissionBrokerService } from './permission-broker.service';
 
@@ -58,23 +59,61 @@ export class ConsentController {
     @Tenant() tenantId: string,
     @Query('agent_id') agentId?: string,
     @Query('request_id') requestId?: string,
+    @Query('tool_name') toolName?: string,
+    @Query('decision') decision?: string,
+    @Query('channel') channel?: string,
+    @Query('since') since?: string,
+    @Query('until') until?: string,
+    @Query('order') order?: string,
     @Query('after') after?: string,
+    @Query('before') before?: string,
     @Query('limit') limit?: string,
   ) {
-    let afterId: number | undefined;
-    if (after !== undefined) {
-      afterId = Number(after);
-      if (!Number.isInteger(afterId) || afterId < 0)
-        throw badRequest('VALIDATION_FAILED', 'after must be an audit entry id');
-    }
+    if (decision !== undefined && !(CONSENT_DECISIONS as readonly string[]).includes(decision))
+      throw badRequest(
+        'VALIDATION_FAILED',
+        `decision must be one of ${CONSENT_DECISIONS.join(', ')}`,
+      );
+    if (channel !== undefined && !(CHANNELS as readonly string[]).includes(channel))
+      throw badRequest('VALIDATION_FAILED', `channel must be one of ${CHANNELS.join(', ')}`);
+    if (order !== undefined && order !== 'asc' && order !== 'desc')
+      throw badRequest('VALIDATION_FAILED', 'order must be asc or desc');
     const rows = await this.broker.listAudit(tenantId, {
-      agentId: typeof agentId === 'string' ? agentId : undefined,
-      requestId: typeof requestId === 'string' ? requestId : undefined,
-      after: afterId,
+      agentId: text(agentId),
+      requestId: text(requestId),
+      toolName: text(toolName),
+      decision,
+      channel,
+      since: instant(since, 'since'),
+      until: instant(until, 'until'),
+      newestFirst: order === 'desc',
+      after: auditId(after, 'after'),
+      before: auditId(before, 'before'),
       limit: parseLimit(limit, 1000),
     });
     return rows.map(toAuditResponse);
   }
+}
+
+const CHANNELS = ['ws', 'rest', 'webhook', 'system'] as const;
+
+const text = (v: unknown) => (typeof v === 'string' ? v : undefined);
+
+function auditId(raw: string | undefined, name: string): number | undefined {
+  if (raw === undefined) return undefined;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0)
+    throw badRequest('VALIDATION_FAILED', `${name} must be an audit entry id`);
+  return n;
+}
+
+/** An ISO date-time query parameter as epoch ms. */
+function instant(raw: string | undefined, name: string): number | undefined {
+  if (raw === undefined) return undefined;
+  const ms = typeof raw === 'string' && raw.length <= 64 ? Date.parse(raw) : NaN;
+  if (Number.isNaN(ms))
+    throw badRequest('VALIDATION_FAILED', `${name} must be an ISO 8601 date-time`);
+  return ms;
 }
 
 export function parseLimit(raw: string | undefined, max: number): number {

@@ -159,16 +159,38 @@ export class ConsentRepository {
     });
   }
 
-  listAudit(
-    tenantId: string,
-    opts: { agentId?: string; requestId?: string; after?: number; limit: number },
-  ) {
+  listAudit(tenantId: string, opts: AuditQuery) {
     const qb = this.ds.manager
       .createQueryBuilder(ConsentAuditEntity, 'a')
       .where('a.tenant_id = :tenantId', { tenantId });
     if (opts.agentId) qb.andWhere('a.agent_id = :agentId', { agentId: opts.agentId });
     if (opts.requestId) qb.andWhere('a.request_id = :requestId', { requestId: opts.requestId });
+    if (opts.toolName) qb.andWhere('a.tool_name = :toolName', { toolName: opts.toolName });
+    if (opts.decision) qb.andWhere('a.decision = :decision', { decision: opts.decision });
+    if (opts.channel) qb.andWhere('a.channel = :channel', { channel: opts.channel });
+    if (opts.since !== undefined) qb.andWhere('a.at >= :since', { since: opts.since });
+    if (opts.until !== undefined) qb.andWhere('a.at <= :until', { until: opts.until });
     if (opts.after !== undefined) qb.andWhere('a.id > :after', { after: opts.after });
-    return qb.orderBy('a.id', 'ASC').take(opts.limit).getMany();
+    if (opts.before !== undefined) qb.andWhere('a.id < :before', { before: opts.before });
+    return qb
+      .orderBy('a.id', opts.newestFirst ? 'DESC' : 'ASC')
+      .take(opts.limit)
+      .getMany();
   }
+}
+
+/** The audit log's filters (all optional) and page: oldest first unless `newestFirst`. */
+export interface AuditQuery {
+  agentId?: string;
+  requestId?: string;
+  toolName?: string;
+  decision?: string;
+  channel?: string;
+  /** Epoch ms bounds on `at`, inclusive. */
+  since?: number;
+  until?: number;
+  newestFirst?: boolean;
+  after?: number;
+  before?: number;
+  limit: number;
 }

@@ -41,7 +41,7 @@ import {
   ConsentGrantEntity,
   ConsentRequestEntity,
 } from './consent.entities';
-import { ConsentRepository, Resolution } from './consent.repository';
+import { AuditQuery, ConsentRepository, Resolution } from './consent.repository';
 
 /** A resolved request, as decision listeners (processing, the gateway) get it. */
 export interface ConsentResolved {
@@ -599,10 +599,7 @@ export class PermissionBrokerService
     return (await this.repo.findGrant(tenantId, grantId)) ?? grant;
   }
 
-  listAudit(
-    tenantId: string,
-    opts: { agentId?: string; requestId?: string; after?: number; limit: number },
-  ): Promise<ConsentAuditEntity[]> {
+  listAudit(tenantId: string, opts: AuditQuery): Promise<ConsentAuditEntity[]> {
     return this.repo.listAudit(tenantId, opts);
   }
 

@@ -472,28 +472,60 @@ describeBrowser('web console at /console/ (Chromium)', () => {
     await say(agent, 'pay 3');
     const review = page.getByRole('button', { name: 'Review pay request' });
     await review.waitFor();
+    const focusedLabel = () =>
+      page.evaluate<string | null>('document.activeElement?.getAttribute("aria-label") ?? null');
     let reached = false;
     for (let i = 0; i < 20 && !reached; i++) {
       await page.keyboard.press('Tab');
-      reached = await review.evaluate((el) => el === document.activeElement);
+      reached = (await focusedLabel()) === 'Review pay request';
     }
     expect(reached).toBe(true);
     await page.keyboard.press('Enter');
     const dialog = page.getByRole('dialog', { name: /wants to run pay/ });
     await dialog.waitFor();
-    const inDialog = () =>
-      dialog.evaluate((d) => d.contains(document.activeElement) || document.activeElement === d);
+    const inDialog = () => page.evaluate<boolean>('!!document.activeElement?.closest("dialog")');
     const names = new Set<string>();
     for (let i = 0; i < 20; i++) {
       expect(await inDialog()).toBe(true);
-      names.add(await page.evaluate(() => document.activeElement?.textContent?.trim() ?? ''));
+      names.add(await page.evaluate<string>('document.activeElement?.textContent?.trim() ?? ""'));
       await page.keyboard.press('Tab');
     }
     for (const n of ['Approve once', 'Approve for…', 'Approve for scope', 'Deny'])
       expect(names).toContain(n);
     await page.keyboard.press('Escape');
     await dialog.waitFor({ state: 'detached' });
-    expect(await review.evaluate((el) => el === document.activeElement)).toBe(true);
+    expect(await focusedLabel()).toBe('Review pay request');
+  });
+
+  it('the audit log filters by agent, tool, decision, channel and time on the server, newest first', async () => {
+    const agent = await anAgent('audited');
+    const page = await open('#/inbox');
+    modelPays(agent, { amount: 7 }, 'call_audit_1');
+    await say(agent, 'pay 7');
+    await page.getByRole('button', { name: 'Review pay request' }).waitFor();
+    const [req] = await pendingOf(agent.id);
+    await api(t, 'POST', `/v1/consent/requests/${req.id}/decision`, {
+      decision: 'deny',
+      reason: 'audit me',
+    });
+    const all = (await api(t, 'GET', '/v1/consent/audit?order=desc&limit=1000')).body;
+    expect(all[0].id).toBeGreaterThan(all[all.length - 1].id);
+    for (const bad of ['channel=carrier-pigeon', 'decision=maybe', 'since=yesterday', 'order=up'])
+      expect((await api(t, 'GET', `/v1/consent/audit?${bad}`)).status).toBe(400);
+
+    await page.getByRole('link', { name: 'Audit' }).click();
+    const table = page.getByRole('table', { name: 'Audit entries' });
+    const filters = page.getByRole('form', { name: 'Filter the audit log' });
+    await filters.getByLabel('Agent').selectOption({ label: agent.key });
+    await filters.getByLabel('Decision').selectOption('deny');
+    await filters.getByLabel('Channel').selectOption('rest');
+    await filters.getByLabel('Tool').selectOption('pay');
+    await table.getByText('“audit me”').waitFor();
+    await page.waitForLoadState('networkidle');
+    expect(await table.getByRole('row').count()).toBe(2); // the header and the one decision
+    // a window in the future holds nothing
+    await filters.getByLabel('From').fill('2999-01-01T00:00');
+    await page.getByText('No entries match').waitFor();
   });
 
   it('every page fits desktop and phone widths without sideways scrolling', async () => {
@@ -510,7 +542,7 @@ describeBrowser('web console at /console/ (Chromium)', () => {
         await page.getByRole('heading', { level: 1 }).waitFor();
         await page.waitForLoadState('networkidle');
         const overflow = await page.evaluate(
-          () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
+          'document.documentElement.scrollWidth - document.documentElement.clientWidth',
         );
         expect({ hash, width, overflow }).toEqual({ hash, width, overflow: 0 });
         if (process.env.CONSOLE_REVIEW_DIR)
