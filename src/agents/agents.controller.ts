@@ -14,7 +14,7 @@ import { Tenant } from '../auth/tenant.guard';
 import { badRequest } from '../common/domain-error';
 import { toToolResponse } from '../tools/tool-response.mapper';
 import { toAgentResponse } from './agent-response.mapper';
-import { SecretView } from '../secrets/secrets.service';
+import { toSecretResponse } from '../secrets/secrets.service';
 import { AgentsService } from './agents.service';
 
 type Json = Record<string, unknown>;
@@ -80,8 +80,8 @@ export class AgentsController {
 
   /** Letta's agent-level secrets: names only, never values. */
   @Get(':id/secrets')
-  secrets(@Tenant() tenant: string, @Param('id') id: string): Promise<SecretView[]> {
-    return this.agents.secretNames(tenant, id);
+  async secrets(@Tenant() tenant: string, @Param('id') id: string): Promise<Json[]> {
+    return (await this.agents.secretNames(tenant, id)).map(toSecretResponse);
   }
 
   @Get(':id/tools')

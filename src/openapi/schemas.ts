@@ -246,7 +246,7 @@ export const SCHEMAS: Record<string, Schema> = {
   Secret: obj(['name', 'source', 'created_at', 'updated_at'], {
     name: str,
     source: { enum: ['api', 'config'] },
-    created_at: { type: ['integer', 'null'] },
-    updated_at: { type: ['integer', 'null'] },
+    created_at: dateTimeOrNull,
+    updated_at: dateTimeOrNull,
   }),
 };

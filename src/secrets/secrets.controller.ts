@@ -1,6 +1,8 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Put } from '@nestjs/common';
 import { Tenant } from '../auth/tenant.guard';
-import { SecretsService, SecretView } from './secrets.service';
+import { SecretsService, toSecretResponse } from './secrets.service';
+
+type SecretResponse = ReturnType<typeof toSecretResponse>;
 
 /** The tenant's secrets: write-only values, names listed. */
 @Controller('v1/secrets')
@@ -8,18 +10,18 @@ export class SecretsController {
   constructor(private readonly secrets: SecretsService) {}
 
   @Get()
-  list(@Tenant() tenant: string): Promise<SecretView[]> {
-    return this.secrets.list(tenant);
+  async list(@Tenant() tenant: string): Promise<SecretResponse[]> {
+    return (await this.secrets.list(tenant)).map(toSecretResponse);
   }
 
   @Put(':name')
   @HttpCode(200)
-  put(
+  async put(
     @Tenant() tenant: string,
     @Param('name') name: string,
     @Body() body: unknown,
-  ): Promise<SecretView> {
-    return this.secrets.put(tenant, name, body);
+  ): Promise<SecretResponse> {
+    return toSecretResponse(await this.secrets.put(tenant, name, body));
   }
 
   @Delete(':name')

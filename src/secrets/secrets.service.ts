@@ -16,6 +16,17 @@ export interface SecretView {
   updated_at: number | null;
 }
 
+/** A secret in the API's answers: times as ISO 8601, as every other resource. */
+export function toSecretResponse(v: SecretView) {
+  const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+  return {
+    name: v.name,
+    source: v.source,
+    created_at: iso(v.created_at),
+    updated_at: iso(v.updated_at),
+  };
+}
+
 /** Header-safe text: no control characters (CR/LF would split a header). */
 const hasControl = (v: string) =>
   [...v].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f);

@@ -157,8 +157,8 @@ describe('security: secrets', () => {
     expect(put.body).toEqual({
       name: 'HIDDEN',
       source: 'api',
-      created_at: expect.any(Number),
-      updated_at: expect.any(Number),
+      created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+      updated_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
     });
     await api(
       t,
