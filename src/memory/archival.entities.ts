@@ -49,7 +49,8 @@ export class ArchiveAgentEntity {
 
 /**
  * A passage. The full-text index (SQLite FTS5 table `passages_fts`, PostgreSQL column `search`) is kept
- * by the database and read only by PassagesRepository's raw SQL, so the entity does not name it.
+ * by the database and read only by ArchivalRepository's raw SQL, so the entity does not name it. A later
+ * migration altering this table on SQLite must recreate the FTS triggers (TypeORM rebuilds the table).
  */
 @Entity('passages')
 @Index('idx_passages_archive_created', ['archive_id', 'created_at', 'id'])

@@ -52,7 +52,7 @@ export class ArchivalService {
   /** Inserts into the agent's archive (made for it on first use); Letta answers a list. */
   async insert(tenantId: string, agentId: string, body: unknown): Promise<PassageEntity[]> {
     const { input, problems } = parsePassageInput(body, this.config.limits);
-    if (!input) throw validationFailed([...problems, ...nulBytePaths(body)], 'passage is invalid');
+    if (!input) throw validationFailed(problems, 'passage is invalid');
     return [await this.insertForAgent(tenantId, agentId, input)];
   }
 
@@ -205,7 +205,6 @@ export class ArchivalService {
       : (({ input, problems: p }) => ({ inputs: input ? [input] : [], problems: p }))(
           parsePassageInput(body, this.config.limits),
         );
-    problems.push(...nulBytePaths(body));
     if (problems.length) throw validationFailed(problems, 'passage is invalid');
     return this.store(tenantId, archive.id, inputs);
   }
@@ -254,7 +253,7 @@ export class ArchivalService {
 
   // ------------------------------------------------------------ internals
 
-  parseSearch(raw: Obj, defaultLimit: number): PassageSearch {
+  private parseSearch(raw: Obj, defaultLimit: number): PassageSearch {
     const { search, problems } = parsePassageSearch(raw, this.config.limits, defaultLimit);
     problems.push(...nulBytePaths(raw));
     if (!search || problems.length) throw validationFailed(problems, 'search is invalid');

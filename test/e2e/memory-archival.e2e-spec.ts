@@ -135,6 +135,7 @@ describe('archival memory (archival-memory, /v1/archives, /v1/passages/search)',
       'LIMIT_EXCEEDED',
     ],
     ['a bad created_at', { text: 'x', created_at: 'yesterday' }, 'VALIDATION_FAILED'],
+    ['a NUL character', { text: 'a\u0000b' }, 'VALIDATION_FAILED'],
   ])('refuses %s with a 400', async (_what, body, code) => {
     const agent = await newAgent('bounds');
     const res = await api(t, 'POST', `/v1/agents/${agent}/archival-memory`, body, A);

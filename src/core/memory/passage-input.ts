@@ -1,3 +1,4 @@
+import { nulBytePaths } from '../agents/nul-bytes';
 import { countProblem, type InputLimits } from '../limits';
 import type { ValidationProblem } from '../rules/validate-tool-rules';
 
@@ -86,6 +87,9 @@ export function parsePassageInput(
   const path = (f: string) => (at ? `${at}.${f}` : f);
   if (!isObj(body))
     return { input: null, problems: [{ path: at || '$', message: 'must be an object' }] };
+  // PostgreSQL text cannot hold NUL: a 400, never a failed insert
+  const nul = nulBytePaths(body, at);
+  if (nul.length) return { input: null, problems: nul };
   const text = body[key];
   if (typeof text !== 'string' || text.trim() === '')
     problems.push({ path: path(key), message: 'is required (a non-empty string)' });

@@ -22,6 +22,7 @@ describe('archival memory input (src/core/memory)', () => {
     ['an empty tag', { text: 'x', tags: [''] }, 'tags[0]'],
     ['metadata not an object', { text: 'x', metadata: [1] }, 'metadata'],
     ['created_at not a date', { text: 'x', created_at: 'soon' }, 'created_at'],
+    ['a NUL character (PostgreSQL text cannot hold one)', { text: 'a\u0000b' }, 'text'],
   ])('%s', (_what, body, problemAt) => {
     const { input, problems } = parsePassageInput(body, LIMITS);
     if (problemAt === null) {
