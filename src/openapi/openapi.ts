@@ -2,6 +2,7 @@ import type { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import { APP_VERSION } from '../common/version';
 import { asyncApiDocument } from './asyncapi';
+import { MULTIPART, REQUEST_BODIES } from './request-schemas';
 import { responseSchema, ROUTES } from './routes';
 import { SCHEMAS } from './schemas';
 
@@ -10,8 +11,9 @@ const METHODS = ['get', 'post', 'put', 'patch', 'delete'] as const;
 
 /**
  * The OpenAPI 3.1 document. Paths, methods, parameters and operation ids are scanned from the
- * controllers by @nestjs/swagger, so a route cannot be missing; summaries and body schemas come from
- * ROUTES and SCHEMAS, which the e2e harness checks against every response the suites receive.
+ * controllers by @nestjs/swagger, so a route cannot be missing; summaries and response schemas come from
+ * ROUTES and SCHEMAS, request schemas from REQUEST_BODIES; the e2e harness checks them against every
+ * response the suites receive and every request body the app accepts.
  */
 export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
   const doc = SwaggerModule.createDocument(
@@ -56,13 +58,18 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
             description: name,
             content: { 'application/json': { schema: { $ref: `#/components/schemas/${name}` } } },
           };
-        if (route.body)
-          op.requestBody = {
-            required: true,
-            description: route.body,
-            content: { 'application/json': { schema: { type: 'object' } } },
-          };
       }
+      const id = op.operationId ?? '';
+      const body = REQUEST_BODIES[id];
+      if (body)
+        op.requestBody = {
+          // a body is needed when the schema asks for fields (or is not an object: a list)
+          required: body.type !== 'object' || !!body.required || !!body.anyOf,
+          ...(route?.body ? { description: route.body } : {}),
+          content: {
+            [MULTIPART.has(id) ? 'multipart/form-data' : 'application/json']: { schema: body },
+          },
+        };
       op.responses.default = {
         description: 'An error: `{code, message, details}`',
         content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },

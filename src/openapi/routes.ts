@@ -7,7 +7,7 @@ export interface RouteDoc {
   response?: string | [string] | Record<string, unknown>;
   /** The body is a Server-Sent Events stream of Letta messages. */
   sse?: boolean;
-  /** The request body, described (the validators in src/core say what is accepted, path by path). */
+  /** The request body, in words (its JSON Schema is in request-schemas.ts, under the same id). */
   body?: string;
   /** Other statuses whose body is not the error schema (a component name per status). */
   other?: Record<string, string>;

@@ -55,6 +55,14 @@ describe('API description', () => {
     );
     expect(op.security).toEqual([{ bearer: [] }]);
     expect(doc.paths['/v1/health'].get.security).toEqual([]);
+    // request bodies are schemas, not words: Letta's `messages` or `input`, the import's form
+    const send = doc.paths['/v1/agents/{agentId}/messages'].post.requestBody;
+    expect(send.required).toBe(true);
+    expect(send.content['application/json'].schema.anyOf).toHaveLength(2);
+    const create = doc.paths['/v1/agents'].post.requestBody.content['application/json'].schema;
+    expect(create.properties.tool_rules.anyOf[0].items.oneOf.length).toBeGreaterThan(10);
+    const form = doc.paths['/v1/agents/import'].post.requestBody.content;
+    expect(form['multipart/form-data'].schema.required).toEqual(['file']);
   });
 
   it('serves the docs UI at /docs and the WebSocket frames at /asyncapi.json', async () => {

@@ -101,7 +101,9 @@ export async function startApp(opts: StartOptions = {}): Promise<TestApp> {
       if (!opts.keepDir && !opts.dir) rmSync(dir, { recursive: true, force: true });
       const problems = contract.problems();
       if (problems.length > 0)
-        throw new Error(`responses that do not match /openapi.json:\n${problems.join('\n')}`);
+        throw new Error(
+          `requests or responses that do not match /openapi.json:\n${problems.join('\n')}`,
+        );
     },
   };
 }

@@ -65,6 +65,47 @@ const RULE_FIELDS: Record<ToolRuleType, Record<string, FieldKind>> = {
 
 export const TOOL_RULE_TYPES = Object.keys(RULE_FIELDS) as ToolRuleType[];
 
+const KIND_SCHEMA: Record<FieldKind, Obj> = {
+  tool: { type: 'string', minLength: 1 },
+  'tool|*': { type: 'string', minLength: 1 },
+  tools: { type: 'array', minItems: 1, items: { type: 'string', minLength: 1 } },
+  count: { type: 'integer', minimum: 0 },
+  seconds: { type: 'integer', minimum: 1 },
+  'seconds|0': { type: 'integer', minimum: 0 },
+  mapping: { type: 'object', minProperties: 1, additionalProperties: { type: 'string' } },
+  'child?': { type: ['string', 'null'] },
+  'bool?': { type: ['boolean', 'null'] },
+  'string?': { type: ['string', 'null'] },
+  'object?': { type: ['object', 'null'] },
+  mode: { enum: DEDUPE_MODES },
+};
+
+/**
+ * One rule as a JSON Schema, derived from RULE_FIELDS (the OpenAPI document's ToolRule), so the
+ * document and the validator cannot drift; extra fields (Letta's prompt_template) stay open.
+ */
+export function toolRuleJsonSchema(): Obj {
+  return {
+    type: 'object',
+    required: ['type'],
+    properties: { type: { enum: TOOL_RULE_TYPES } },
+    oneOf: TOOL_RULE_TYPES.map((type) => ({
+      properties: {
+        type: { const: type },
+        ...Object.fromEntries(
+          Object.entries(RULE_FIELDS[type]).map(([f, k]) => [f, KIND_SCHEMA[k]]),
+        ),
+      },
+      required: [
+        'type',
+        ...Object.entries(RULE_FIELDS[type])
+          .filter(([, k]) => !k.endsWith('?'))
+          .map(([f]) => f),
+      ],
+    })),
+  };
+}
+
 /**
  * Validates tool rules as sent on create/update or in an agent file. Unknown extra fields are dropped;
  * every problem is reported with its path, not just the first. Duplicates (same canonical JSON) are kept once.
