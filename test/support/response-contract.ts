@@ -67,7 +67,7 @@ function requestProblem(
     return op.requestBody?.required ? 'no JSON body, which the document says is required' : null;
   const v = requestValidatorFor(route, method);
   if (!v) {
-    const empty = typeof body === 'object' && Object.keys(body as object).length === 0;
+    const empty = typeof body === 'object' && Object.keys(body).length === 0;
     return empty ? null : 'a JSON body, which the document does not describe';
   }
   return v(body) ? null : `request body: ${ajv.errorsText(v.errors)}`;
