@@ -80,7 +80,6 @@ const AGENT = obj({
     }),
   ),
   tools: orNull(strList),
-  tool_ids: nullable('array'),
   include_base_tools: nullable('boolean'),
   client_tools: orNull(strList),
   tool_rules: orNull({ type: 'array', items: toolRuleJsonSchema() }),

@@ -1,5 +1,9 @@
 import { execFileSync } from 'node:child_process';
 import WebSocket from 'ws';
+import { ROUTE_ARGS_METADATA } from '@nestjs/common/constants';
+import { RouteParamtypes } from '@nestjs/common/enums/route-paramtypes.enum';
+import { ModulesContainer } from '@nestjs/core';
+import { REQUEST_BODIES } from '../../src/openapi/request-schemas';
 import { startApp, TestApp } from '../support/app-harness';
 import { api } from '../support/processing-fixtures';
 
@@ -63,6 +67,21 @@ describe('API description', () => {
     expect(create.properties.tool_rules.anyOf[0].items.oneOf.length).toBeGreaterThan(10);
     const form = doc.paths['/v1/agents/import'].post.requestBody.content;
     expect(form['multipart/form-data'].schema.required).toEqual(['file']);
+  });
+
+  it('every handler that reads a body (@Body) has a request schema', () => {
+    const readers: string[] = [];
+    for (const mod of t.app.get(ModulesContainer).values())
+      for (const { metatype } of mod.controllers.values()) {
+        if (typeof metatype !== 'function') continue;
+        for (const method of Object.getOwnPropertyNames(metatype.prototype)) {
+          const args = Reflect.getMetadata(ROUTE_ARGS_METADATA, metatype, method) ?? {};
+          if (Object.keys(args).some((k) => k.startsWith(`${RouteParamtypes.BODY}:`)))
+            readers.push(`${metatype.name}_${method}`);
+        }
+      }
+    expect(readers.length).toBeGreaterThan(30);
+    expect(readers.filter((id) => !REQUEST_BODIES[id])).toEqual([]);
   });
 
   it('serves the docs UI at /docs and the WebSocket frames at /asyncapi.json', async () => {
