@@ -186,15 +186,54 @@ export function AgentDetail({ id }: { id: string }) {
         ) : (
           <div class="blocks">
             {a.memory.blocks.map((b) => (
-              <div class="block" key={b.id}>
-                <p class="eyebrow">{b.label}</p>
-                <pre class="prose">{b.value}</pre>
-              </div>
+              <MemoryBlock key={b.id} block={b} agentId={a.id} />
             ))}
           </div>
         )}
       </div>
     </section>
+  );
+}
+
+/** A block with its fill, and the other agents it is shared with (blocks are rows of /v1/blocks). */
+function MemoryBlock({
+  block: b,
+  agentId,
+}: {
+  block: Agent['memory']['blocks'][number];
+  agentId: string;
+}) {
+  const [others, setOthers] = useState<Agent[]>([]);
+  useEffect(() => {
+    api<Agent[]>('GET', `/v1/blocks/${b.id}/agents`).then(
+      (as) => setOthers(as.filter((x) => x.id !== agentId)),
+      () => setOthers([]),
+    );
+  }, [b.id]);
+  return (
+    <div class="block">
+      <div class="block-head">
+        <p class="eyebrow">{b.label}</p>
+        {b.limit !== undefined && (
+          <span class="muted small">
+            {b.value.length} / {b.limit} chars
+          </span>
+        )}
+      </div>
+      <pre class="prose">{b.value}</pre>
+      {others.length > 0 && (
+        <p class="small shared">
+          Shared with{' '}
+          {others.map((o, i) => (
+            <span key={o.id}>
+              {i > 0 && ', '}
+              <a href={`#/agents/${o.id}`}>{o.name}</a>
+            </span>
+          ))}
+          : an edit here changes theirs too.
+        </p>
+      )}
+    </div>
   );
 }
 

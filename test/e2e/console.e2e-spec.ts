@@ -409,7 +409,9 @@ describeBrowser('web console at /console/ (Chromium)', () => {
   });
 
   it('agents: list, search and a detail with tool safety, rules as sentences and memory', async () => {
-    const agent = await anAgent('ledger');
+    const policy = await api(t, 'POST', '/v1/blocks/', { label: 'policy', value: 'Refunds ≤ 50' });
+    const agent = await anAgent('ledger', { block_ids: [policy.body.id] });
+    const peer = await anAgent('peer', { block_ids: [policy.body.id] });
     const page = await open('#/agents');
     await page.getByRole('searchbox', { name: 'Search agents' }).fill('ledger');
     await page.getByRole('link', { name: /^ledger-/ }).click();
@@ -420,6 +422,12 @@ describeBrowser('web console at /console/ (Chromium)', () => {
     await page.getByRole('row', { name: /pay.*side_effecting/ }).waitFor();
     await page.getByRole('row', { name: /lookup.*read_only/ }).waitFor();
     await page.getByText('Ada, accounts payable').waitFor();
+    // the shared block names the other agent that has it
+    await page.getByText('Refunds ≤ 50').waitFor();
+    await page
+      .getByText(/^Shared with/)
+      .getByRole('link', { name: peer.key })
+      .waitFor();
     expect(page.url()).toContain(agent.id);
     await shot(page, 'agent');
   });
@@ -458,6 +466,7 @@ describeBrowser('web console at /console/ (Chromium)', () => {
       .first()
       .click();
     const calls = page.getByRole('table', { name: /^Model calls of run / });
+    await calls.getByRole('row').nth(3).waitFor();
     expect(await calls.getByRole('row').count()).toBe(4); // a header and three calls
     await page
       .getByRole('list', { name: /^Messages of run / })
