@@ -43,17 +43,22 @@ type Reply = { id: number; ok: boolean; value?: unknown; error?: string };
 
 /** Starts `bench/<file>` (a module calling serveBench) in a child process. */
 export async function startServerProcess(file: string): Promise<BenchServer> {
-  const child = fork(path.join(__dirname, '..', file), [], {
-    // BENCH_CPU_PROF=<dir>: the server writes a V8 CPU profile there when it exits (bench/profile-buckets.ts reads it)
-    execArgv: [
-      '-r',
-      'ts-node/register/transpile-only',
-      ...(process.env.BENCH_CPU_PROF
-        ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`]
-        : []),
-    ],
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
+  // compiled (`npm run bench:compiled`): the server runs as JavaScript, without ts-node's compiler in memory
+  const compiled = __filename.endsWith('.js');
+  const child = fork(
+    path.join(__dirname, '..', compiled ? file.replace(/\.ts$/, '.js') : file),
+    [],
+    {
+      // BENCH_CPU_PROF=<dir>: the server writes a V8 CPU profile there when it exits (bench/profile-buckets.ts reads it)
+      execArgv: [
+        ...(compiled ? [] : ['-r', 'ts-node/register/transpile-only']),
+        ...(process.env.BENCH_CPU_PROF
+          ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`]
+          : []),
+      ],
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    },
+  );
   let nextId = 0;
   const waiting = new Map<number, (r: Reply) => void>();
   const baseUrl = await new Promise<string>((resolve, reject) => {
