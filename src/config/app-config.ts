@@ -37,6 +37,8 @@ export interface AppConfig {
     compaction_max_summary_chars: number;
     max_images_per_message: number;
     max_image_bytes: number;
+    /** Context windows kept in memory (one per agent conversation, the least recently used dropped). */
+    context_cache_windows: number;
   };
   models: {
     openai: {
@@ -492,6 +494,7 @@ function validate(
       compaction_max_summary_chars: int('processing.compaction_max_summary_chars', 100, 1_000_000),
       max_images_per_message: int('processing.max_images_per_message', 0, 100),
       max_image_bytes: int('processing.max_image_bytes', 1024, 100_000_000),
+      context_cache_windows: int('processing.context_cache_windows', 1, 1_000_000),
     },
     models: {
       openai: {

@@ -17,6 +17,8 @@ import type { HistoryMessage } from '../core/loop/context-builder';
 import { summaryHistoryMessage } from '../core/loop/compaction';
 import { ContextWindow } from '../core/loop/context-window';
 import type { RunStatus, StopReason } from '../core/loop/stop-reason';
+import type { AppConfig } from '../config/app-config';
+import { APP_CONFIG } from '../config/config.module';
 import { GroupCommit } from '../database/group-commit';
 import { insertRows, updateWhere } from '../database/raw-writes';
 import { MessageContextEntity } from './entities/message-context.entity';
@@ -74,15 +76,17 @@ const HISTORY_CAP = 2000;
 export class ProcessingRepository {
   private readonly seq = new Map<string, number>();
   private readonly seqInit = new Map<string, Promise<number>>();
-  private readonly windows = new LRUCache<string, { window: ContextWindow; version: number }>({
-    max: 2000,
-  });
+  /** The server's largest in-memory state at many agents: bounded by `processing.context_cache_windows`. */
+  private readonly windows: LRUCache<string, { window: ContextWindow; version: number }>;
 
   constructor(
     @InjectDataSource() private readonly ds: DataSource,
     private readonly writes: GroupCommit,
     @Inject(AGENT_LEASES) private readonly leases: AgentLeases,
-  ) {}
+    @Inject(APP_CONFIG) config: AppConfig,
+  ) {
+    this.windows = new LRUCache({ max: config.processing.context_cache_windows });
+  }
 
   // ------------------------------------------------------------ runs
 
