@@ -3,6 +3,7 @@ import { keysetPage } from '../database/keyset-page';
 import { containsPattern } from '../database/like-pattern';
 import { InjectRepository } from '@nestjs/typeorm';
 import { EntityManager, In, Repository } from 'typeorm';
+import type { MemoryBlock } from '../core/agents/agent-record';
 import type { ListAgentsQuery } from '../core/agents/list-agents-query';
 import { GroupCommit } from '../database/group-commit';
 import { updateWhere } from '../database/raw-writes';
@@ -15,6 +16,7 @@ import { BlocksRepository } from './blocks.repository';
 @Injectable()
 export class AgentsRepository {
   private readonly changeListeners: ((agentId: string) => void)[] = [];
+  private readonly loaded = new WeakMap<AgentEntity, MemoryBlock[]>();
 
   constructor(
     @InjectRepository(AgentEntity) private readonly agents: Repository<AgentEntity>,
@@ -113,10 +115,13 @@ export class AgentsRepository {
             agent.id,
             blocks,
             agent.updated_at,
-            opts.keepUnlinkedBlocks === true,
+            {
+              keepUnlinked: opts.keepUnlinkedBlocks === true,
+              loaded: this.loaded.get(agent) ?? null,
+            },
           )),
         );
-        saved.blocks = blocks;
+        this.setBlocks(saved, blocks);
         return saved;
       }),
       touched,
@@ -196,8 +201,14 @@ export class AgentsRepository {
     em: EntityManager,
     agent: AgentEntity | null,
   ): Promise<AgentEntity | null> {
-    if (agent) agent.blocks = (await this.blocks.forAgents(em, [agent.id])).get(agent.id)!;
+    if (agent) this.setBlocks(agent, (await this.blocks.forAgents(em, [agent.id])).get(agent.id)!);
     return agent;
+  }
+
+  /** The agent's blocks as read, kept beside it: a save writes only the blocks changed since. */
+  private setBlocks(agent: AgentEntity, blocks: MemoryBlock[]): void {
+    agent.blocks = blocks;
+    this.loaded.set(agent, blocks);
   }
 
   /** One page of a tenant's agents, ordered by (created_at, id); cursors are agents already looked up. */
@@ -251,7 +262,7 @@ export class AgentsRepository {
       this.agents.manager,
       rows.map((a) => a.id),
     );
-    for (const a of rows) a.blocks = blocks.get(a.id)!;
+    for (const a of rows) this.setBlocks(a, blocks.get(a.id)!);
     return rows;
   }
 

@@ -69,16 +69,20 @@ export class BlocksRepository {
     agentId: string,
     blocks: MemoryBlock[],
     now: number,
-    keepUnlinked: boolean,
+    opts: { keepUnlinked: boolean; loaded: MemoryBlock[] | null },
   ): Promise<string[]> {
     const before = await em.find(AgentBlockEntity, { where: { agent_id: agentId } });
     const existing = await this.byIds(
       em,
       blocks.map((b) => b.id),
     );
+    const loaded = new Map((opts.loaded ?? []).map((b) => [b.id, b]));
     for (const b of blocks) {
       const row = existing.get(b.id);
-      if (row && sameBlock(row, b)) continue;
+      // an existing block is written only when the caller changed it from what it read, so a
+      // concurrent edit (another agent's tool, the block route) is not overwritten by a stale copy
+      const was = loaded.get(b.id);
+      if (row && (was === undefined || sameBlock(was, b))) continue;
       await em.save(BlockEntity, {
         ...b,
         metadata: b.metadata ?? null,
@@ -99,7 +103,7 @@ export class BlocksRepository {
         })),
       );
     const kept = new Set(blocks.map((b) => b.id));
-    if (!keepUnlinked)
+    if (!opts.keepUnlinked)
       await this.deleteUnlinked(
         em,
         before.map((l) => l.block_id).filter((id) => !kept.has(id)),
@@ -230,7 +234,7 @@ export class BlocksRepository {
   }
 }
 
-function sameBlock(row: BlockEntity, b: MemoryBlock): boolean {
+function sameBlock(row: MemoryBlock, b: MemoryBlock): boolean {
   return (
     row.label === b.label &&
     row.value === b.value &&

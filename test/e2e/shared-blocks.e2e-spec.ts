@@ -1,5 +1,6 @@
 /* eslint-disable @typescript-eslint/no-explicit-any */
 import Letta from '@letta-ai/letta-client';
+import { AgentsRepository } from '../../src/agents/agents.repository';
 import { startApp, TestApp } from '../support/app-harness';
 import { FakeModelServer, startFakeModelServer } from '../support/fake-model-server';
 import { api, say, TENANT_A, TENANT_B, TWO_TENANTS } from '../support/processing-fixtures';
@@ -266,5 +267,16 @@ describe('shared memory blocks (/v1/blocks, core-memory/blocks/attach|detach)', 
     // the block left out stays (as a detach does)
     const persona = created.memory.blocks[0].id!;
     expect((await a.blocks.retrieve(persona)).value).toBe('p');
+  });
+  it("saving an agent read before a shared block's edit does not overwrite the edit with its stale copy", async () => {
+    const shared = await a.blocks.create({ label: 'ledger', value: 'v1' });
+    const reader = await agentOf('stale-reader');
+    await a.agents.blocks.attach(shared.id, { agent_id: reader });
+    const repo = t.app.get(AgentsRepository);
+    const stale = (await repo.findForTenant('tenant-a', reader))!; // holds ledger = v1
+    await a.blocks.update(shared.id, { value: 'v2' }); // meanwhile, through the block route
+    stale.tags = ['touched'];
+    await repo.save(stale);
+    expect((await a.blocks.retrieve(shared.id)).value).toBe('v2');
   });
 });
