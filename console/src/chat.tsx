@@ -1,7 +1,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, asText, type Agent, type LettaMessage, type Run } from './api';
 import { live, type RunEventFrame } from './live';
-import { relative, useStore } from './store';
+import { describeResolution, relative, useStore } from './store';
 import { go } from './router';
 import { AgentSelect, DataTable, ErrorBanner } from './ui';
 
@@ -168,20 +168,22 @@ function TimelineItem({ e, pass }: { e: Entry; pass: number }) {
         </li>
       );
     case 'approval_request_message': {
+      const id = asText(m.request_id);
       const pending =
-        [...s.pending.values()].find(
-          (r) => r.tool_call_id === call?.tool_call_id && r.agent_id === m.agent_id,
-        ) ?? [...s.pending.values()].find((r) => r.tool_call_id === call?.tool_call_id);
+        s.pending.get(id) ??
+        [...s.pending.values()].find((r) => r.tool_call_id === call?.tool_call_id);
+      const resolved = s.resolved.get(id);
       return (
         <li class="tl tl-park">
-          <span class="who">Waiting for consent</span> <code>{call?.name}</code>
+          <span class="who">{pending ? 'Waiting for consent' : 'Consent'}</span>{' '}
+          <code>{call?.name}</code>
           <pre class="json small">{args(call?.arguments)}</pre>
           {pending ? (
             <button class="btn primary small" onClick={() => s.open(pending.id)}>
               Answer consent request
             </button>
           ) : (
-            <span class="muted small">answered</span>
+            <span class="muted small">{resolved ? describeResolution(resolved) : 'answered'}</span>
           )}
         </li>
       );
@@ -346,7 +348,12 @@ export function Chat({ agentId }: { agentId: string | null }) {
   };
 
   const byRun: { runId: string; items: Entry[] }[] = [];
+  // a model call shows once: its start gives way to its answer
+  const answered = new Set(
+    entries.filter((en) => en.kind === 'step.completed').map((en) => asText(en.data.step_id)),
+  );
   for (const en of entries) {
+    if (en.kind === 'step.started' && answered.has(asText(en.data.step_id))) continue;
     const last = byRun[byRun.length - 1];
     if (last?.runId === en.runId) last.items.push(en);
     else byRun.push({ runId: en.runId, items: [en] });

@@ -233,6 +233,8 @@ describeBrowser('web console at /console/ (Chromium)', () => {
     await dialog.waitFor({ state: 'detached' });
     await timeline.getByText('"ok": true').waitFor();
     await timeline.getByText('Refund sent.').waitFor();
+    await timeline.getByText('approved once by default via the console/WebSocket').waitFor();
+    expect(await timeline.getByText(/^Model call \d+…$/).count()).toBe(0); // each call shows once, answered
     expect(tools.calls.filter((c) => c.body.tool_call_id === 'call_once_1')).toEqual([
       {
         path: '/pay',
@@ -317,7 +319,11 @@ describeBrowser('web console at /console/ (Chromium)', () => {
     await dialog.getByRole('textbox', { name: 'Reason for denying' }).fill('unknown payee');
     await dialog.getByRole('button', { name: 'Deny' }).click();
     await dialog.waitFor({ state: 'detached' });
-    await timeline.getByText(/unknown payee/).waitFor();
+    // the tool's refusal carries the reason, and the parked call says who denied it
+    await timeline.getByText(/pay was denied: unknown payee/).waitFor();
+    await timeline
+      .getByText('denied (“unknown payee”) by default via the console/WebSocket')
+      .waitFor();
     expect(ran('call_deny_1')).toEqual([]);
   });
 
@@ -564,5 +570,20 @@ describeBrowser('web console at /console/ (Chromium)', () => {
           });
       }
     }
+    // the consent dialog on a phone: nothing wider than the screen
+    const phone = await open('#/inbox', { width: 390, height: 844 });
+    modelPays(agent, { amount: 12.5, to: 'someone.with.a.long.name@example.com' }, 'call_phone_1');
+    await say(agent, 'pay on the phone');
+    await phone.getByRole('button', { name: 'Review pay request' }).click();
+    const dialog = phone.getByRole('dialog', { name: /wants to run pay/ });
+    await dialog.getByRole('checkbox', { name: 'to' }).check();
+    const box = await dialog.boundingBox();
+    expect(box!.x).toBeGreaterThanOrEqual(0);
+    expect(box!.x + box!.width).toBeLessThanOrEqual(390);
+    expect(
+      await phone.evaluate<number>(
+        'document.querySelector("dialog").scrollWidth - document.querySelector("dialog").clientWidth',
+      ),
+    ).toBe(0);
   });
 });
