@@ -4,6 +4,8 @@ import type { AgentsService } from './agents.service';
 const text = (args: Record<string, unknown>, key: string): string => {
   const v = args[key];
   if (typeof v !== 'string') throw new Error(`argument "${key}" must be a string`);
+  // the model's text: PostgreSQL cannot store a NUL, so it is the model's error, not the database's
+  if (v.includes('\u0000')) throw new Error(`argument "${key}" must not contain NUL characters`);
   return v;
 };
 

@@ -163,6 +163,25 @@ describe('shared memory blocks (/v1/blocks, core-memory/blocks/attach|detach)', 
     expect((await a.agents.retrieve(two)).memory.blocks.map((x) => x.label)).toEqual(['persona']);
   });
 
+  it('a memory tool edit with a NUL character is the model’s tool error, the block unchanged (PostgreSQL cannot store one)', async () => {
+    const one = await agentOf('nul-writer');
+    fake.push(
+      {
+        tool_calls: [
+          { name: 'core_memory_append', arguments: { label: 'persona', content: 'a\u0000b' } },
+        ],
+      },
+      { content: 'ok' },
+    );
+    const res = await api(t, 'POST', `/v1/agents/${one}/messages`, say('remember'), key.a);
+    expect(res.status).toBe(200);
+    const ret = res.body.messages.find((m: any) => m.message_type === 'tool_return_message');
+    expect(ret).toMatchObject({ status: 'error' });
+    expect(ret.tool_return).toContain('must not contain NUL characters');
+    const agent = await a.agents.retrieve(one);
+    expect(agent.memory.blocks.find((x) => x.label === 'persona')?.value).toBe('I am nul-writer.');
+  });
+
   it('labels stay unique per agent: attaching a taken label or renaming into one is 409', async () => {
     const agent = await agentOf('labels');
     const clash = await a.blocks.create({ label: 'persona', value: 'other persona' });
