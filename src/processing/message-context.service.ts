@@ -106,7 +106,8 @@ export class MessageContextService {
         batchStep: 0,
         timeoutMs: limits.compaction_timeout_seconds * 1000,
       });
-      text = res.content?.trim() || null;
+      // NUL dropped: PostgreSQL text cannot hold it, and a summary loses nothing by it
+      text = res.content?.replaceAll('\u0000', '').trim() || null;
     } catch (e) {
       if (!(e instanceof ModelError)) throw e;
       throw summarizationFailed(e.message, { kind: e.kind, status: e.status ?? null });
