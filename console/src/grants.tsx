@@ -19,12 +19,9 @@ export function Grants() {
 
   const load = async () => {
     try {
-      const agents = s.agents ?? (await s.loadAgents());
-      const ids = agentId ? [agentId] : agents.map((a) => a.id);
-      const lists = await Promise.all(
-        ids.map((id) => api<Grant[]>('GET', `/v1/agents/${id}/grants`)),
+      setGrants(
+        await api<Grant[]>('GET', `/v1/grants?limit=1000${agentId ? `&agent_id=${agentId}` : ''}`),
       );
-      setGrants(lists.flat().sort((a, b) => b.created_at.localeCompare(a.created_at)));
     } catch (e) {
       setError((e as Error).message);
     }

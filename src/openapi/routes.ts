@@ -432,6 +432,10 @@ export const ROUTES: Record<string, RouteDoc> = {
   },
   SecretsController_delete: { summary: 'Delete a secret' },
   GrantsController_list: { summary: "An agent's standing grants", response: ['Grant'] },
+  GrantsController_listAll: {
+    summary: "The tenant's standing grants, newest first (agent_id filters; limit ≤ 1000)",
+    response: ['Grant'],
+  },
   GrantsController_revoke: { summary: 'Revoke a grant', response: 'Grant' },
 };
 

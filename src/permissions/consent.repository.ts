@@ -135,6 +135,14 @@ export class ConsentRepository {
     });
   }
 
+  grantsOfTenant(tenantId: string, opts: { agentId?: string; limit: number }) {
+    return this.ds.manager.find(ConsentGrantEntity, {
+      where: { tenantId, ...(opts.agentId ? { agentId: opts.agentId } : {}) },
+      order: { createdAt: 'DESC', id: 'ASC' },
+      take: opts.limit,
+    });
+  }
+
   async revokeGrant(id: string, at: number, em: EntityManager): Promise<boolean> {
     const res = await em
       .createQueryBuilder()

@@ -1,11 +1,12 @@
-import { Controller, Delete, Get, Param } from '@nestjs/common';
+import { Controller, Delete, Get, Param, Query } from '@nestjs/common';
 import { AgentsService } from '../agents/agents.service';
 import { Tenant } from '../auth/tenant.guard';
 import { assertPrefixedId } from '../common/ids';
+import { parseLimit } from './consent.controller';
 import { toGrantResponse } from './consent.mappers';
 import { PermissionBrokerService } from './permission-broker.service';
 
-/** Standing grants: listed per agent, revoked by id (the next call asks again). */
+/** Standing grants: listed per agent or tenant-wide, revoked by id (the next call asks again). */
 @Controller('v1')
 export class GrantsController {
   constructor(
@@ -18,6 +19,21 @@ export class GrantsController {
     assertPrefixedId('agent', 'agent', agentId);
     await this.agents.getForTenant(tenantId, agentId); // 404 for another tenant's agent
     return (await this.broker.listGrants(tenantId, agentId)).map(toGrantResponse);
+  }
+
+  /** Every grant of the tenant (or one agent's), newest first: the console's grants page in one request. */
+  @Get('grants')
+  async listAll(
+    @Tenant() tenantId: string,
+    @Query('agent_id') agentId?: string,
+    @Query('limit') limit?: string,
+  ) {
+    if (agentId !== undefined) assertPrefixedId('agent', 'agent', agentId);
+    const rows = await this.broker.listTenantGrants(tenantId, {
+      agentId,
+      limit: parseLimit(limit, 1000),
+    });
+    return rows.map(toGrantResponse);
   }
 
   @Delete('grants/:id')

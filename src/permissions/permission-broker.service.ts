@@ -572,6 +572,13 @@ export class PermissionBrokerService
     return this.repo.grantsOfAgent(tenantId, agentId);
   }
 
+  listTenantGrants(
+    tenantId: string,
+    opts: { agentId?: string; limit: number },
+  ): Promise<ConsentGrantEntity[]> {
+    return this.repo.grantsOfTenant(tenantId, opts);
+  }
+
   /** Revokes a grant; the next call it would have covered asks again. Revoking twice is harmless. */
   async revokeGrant(tenantId: string, grantId: string, channel: Exclude<ConsentChannel, 'system'>) {
     const grant = await this.repo.findGrant(tenantId, grantId);

@@ -278,6 +278,12 @@ describeBrowser('web console at /console/ (Chromium)', () => {
         constraint: expect.objectContaining({ properties: expect.any(Object) }),
       }),
     ]);
+    // the tenant-wide list (the grants page's one request) has it too
+    expect((await api(t, 'GET', `/v1/grants?agent_id=${agent.id}`)).body).toEqual(grants);
+    expect((await api(t, 'GET', '/v1/grants?limit=1000')).body.map((g: any) => g.id)).toContain(
+      grants[0].id,
+    );
+    expect((await api(t, 'GET', '/v1/grants?limit=0')).status).toBe(400);
     const ttl = Date.parse(grants[0].expires_at) - Date.parse(grants[0].created_at);
     expect(ttl).toBe(600_000);
 
