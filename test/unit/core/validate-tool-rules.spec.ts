@@ -1,4 +1,5 @@
-import { validateToolRules } from '../../../src/core/rules/validate-tool-rules';
+import Ajv2020 from 'ajv/dist/2020';
+import { toolRuleJsonSchema, validateToolRules } from '../../../src/core/rules/validate-tool-rules';
 import { LIMITS } from '../../support/input-limits';
 
 const TOOLS = ['send_message', 'search', 'issue_refund', 'deploy', 'run_tests'];
@@ -67,6 +68,22 @@ describe('validateToolRules: accepted rules', () => {
     const { rules, problems } = validateToolRules([rule], TOOLS, LIMITS);
     expect(problems).toEqual([]);
     expect(rules).toEqual([rule]);
+  });
+
+  // the OpenAPI document's rule schema is derived from the same table: it accepts what the validator does
+  const schema = new Ajv2020({ strict: false }).compile(toolRuleJsonSchema());
+  it.each(ok)('%s matches the documented schema', (_name, rule) => {
+    expect(schema(rule) ? [] : schema.errors).toEqual([]);
+  });
+  it.each([
+    ['no type', { tool_name: 'search' }],
+    ['unknown type', { type: 'nope', tool_name: 'search' }],
+    ['cooldown without seconds', { type: 'cooldown', tool_name: 'search' }],
+    ['children not a list', { type: 'constrain_child_tools', tool_name: 'a', children: 'b' }],
+    ['dedupe mode unknown', { type: 'dedupe', tool_name: '*', window_seconds: 1, mode: 'x' }],
+  ])('the schema refuses a rule of the wrong shape: %s', (_name, rule) => {
+    expect(schema(rule)).toBe(false);
+    expect(validateToolRules([rule], TOOLS, LIMITS).problems).not.toEqual([]);
   });
 });
 
