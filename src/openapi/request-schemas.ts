@@ -449,6 +449,7 @@ export const REQUEST_BODIES: Record<string, Schema> = {
     properties: { ...RESUME_STREAM.properties!, agent_id: nullable('string') },
   },
   ConversationsController_compact: COMPACTION,
+  ConversationsController_recompile: obj({ agent_id: nullable('string') }),
   AgentFileController_import: obj(
     {
       file: { type: 'string', contentMediaType: 'application/json' },
