@@ -94,6 +94,10 @@ const SAFETY_CLASS: Record<string, string> = {
   privileged: 'danger',
 };
 
+const SafetyPill = ({ safety }: { safety?: string }) => (
+  <span class={`pill ${SAFETY_CLASS[safety ?? ''] ?? ''}`}>{safety ?? '—'}</span>
+);
+
 export function AgentDetail({ id }: { id: string }) {
   const [a, setA] = useState<Agent | null>(null);
   const [error, setError] = useState<string | null>(null);
@@ -158,11 +162,7 @@ export function AgentDetail({ id }: { id: string }) {
               },
               {
                 head: 'Safety',
-                cell: (t) => (
-                  <span class={`pill ${SAFETY_CLASS[t.safety ?? ''] ?? ''}`}>
-                    {t.safety ?? '—'}
-                  </span>
-                ),
+                cell: (t) => <SafetyPill safety={t.safety} />,
               },
               { head: 'Kind', class: 'small', cell: (t) => t.kind ?? '—' },
             ]}
@@ -418,6 +418,7 @@ export function AgentEditor({ id }: { id: string | null }) {
   const described = (field: string) =>
     at(problems, field).length ? { 'aria-describedby': `err-${field}`, 'aria-invalid': true } : {};
   const toolNames = useMemo(() => (tools ?? []).map((t) => t.name), [tools]);
+  const safetyOf = (n: string) => tools?.find((t) => t.name === n)?.safety;
 
   return (
     <section aria-labelledby="editor-title">
@@ -539,6 +540,7 @@ export function AgentEditor({ id }: { id: string | null }) {
                         }
                       />
                       <code>{n}</code>
+                      {safetyOf(n) !== 'read_only' && <SafetyPill safety={safetyOf(n)} />}
                     </label>
                   ))}
                 </div>

@@ -2,10 +2,17 @@
 
 const KEY = 'rulebound.apiKey';
 
+const refusedListeners = new Set<() => void>();
+
 export const session = {
   key: (): string | null => sessionStorage.getItem(KEY),
   signIn: (key: string) => sessionStorage.setItem(KEY, key),
   signOut: () => sessionStorage.removeItem(KEY),
+  /** Called when the server refuses the held key mid-session (revoked, rotated): back to sign-in. */
+  onRefused: (l: () => void) => {
+    refusedListeners.add(l);
+    return () => refusedListeners.delete(l);
+  },
 };
 
 export interface Problem {
@@ -46,6 +53,7 @@ export async function api<T = unknown>(method: string, path: string, body?: unkn
   } catch {
     json = null;
   }
+  if (res.status === 401 && key) refusedListeners.forEach((l) => l());
   if (!res.ok) {
     const e = (json ?? {}) as {
       code?: string;

@@ -113,6 +113,11 @@ export function App() {
   };
   useEffect(() => {
     void check();
+    return session.onRefused(() => {
+      session.signOut();
+      setFailed(true);
+      setAuth('signed-out');
+    });
   }, []);
   useEffect(() => {
     if (auth !== 'open' && auth !== 'key') return;

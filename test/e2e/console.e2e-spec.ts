@@ -193,6 +193,14 @@ describeBrowser('web console at /console/ (Chromium)', () => {
       await page.getByRole('button', { name: 'Sign out' }).click();
       await page.getByRole('heading', { name: 'Sign in to the console' }).waitFor();
       expect(await page.evaluate('sessionStorage.getItem("rulebound.apiKey")')).toBeNull();
+      // a key refused mid-session (revoked, rotated) returns to the sign-in with the reason
+      await key.fill('sk-console-test');
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('heading', { name: 'Consent inbox' }).waitFor();
+      await page.evaluate('sessionStorage.setItem("rulebound.apiKey", "sk-revoked")');
+      await page.getByRole('link', { name: 'Agents' }).click();
+      await page.getByRole('alert').getByText('That key was refused.').waitFor();
+      expect(await page.evaluate('sessionStorage.getItem("rulebound.apiKey")')).toBeNull();
     } finally {
       await keyed.close();
     }
