@@ -133,12 +133,17 @@ describeBrowser('web console at /console/ (Chromium)', () => {
       messages: [{ role: 'user', content }],
     });
 
-  async function open(hash: string, viewport = { width: 1280, height: 860 }): Promise<Page> {
+  async function open(
+    hash: string,
+    viewport = { width: 1280, height: 860 },
+    initScript?: string,
+  ): Promise<Page> {
     const ctx = await browser.newContext({ viewport });
     // a missing element fails the test within jest's time, naming what it waited for
     ctx.setDefaultTimeout(10_000);
     contexts.push(ctx);
     const page = await ctx.newPage();
+    if (initScript) await page.addInitScript(initScript);
     await page.goto(`${t.baseUrl}/console/${hash}`);
     await page.getByText('Live', { exact: true }).waitFor();
     return page;
@@ -224,6 +229,32 @@ describeBrowser('web console at /console/ (Chromium)', () => {
     const phone = await open('#/inbox', { width: 390, height: 844 });
     await phone.getByRole('button', { name: 'Review pay request' }).nth(1).waitFor();
     await shot(phone, 'inbox-phone');
+  });
+
+  it('a new request raises a browser notification when the person allowed them', async () => {
+    const agent = await anAgent('notify');
+    // headless Chromium shows no notifications: a stand-in records what the console asks for
+    const page = await open(
+      '#/inbox',
+      undefined,
+      `window.__notes = [];
+       window.Notification = class {
+         static permission = 'granted';
+         static requestPermission() { return Promise.resolve('granted'); }
+         constructor(title, options) { window.__notes.push({ title, body: options.body, tag: options.tag }); }
+       };`,
+    );
+    modelPays(agent, { amount: 8 }, 'call_notify_1');
+    await say(agent, 'pay 8');
+    await page.getByRole('button', { name: 'Review pay request' }).waitFor();
+    const [req] = await pendingOf(agent.id);
+    expect(await page.evaluate('window.__notes')).toEqual([
+      {
+        title: 'Consent requested: pay',
+        body: `${agent.key} asks to run pay (scope pay)`,
+        tag: req.id,
+      },
+    ]);
   });
 
   it('Approve once runs the tool, and the chat timeline shows the call and its result', async () => {
@@ -314,6 +345,32 @@ describeBrowser('web console at /console/ (Chromium)', () => {
     const table = page.getByRole('table', { name: 'Grants' });
     await table.getByText('"maximum": 50').waitFor();
     await table.getByRole('button', { name: /Revoke grant for pay/ }).waitFor();
+  });
+
+  it('Approve for scope creates a grant without expiry that the grants page can revoke', async () => {
+    const agent = await anAgent('scoped');
+    const page = await open('#/inbox');
+    modelPays(agent, { amount: 4, to: 'erin@example.com' }, 'call_scope_1');
+    await say(agent, 'pay 4');
+    await page.getByRole('button', { name: 'Review pay request' }).click();
+    const dialog = page.getByRole('dialog', { name: /wants to run pay/ });
+    await dialog.getByRole('button', { name: 'Approve for scope' }).click();
+    await dialog.waitFor({ state: 'detached' });
+    const [grant] = (await api(t, 'GET', `/v1/grants?agent_id=${agent.id}`)).body;
+    expect(grant).toMatchObject({
+      decision: 'approve_for_scope',
+      expires_at: null,
+      constraint: null,
+    });
+    await page.getByRole('link', { name: 'Grants' }).click();
+    await page.getByRole('combobox', { name: 'Agent' }).selectOption({ label: agent.key });
+    const table = page.getByRole('table', { name: 'Grants' });
+    await table.getByText('any arguments').waitFor();
+    await table.getByRole('button', { name: 'Revoke grant for pay' }).click();
+    await table.getByText('revoked').waitFor();
+    expect(
+      (await api(t, 'GET', `/v1/grants?agent_id=${agent.id}`)).body[0].revoked_at,
+    ).not.toBeNull();
   });
 
   it('Deny shows the reason in the timeline', async () => {
