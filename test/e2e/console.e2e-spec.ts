@@ -631,6 +631,11 @@ describeBrowser('web console at /console/ (Chromium)', () => {
           'document.documentElement.scrollWidth - document.documentElement.clientWidth',
         );
         expect({ hash, width, overflow }).toEqual({ hash, width, overflow: 0 });
+        // the main navigation fits too (it would scroll sideways on its own)
+        const nav = await page.evaluate<number>(
+          'document.querySelector("nav ul").scrollWidth - document.querySelector("nav ul").clientWidth',
+        );
+        expect({ hash, width, nav }).toEqual({ hash, width, nav: 0 });
         if (process.env.CONSOLE_REVIEW_DIR)
           await page.screenshot({
             path: path.join(
