@@ -290,13 +290,17 @@ function PastRun({ run }: { run: Run }) {
   );
 }
 
+const RUNS_PAGE = 20;
+
 export function Chat({ agentId }: { agentId: string | null }) {
   const s = useStore();
   const [agent, setAgent] = useState<Agent | null>(null);
   const [entries, setEntries] = useState<Entry[]>([]);
   const [runs, setRuns] = useState<Run[]>([]);
+  const [moreRuns, setMoreRuns] = useState(false);
   const [text, setText] = useState('');
   const [error, setError] = useState<string | null>(null);
+  const setFailure = (e: Error) => setError(e.message);
   const [sending, setSending] = useState(false);
   const end = useRef<HTMLLIElement>(null);
 
@@ -309,7 +313,10 @@ export function Chat({ agentId }: { agentId: string | null }) {
     if (!agentId) return;
     api<Agent>('GET', `/v1/agents/${agentId}`).then(setAgent, (e: Error) => setError(e.message));
     const loadRuns = () =>
-      api<Run[]>('GET', `/v1/runs/?agent_id=${agentId}&limit=20`).then(setRuns, () => undefined);
+      api<Run[]>('GET', `/v1/runs/?agent_id=${agentId}&limit=${RUNS_PAGE}`).then((r) => {
+        setRuns(r);
+        setMoreRuns(r.length === RUNS_PAGE);
+      }, setFailure);
     void loadRuns();
     return live.on((f) => {
       if (f.type !== 'run.event' || f.agent_id !== agentId) return;
@@ -329,6 +336,20 @@ export function Chat({ agentId }: { agentId: string | null }) {
     });
   }, [agentId]);
   useEffect(() => end.current?.scrollIntoView({ block: 'nearest' }), [entries.length]);
+
+  const olderRuns = async () => {
+    try {
+      const last = runs[runs.length - 1].id;
+      const r = await api<Run[]>(
+        'GET',
+        `/v1/runs/?agent_id=${agentId}&limit=${RUNS_PAGE}&before=${last}`,
+      );
+      setRuns((x) => [...x, ...r]);
+      setMoreRuns(r.length === RUNS_PAGE);
+    } catch (e) {
+      setFailure(e as Error);
+    }
+  };
 
   const send = async (e: Event) => {
     e.preventDefault();
@@ -414,11 +435,16 @@ export function Chat({ agentId }: { agentId: string | null }) {
             {runs.length === 0 ? (
               <p class="muted">No runs yet.</p>
             ) : (
-              <ul class="pasts">
+              <ul class="pasts" aria-label="Past runs">
                 {runs.map((r) => (
                   <PastRun key={r.id} run={r} />
                 ))}
               </ul>
+            )}
+            {moreRuns && (
+              <button class="btn ghost small" onClick={() => void olderRuns()}>
+                Older runs
+              </button>
             )}
           </div>
         </div>

@@ -551,6 +551,21 @@ describeBrowser('web console at /console/ (Chromium)', () => {
       .waitFor();
   });
 
+  it('past runs page back: the newest 20 first, then older ones on request', async () => {
+    const agent = await anAgent('history');
+    for (let i = 0; i < 21; i++)
+      await api(t, 'POST', `/v1/agents/${agent.id}/messages`, {
+        messages: [{ role: 'user', content: `message ${i}` }],
+      });
+    const page = await open(`#/chat/${agent.id}`);
+    const past = page.getByRole('list', { name: 'Past runs' });
+    await past.getByRole('listitem').nth(19).waitFor();
+    expect(await past.getByRole('listitem').count()).toBe(20);
+    await page.getByRole('button', { name: 'Older runs' }).click();
+    await past.getByRole('listitem').nth(20).waitFor();
+    expect(await page.getByRole('button', { name: 'Older runs' }).count()).toBe(0);
+  });
+
   it('is keyboard operable: Tab reaches the buttons, the dialog keeps focus inside and closes on Escape', async () => {
     const agent = await anAgent('keys');
     const page = await open('#/inbox');
