@@ -1,8 +1,15 @@
-import { IDENTITY_TYPES } from '../core/identities/validate-identity';
+import { CLIENT_TOOL_NAME } from '../core/agents/validate-agent';
+import { IDENTITY_TYPES, PROPERTY_TYPES } from '../core/identities/validate-identity';
 import { BUDGET_FIELD_NAMES, BUDGET_LIMITS } from '../core/loop/budgets';
+import { MEDIA_TYPES } from '../core/loop/content-parts';
+import { SERVER_NAME } from '../core/mcp/mcp-server-spec';
 import { CONSENT_DECISIONS, MAX_REASON_LENGTH } from '../core/permissions/consent-decision';
 import { toolRuleJsonSchema } from '../core/rules/validate-tool-rules';
-import { WEBHOOK_EVENTS } from '../core/webhooks/webhook-rules';
+import { TOOL_SAFETIES } from '../core/tools/tool-definition';
+import { WEBHOOK_EVENTS, WEBHOOK_FIELDS } from '../core/webhooks/webhook-rules';
+import { COMPACTION_MODES } from '../processing/message-context.service';
+import { MESSAGE_TYPES } from '../processing/send-message.dto';
+import { HTTP_METHODS, TOOL_NAME } from '../tools/tool-declaration';
 
 /**
  * Request bodies as JSON Schemas, keyed by operation id like ROUTES. The validators stay the judge
@@ -28,6 +35,8 @@ const int = (minimum: number, maximum?: number): Schema => ({
   ...(maximum !== undefined ? { maximum } : {}),
 });
 const orNull = (s: Schema): Schema => ({ anyOf: [s, { type: 'null' }] });
+/** A pattern matching a word in any case (`get` as `GET`). */
+const anyCase = (w: string) => [...w].map((c) => `[${c.toUpperCase()}${c.toLowerCase()}]`).join('');
 
 const BUDGETS: Record<string, Schema> = Object.fromEntries(
   BUDGET_FIELD_NAMES.map((k) => [k, orNull(int(BUDGET_LIMITS[k].min, BUDGET_LIMITS[k].max))]),
@@ -136,7 +145,7 @@ const CONTENT: Schema = {
               source: obj(
                 {
                   type: { const: 'base64' },
-                  media_type: { enum: ['image/png', 'image/jpeg', 'image/gif', 'image/webp'] },
+                  media_type: { enum: Object.keys(MEDIA_TYPES) },
                   data: str,
                 },
                 ['media_type', 'data'],
@@ -211,16 +220,6 @@ const MESSAGE_ITEM = {
     ),
   ],
 };
-const MESSAGE_TYPES = [
-  'user_message',
-  'system_message',
-  'reasoning_message',
-  'assistant_message',
-  'tool_call_message',
-  'tool_return_message',
-  'approval_request_message',
-  'approval_response_message',
-];
 /** The view knobs of a body (use_assistant_message, include_return_message_types). */
 const VIEW: Record<string, Schema> = {
   use_assistant_message: nullable('boolean'),
@@ -242,7 +241,7 @@ const SEND_MESSAGE: Schema = {
       type: 'array',
       items: obj(
         {
-          name: { type: 'string', pattern: '^[a-zA-Z0-9_-]{1,64}$' },
+          name: { type: 'string', pattern: CLIENT_TOOL_NAME.source },
           description: nullable('string'),
           parameters: nullable('object'),
         },
@@ -262,7 +261,7 @@ const RESUME_STREAM = obj({ starting_after: orNull(int(0)), ...VIEW });
 const COMPACTION = obj({
   compaction_settings: orNull(
     obj({
-      mode: nullable('string'),
+      mode: orNull({ enum: COMPACTION_MODES }),
       prompt: orNull({ type: 'string', minLength: 1 }),
       clip_chars: orNull(int(1)),
       sliding_window_percentage: orNull({ type: 'number', minimum: 0, exclusiveMaximum: 1 }),
@@ -275,7 +274,7 @@ const IDENTITY_PROPERTY = obj(
   {
     key: { type: 'string', minLength: 1, maxLength: 200 },
     value: { type: ['string', 'number', 'boolean', 'object'] },
-    type: { enum: ['string', 'number', 'boolean', 'json'] },
+    type: { enum: PROPERTY_TYPES },
   },
   ['key', 'value', 'type'],
 );
@@ -289,10 +288,10 @@ const IDENTITY_FIELDS = {
 };
 const IDENTITY_CREATE = obj(IDENTITY_FIELDS, ['identifier_key', 'name', 'identity_type']);
 
-const SAFETY = { enum: ['read_only', 'side_effecting', 'privileged'] };
+const SAFETY = { enum: TOOL_SAFETIES };
 /** An http tool's declaration (Letta's Python source_code is refused). */
 const TOOL_FIELDS = {
-  name: { type: 'string', pattern: '^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$' },
+  name: { type: 'string', pattern: TOOL_NAME.source },
   description: str,
   parameters: obj({ type: { const: 'object' } }, ['type']),
   safety: SAFETY,
@@ -300,10 +299,7 @@ const TOOL_FIELDS = {
   http: obj(
     {
       url: { type: 'string', pattern: '^https?://' },
-      method: {
-        type: 'string',
-        pattern: '^(GET|POST|PUT|PATCH|DELETE|get|post|put|patch|delete)$',
-      },
+      method: { type: 'string', pattern: `^(?:${HTTP_METHODS.map(anyCase).join('|')})$` },
       headers: orNull({ type: 'object', additionalProperties: str }),
       timeout_ms: orNull(int(1, 3_600_000)),
     },
@@ -337,7 +333,7 @@ const MCP_CONFIG = {
   ],
 };
 const MCP_FIELDS = {
-  server_name: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,64}$' },
+  server_name: { type: 'string', pattern: SERVER_NAME.source },
   tool_safety: orNull({ type: 'object', additionalProperties: SAFETY }),
 };
 
@@ -438,7 +434,7 @@ export const REQUEST_BODIES: Record<string, Schema> = {
       events: { type: 'array', minItems: 1, items: { enum: WEBHOOK_EVENTS } },
       secret: nullable('string'),
       description: nullable('string'),
-    },
+    } satisfies Record<(typeof WEBHOOK_FIELDS)[number], Schema>,
   },
   SecretsController_put: obj({ value: text }, ['value']),
   ConversationsController_create: CONVERSATION,

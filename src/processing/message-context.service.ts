@@ -28,7 +28,12 @@ export interface CompactionSettings {
   keepShare: number;
 }
 
-const MODES = ['all', 'sliding_window', 'self_compact_all', 'self_compact_sliding_window'];
+export const COMPACTION_MODES = [
+  'all',
+  'sliding_window',
+  'self_compact_all',
+  'self_compact_sliding_window',
+];
 const PROMPT_MAX = 10_000;
 
 /**
@@ -169,8 +174,8 @@ export function parseCompactionRequest(body: unknown): CompactionSettings {
   const problems: ValidationProblem[] = [];
   const at = (k: string) => `compaction_settings.${k}`;
   if (s.mode !== undefined && s.mode !== null) {
-    if (typeof s.mode !== 'string' || !MODES.includes(s.mode))
-      problems.push({ path: at('mode'), message: `must be one of ${MODES.join(', ')}` });
+    if (typeof s.mode !== 'string' || !COMPACTION_MODES.includes(s.mode))
+      problems.push({ path: at('mode'), message: `must be one of ${COMPACTION_MODES.join(', ')}` });
     else out.mode = s.mode.endsWith('all') ? 'all' : 'sliding_window';
   }
   if (s.prompt !== undefined && s.prompt !== null) {

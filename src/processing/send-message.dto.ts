@@ -1,5 +1,6 @@
 import type { AppConfig } from '../config/app-config';
 import { validationFailed, type ValidationProblem } from '../common/domain-error';
+import { CLIENT_TOOL_NAME } from '../core/agents/validate-agent';
 import type { InputLimits } from '../core/limits';
 import { BUDGET_FIELD_NAMES, BudgetFields, parseBudgetValue } from '../core/loop/budgets';
 import { ImageLimits, MessageContent, parseContent } from '../core/loop/content-parts';
@@ -58,8 +59,6 @@ export const sendMessageLimits = (config: AppConfig): SendMessageLimits => ({
 /** In-band grants are checked here, before anything is stored: the decision must not fail after a 200. */
 const grantConstraints = new ConstraintCompiler(100);
 
-const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
-
 function parseClientTools(
   v: unknown,
   limits: SendMessageLimits,
@@ -76,7 +75,7 @@ function parseClientTools(
   const out: ClientToolSpec[] = [];
   v.forEach((t: unknown, i) => {
     const path = `client_tools[${i}]`;
-    if (!isObj(t) || typeof t.name !== 'string' || !TOOL_NAME.test(t.name)) {
+    if (!isObj(t) || typeof t.name !== 'string' || !CLIENT_TOOL_NAME.test(t.name)) {
       return problems.push({
         path,
         message: 'must be {name (letters, digits, _ or -, at most 64), description?, parameters?}',
@@ -148,7 +147,7 @@ function parseAnswer(
   };
 }
 
-const MESSAGE_TYPES: readonly MessageType[] = [
+export const MESSAGE_TYPES: readonly MessageType[] = [
   'user_message',
   'system_message',
   'reasoning_message',

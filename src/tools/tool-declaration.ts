@@ -1,12 +1,22 @@
-import type { HttpToolSpec, ToolDefinition, ToolSafety } from '../core/tools/tool-definition';
+import {
+  TOOL_SAFETIES,
+  type HttpToolSpec,
+  type ToolDefinition,
+  type ToolSafety,
+} from '../core/tools/tool-definition';
 import type { ValidationProblem } from '../common/domain-error';
 import { describeProblems, SchemaCompiler } from '../core/schemas/schema-compiler';
 
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-const SAFETIES: readonly ToolSafety[] = ['read_only', 'side_effecting', 'privileged'];
-const METHODS: readonly HttpToolSpec['method'][] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
+export const HTTP_METHODS: readonly HttpToolSpec['method'][] = [
+  'GET',
+  'POST',
+  'PUT',
+  'PATCH',
+  'DELETE',
+];
 /** What OpenAI accepts as a function name. */
 export const TOOL_NAME = /^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$/;
 /** A header value is literal text, or exactly one `${ENV_NAME}` placeholder somewhere inside it. */
@@ -58,8 +68,8 @@ export function validateToolDeclaration(
       else problems.push(...compiled.problems);
     }
   }
-  if (!SAFETIES.includes(safety as ToolSafety))
-    bad('safety', `must be one of ${SAFETIES.join(', ')}`);
+  if (!TOOL_SAFETIES.includes(safety as ToolSafety))
+    bad('safety', `must be one of ${TOOL_SAFETIES.join(', ')}`);
   if (kind !== 'http')
     bad(
       'kind',
@@ -110,8 +120,8 @@ function validateHttpSpec(
   if (!parsed || !['http:', 'https:'].includes(parsed.protocol))
     fail('.url', 'must be an http:// or https:// URL');
   const m = typeof method === 'string' ? method.toUpperCase() : method;
-  if (!METHODS.includes(m as HttpToolSpec['method']))
-    fail('.method', `must be one of ${METHODS.join(', ')}`);
+  if (!HTTP_METHODS.includes(m as HttpToolSpec['method']))
+    fail('.method', `must be one of ${HTTP_METHODS.join(', ')}`);
   if (headers !== undefined && headers !== null) {
     if (!isObj(headers)) fail('.headers', 'must be an object of header name → value');
     else

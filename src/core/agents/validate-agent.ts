@@ -39,7 +39,8 @@ export const DEFAULT_SYSTEM_PROMPT =
   'You are a helpful assistant. Use the tools you have; answer the user with send_message.';
 
 const MAX_NAME = 200;
-const CLIENT_TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+/** A client tool's name (Letta's client_tools, on the agent or a request). */
+export const CLIENT_TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);

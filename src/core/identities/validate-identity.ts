@@ -3,7 +3,7 @@ import type { ValidationProblem } from '../rules/validate-tool-rules';
 /** Letta's identity types and property types. */
 export const IDENTITY_TYPES = ['org', 'user', 'other'] as const;
 export type IdentityType = (typeof IDENTITY_TYPES)[number];
-const PROPERTY_TYPES = ['string', 'number', 'boolean', 'json'] as const;
+export const PROPERTY_TYPES = ['string', 'number', 'boolean', 'json'] as const;
 
 export interface IdentityProperty {
   key: string;

@@ -32,7 +32,7 @@ export interface ImageLimits {
 /** What an image costs in the context window (OpenAI bills 85–1105 tokens a tile set; a flat guess). */
 export const IMAGE_TOKENS = 800;
 
-const MEDIA_TYPES: Record<ImageMediaType, (b: Buffer) => boolean> = {
+export const MEDIA_TYPES: Record<ImageMediaType, (b: Buffer) => boolean> = {
   'image/png': (b) =>
     b.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])),
   'image/jpeg': (b) => b[0] === 0xff && b[1] === 0xd8 && b[2] === 0xff,

@@ -1,5 +1,5 @@
 import type { ValidationProblem } from '../rules/validate-tool-rules';
-import type { ToolSafety } from '../tools/tool-definition';
+import { TOOL_SAFETIES, type ToolSafety } from '../tools/tool-definition';
 
 /**
  * An MCP server declaration, in Letta's `/v1/mcp-servers/` shape: `{server_name, config: {mcp_server_type,
@@ -53,7 +53,6 @@ export const SERVER_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$/;
 const SECRET_REF = /\$\{[A-Za-z_][A-Za-z0-9_]*\}/;
-const SAFETIES: readonly ToolSafety[] = ['read_only', 'side_effecting', 'privileged'];
 /** Environment names a tenant may not set even to its own secret: each changes how the command runs. */
 const RESERVED_ENV =
   /^(PATH|HOME|SHELL|USER|LOGNAME|TERM|IFS|ENV|BASH_ENV|NODE_OPTIONS|NODE_PATH|PYTHON\w*|PERL5\w*|RUBY\w*|LD_\w*|DYLD_\w*|GIT_\w*|NPM_CONFIG_\w*)$/i;
@@ -177,8 +176,8 @@ export function validateMcpServer(
     bad('tool_safety', `must map at most ${limits.maxEntries} tool names to a safety class`);
   else
     for (const [k, v] of Object.entries(rawSafety)) {
-      if (!SAFETIES.includes(v as ToolSafety))
-        bad(`tool_safety.${k}`, `must be one of ${SAFETIES.join(', ')}`);
+      if (!TOOL_SAFETIES.includes(v as ToolSafety))
+        bad(`tool_safety.${k}`, `must be one of ${TOOL_SAFETIES.join(', ')}`);
       else toolSafety[k] = v as ToolSafety;
     }
 

@@ -1,5 +1,6 @@
 /** A tool the agent may call, as declared in config/tools/*.yaml, over POST /v1/tools/, or built in. */
 export type ToolSafety = 'read_only' | 'side_effecting' | 'privileged';
+export const TOOL_SAFETIES: readonly ToolSafety[] = ['read_only', 'side_effecting', 'privileged'];
 /** `client`: offered per request (Letta's `client_tools`) and run by the client, which returns the result. */
 export type ToolKind = 'builtin' | 'http' | 'mcp' | 'client';
 

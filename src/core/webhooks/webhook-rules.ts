@@ -27,6 +27,9 @@ export interface WebhookInput {
 const MAX_DESCRIPTION = 500;
 
 /** Validates a `POST /v1/webhooks` body; problems carry JSON paths. */
+/** The fields of a webhook registration; any other is refused. */
+export const WEBHOOK_FIELDS = ['url', 'events', 'secret', 'description'] as const;
+
 export function validateWebhookInput(
   raw: unknown,
   limits: WebhookLimits,
@@ -36,7 +39,7 @@ export function validateWebhookInput(
     return { ok: false, problems: [{ path: '$', message: 'must be a JSON object' }] };
   const b = raw as Record<string, unknown>;
   for (const k of Object.keys(b))
-    if (!['url', 'events', 'secret', 'description'].includes(k))
+    if (!(WEBHOOK_FIELDS as readonly string[]).includes(k))
       problems.push({ path: k, message: 'is not a webhook field' });
 
   let url = '';
