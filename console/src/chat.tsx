@@ -339,10 +339,10 @@ export function Chat({ agentId }: { agentId: string | null }) {
 
   const olderRuns = async () => {
     try {
-      const last = runs[runs.length - 1].id;
+      const last = runs[runs.length - 1].id; // newest first: `after` is the next, older page
       const r = await api<Run[]>(
         'GET',
-        `/v1/runs/?agent_id=${agentId}&limit=${RUNS_PAGE}&before=${last}`,
+        `/v1/runs/?agent_id=${agentId}&limit=${RUNS_PAGE}&after=${last}`,
       );
       setRuns((x) => [...x, ...r]);
       setMoreRuns(r.length === RUNS_PAGE);

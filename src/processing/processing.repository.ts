@@ -173,20 +173,21 @@ export class ProcessingRepository {
     if (q.agentId) qb.andWhere('r.agent_id = :agentId', { agentId: q.agentId });
     if (q.statuses?.length) qb.andWhere('r.status IN (:...statuses)', { statuses: q.statuses });
     const dir = q.order === 'asc' ? 'ASC' : 'DESC';
-    if (q.after) {
-      const op = q.order === 'asc' ? '>' : '<';
+    // the cursor run's created_at through the query builder, so the table keeps its schema (PostgreSQL)
+    const createdAtOf = (param: string) =>
+      qb
+        .subQuery()
+        .select('c.created_at')
+        .from(RunEntity, 'c')
+        .where(`c.id = :${param}`)
+        .getQuery();
+    const cursor = (param: 'after' | 'before', op: '<' | '>') =>
       qb.andWhere(
-        `(r.created_at ${op} (SELECT c.created_at FROM runs c WHERE c.id = :after) OR (r.created_at = (SELECT c2.created_at FROM runs c2 WHERE c2.id = :after) AND r.id ${op} :after))`,
-        { after: q.after },
+        `(r.created_at ${op} ${createdAtOf(param)} OR (r.created_at = ${createdAtOf(param)} AND r.id ${op} :${param}))`,
+        { [param]: q[param] },
       );
-    }
-    if (q.before) {
-      const op = q.order === 'asc' ? '<' : '>';
-      qb.andWhere(
-        `(r.created_at ${op} (SELECT c.created_at FROM runs c WHERE c.id = :before) OR (r.created_at = (SELECT c2.created_at FROM runs c2 WHERE c2.id = :before) AND r.id ${op} :before))`,
-        { before: q.before },
-      );
-    }
+    if (q.after) cursor('after', q.order === 'asc' ? '>' : '<');
+    if (q.before) cursor('before', q.order === 'asc' ? '<' : '>');
     return qb.orderBy('r.created_at', dir).addOrderBy('r.id', dir).limit(q.limit).getMany();
   }
 

@@ -557,12 +557,24 @@ describeBrowser('web console at /console/ (Chromium)', () => {
       await api(t, 'POST', `/v1/agents/${agent.id}/messages`, {
         messages: [{ role: 'user', content: `message ${i}` }],
       });
+    // the older page (PostgreSQL: the cursor's subquery must name the table with its schema)
+    const newest = (await api(t, 'GET', `/v1/runs/?agent_id=${agent.id}&limit=20`)).body;
+    const older = await api(
+      t,
+      'GET',
+      `/v1/runs/?agent_id=${agent.id}&limit=20&after=${newest[19].id}`,
+    );
+    expect(older.status).toBe(200);
+    expect(older.body).toHaveLength(1);
+    const newer = await api(t, 'GET', `/v1/runs/?agent_id=${agent.id}&before=${newest[1].id}`);
+    expect(newer.body.map((r: any) => r.id)).toEqual([newest[0].id]);
     const page = await open(`#/chat/${agent.id}`);
     const past = page.getByRole('list', { name: 'Past runs' });
     await past.getByRole('listitem').nth(19).waitFor();
     expect(await past.getByRole('listitem').count()).toBe(20);
     await page.getByRole('button', { name: 'Older runs' }).click();
     await past.getByRole('listitem').nth(20).waitFor();
+    expect(await past.getByRole('listitem').count()).toBe(21); // the one older run, no repeats
     expect(await page.getByRole('button', { name: 'Older runs' }).count()).toBe(0);
   });
 
