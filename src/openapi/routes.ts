@@ -93,6 +93,40 @@ export const ROUTES: Record<string, RouteDoc> = {
     summary: "The system prompt of the conversation's agent, compiled",
     response: { type: 'string' },
   },
+  ConversationsController_list: {
+    summary: "List conversations (an agent's with agent_id; archive_status)",
+    response: ['Conversation'],
+  },
+  ConversationsController_create: {
+    summary: 'Create a conversation of an agent (agent_id)',
+    response: 'Conversation',
+  },
+  ConversationsController_get: { summary: 'Retrieve a conversation', response: 'Conversation' },
+  ConversationsController_update: {
+    summary: 'Update a conversation (summary, archived)',
+    response: 'Conversation',
+  },
+  ConversationsController_delete: { summary: 'Delete a conversation', response: MESSAGE },
+  ConversationsController_messages: {
+    summary: "A conversation's messages (`default` with agent_id: the agent's own history)",
+    response: ['LettaMessage'],
+  },
+  ConversationsController_send: {
+    summary: 'Send a message in a conversation (streams unless streaming: false)',
+    sse: true,
+  },
+  ConversationsController_stream: {
+    summary: "Resume the stream of the conversation's newest run (starting_after)",
+    sse: true,
+  },
+  ConversationsController_cancel: {
+    summary: "Cancel the conversation's queued, running or parked runs (run id → status)",
+    response: { type: 'object', additionalProperties: { type: 'string' } },
+  },
+  ConversationsController_compact: {
+    summary: "Summarize the conversation's older in-context messages with the agent's model",
+    response: COMPACTION_RESPONSE,
+  },
   AgentsController_delete: {
     summary: 'Delete an agent (its queued and running work is stopped first)',
   },
@@ -327,6 +361,73 @@ export const ROUTES: Record<string, RouteDoc> = {
   RunsController_get: { summary: 'Retrieve a run', response: 'Run' },
   RunsController_messages: { summary: "A run's messages", response: ['LettaMessage'] },
   StepsController_messages: { summary: 'The messages a step wrote', response: ['LettaMessage'] },
+  RunsController_usage: {
+    summary: "A run's token usage",
+    response: {
+      type: 'object',
+      required: ['completion_tokens', 'prompt_tokens', 'total_tokens'],
+      properties: {
+        message_type: { const: 'usage_statistics' },
+        completion_tokens: { type: 'integer' },
+        prompt_tokens: { type: 'integer' },
+        total_tokens: { type: 'integer' },
+        step_count: { type: 'integer' },
+      },
+    },
+  },
+  StepsController_list: { summary: "List steps (the tenant's, or an agent's)", response: ['Step'] },
+  StepsController_get: { summary: 'Retrieve a step', response: 'Step' },
+  TenantMessagesController_list: {
+    summary: "The tenant's messages across agents (agent_id, conversation_id filters)",
+    response: ['LettaMessage'],
+  },
+  TenantMessagesController_get: {
+    summary: 'Retrieve a message (a list of its Letta views, as Letta answers)',
+    response: ['LettaMessage'],
+  },
+  TenantMessagesController_search: {
+    summary: 'Search the text of user and assistant messages',
+    response: ['MessageSearchResult'],
+  },
+  TagsController_list: {
+    summary: "The tags of the tenant's agents",
+    response: { type: 'array', items: { type: 'string' } },
+  },
+  ToolsController_search: {
+    summary: 'Tools whose name or description holds every word of the query',
+    response: ['ToolSearchResult'],
+  },
+  WebhooksController_list: { summary: "The tenant's webhooks", response: ['Webhook'] },
+  WebhooksController_create: {
+    summary: 'Register a webhook (the signing secret is in this answer only)',
+    response: 'Webhook',
+  },
+  WebhooksController_get: { summary: 'Retrieve a webhook', response: 'Webhook' },
+  WebhooksController_remove: {
+    summary: 'Delete a webhook with its deliveries and decision URLs',
+    response: 'Webhook',
+  },
+  WebhooksController_deliveries: {
+    summary: "A webhook's deliveries, newest first",
+    response: ['WebhookDelivery'],
+  },
+  WebhooksController_decide: {
+    summary: 'A one-time decision URL (the token is the credential): decide the consent request',
+    response: {
+      allOf: [
+        { $ref: '#/components/schemas/ConsentRequest' },
+        {
+          type: 'object',
+          properties: {
+            grant: { oneOf: [{ $ref: '#/components/schemas/Grant' }, { type: 'null' }] },
+          },
+        },
+      ],
+    },
+  },
+  ConsoleController_notBuilt: {
+    summary: 'The web console (503 with a hint when it was not built)',
+  },
   RunsController_steps: { summary: "A run's steps (one per model call)", response: ['Step'] },
   RunsController_stream: {
     summary: 'Resume a background run as Server-Sent Events (starting_after)',

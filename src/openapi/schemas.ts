@@ -4,6 +4,8 @@
  * them, so a mapper that drifts fails the tests. Objects stay open (Letta's clients ignore extra
  * fields, and so may ours).
  */
+import { WEBHOOK_EVENTS } from '../core/webhooks/webhook-rules';
+
 type Schema = Record<string, unknown>;
 
 const str = { type: 'string' };
@@ -242,6 +244,49 @@ export const SCHEMAS: Record<string, Schema> = {
     model_endpoint_type: str,
     provider_type: str,
     context_window: int,
+  }),
+  Conversation: obj(['id', 'agent_id', 'archived', 'created_at'], {
+    id: str,
+    agent_id: str,
+    summary: strOrNull,
+    description: strOrNull,
+    archived: { type: 'boolean' },
+    created_at: dateTime,
+    updated_at: dateTimeOrNull,
+    last_message_at: dateTimeOrNull,
+  }),
+  Webhook: obj(['id', 'url', 'events', 'created_at'], {
+    id: str,
+    url: str,
+    events: { type: 'array', items: { enum: [...WEBHOOK_EVENTS] } },
+    description: strOrNull,
+    created_at: dateTime,
+    secret: { ...str, description: 'the signing secret: in the creation answer only' },
+  }),
+  WebhookDelivery: obj(['id', 'webhook_id', 'event', 'status', 'attempts', 'created_at'], {
+    id: str,
+    webhook_id: str,
+    event: { enum: [...WEBHOOK_EVENTS] },
+    status: { enum: ['pending', 'delivered', 'failed'] },
+    attempts: int,
+    last_status_code: { type: ['integer', 'null'] },
+    last_error: strOrNull,
+    next_attempt_at: dateTimeOrNull,
+    last_attempt_at: dateTimeOrNull,
+    created_at: dateTime,
+  }),
+  MessageSearchResult: obj(['message_id', 'message_type', 'agent_id', 'created_at'], {
+    message_id: str,
+    message_type: str,
+    agent_id: str,
+    conversation_id: strOrNull,
+    created_at: dateTime,
+  }),
+  ToolSearchResult: obj(['tool', 'combined_score'], {
+    tool: ref('Tool'),
+    combined_score: { type: 'number' },
+    fts_rank: { type: ['number', 'null'] },
+    vector_rank: { type: ['number', 'null'] },
   }),
   Secret: obj(['name', 'source', 'created_at', 'updated_at'], {
     name: str,
