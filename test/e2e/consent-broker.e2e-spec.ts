@@ -131,6 +131,14 @@ describe('PermissionBroker and the consent REST API', () => {
         (await port(t).check(aCheck({ tenantId: 'team-b', agentId, scope: 'outbound' }))).kind,
       ).toBe('pending');
 
+      // the tenant-wide list: A's grant for A, nothing of A's for B (also with A's agent id)
+      const all = async (q: string, key: string) =>
+        ((await api(t, 'GET', `/v1/grants${q}`, undefined, key)).body as any[]).map((g) => g.id);
+      expect(await all('', A)).toContain(grantId);
+      expect(await all(`?agent_id=${agentId}`, A)).toEqual([grantId]);
+      expect(await all('', 'sk-b')).not.toContain(grantId);
+      expect(await all(`?agent_id=${agentId}`, 'sk-b')).toEqual([]);
+
       const grants = await api(t, 'GET', `/v1/agents/${agentId}/grants`, undefined, A);
       expect(grants.body).toEqual([
         {
