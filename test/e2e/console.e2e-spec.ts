@@ -203,7 +203,9 @@ describeBrowser('web console at /console/ (Chromium)', () => {
       await page.getByRole('button', { name: 'Sign in' }).click();
       await page.getByRole('heading', { name: 'Consent inbox' }).waitFor();
       await page.evaluate('sessionStorage.setItem("rulebound.apiKey", "sk-revoked")');
-      await page.getByRole('link', { name: 'Agents' }).click();
+      // the next request uses it: navigate by the address (any background request may refuse the key
+      // first and take the navigation away, which must end the same way)
+      await page.evaluate('location.hash = "#/agents"');
       await page.getByRole('alert').getByText('That key was refused.').waitFor();
       expect(await page.evaluate('sessionStorage.getItem("rulebound.apiKey")')).toBeNull();
     } finally {
@@ -356,7 +358,14 @@ describeBrowser('web console at /console/ (Chromium)', () => {
     const dialog = page.getByRole('dialog', { name: /wants to run pay/ });
     await dialog.getByRole('button', { name: 'Approve for scope' }).click();
     await dialog.waitFor({ state: 'detached' });
-    const [grant] = (await api(t, 'GET', `/v1/grants?agent_id=${agent.id}`)).body;
+    // the dialog may close on the live frame a moment before the answer to its own POST
+    const grants = () => api(t, 'GET', `/v1/grants?agent_id=${agent.id}`).then((r) => r.body);
+    let found: unknown[] = [];
+    for (let i = 0; i < 100 && found.length === 0; i++) {
+      if (i > 0) await new Promise((r) => setTimeout(r, 100));
+      found = await grants();
+    }
+    const [grant] = found;
     expect(grant).toMatchObject({
       decision: 'approve_for_scope',
       expires_at: null,
