@@ -6,6 +6,7 @@ import type { AppConfig } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
 import type { MemoryBlock } from '../core/agents/agent-record';
 import { nulBytePaths } from '../core/agents/nul-bytes';
+import { readLimit } from '../core/limits';
 import { applyBlockPatch, parseNewBlock } from '../core/agents/validate-block';
 import type { Clock, IdGenerator } from '../core/ports';
 import type { ValidationProblem } from '../core/rules/validate-tool-rules';
@@ -13,7 +14,6 @@ import { BlockEntity } from './block.entity';
 import { BlockListQuery, BlocksRepository, toMemoryBlock } from './blocks.repository';
 
 const SEARCH_MAX = 200;
-const MAX_LIST_LIMIT = 1000;
 const one = (v: unknown): unknown => (Array.isArray(v) ? v[v.length - 1] : v);
 
 /**
@@ -71,16 +71,7 @@ export class BlocksService {
     q.labelSearch = text('label_search');
     q.valueSearch = text('value_search');
     q.descriptionSearch = text('description_search');
-    const limit = one(raw.limit);
-    if (limit !== undefined && limit !== '') {
-      const n = Number(limit);
-      if (Number.isInteger(n) && n >= 1 && n <= MAX_LIST_LIMIT) q.limit = n;
-      else
-        problems.push({
-          path: 'limit',
-          message: `must be a whole number from 1 to ${MAX_LIST_LIMIT}`,
-        });
-    }
+    q.limit = readLimit(raw.limit, q.limit, 'max_page_size', this.config.limits, problems);
     const order = one(raw.order);
     if (order === 'asc' || order === 'desc') q.order = order;
     else if (order !== undefined)

@@ -550,6 +550,7 @@ function validate(
       max_tags_per_passage: int('limits.max_tags_per_passage', 1, 1_000),
       max_passages_per_request: int('limits.max_passages_per_request', 1, 10_000),
       max_search_results: int('limits.max_search_results', 1, 10_000),
+      max_page_size: int('limits.max_page_size', 1, 10_000),
     },
     cluster: clusterSettings(str('cluster.instance_id', true), int, fail),
     secrets: {

@@ -5,6 +5,7 @@ import {
   Get,
   Header,
   HttpCode,
+  Inject,
   Param,
   Patch,
   Post,
@@ -14,6 +15,8 @@ import {
 import type { Response } from 'express';
 import { AgentsService } from '../agents/agents.service';
 import { Tenant } from '../auth/tenant.guard';
+import type { AppConfig } from '../config/app-config';
+import { APP_CONFIG } from '../config/config.module';
 import { validationFailed } from '../common/domain-error';
 import { toLettaMessage } from '../processing/message.mapper';
 import { parseCompactionRequest } from '../processing/message-context.service';
@@ -56,6 +59,7 @@ export class ConversationsController {
     private readonly conversations: ConversationsService,
     private readonly responder: MessageResponder,
     private readonly agents: AgentsService,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
   @Post()
@@ -72,7 +76,10 @@ export class ConversationsController {
 
   @Get()
   async list(@Tenant() tenant: string, @Query() query: Record<string, unknown>) {
-    const page = parseHistoryQuery({ limit: query.limit, order: query.order, after: query.after });
+    const page = parseHistoryQuery(
+      { limit: query.limit, order: query.order, after: query.after },
+      this.config.limits,
+    );
     const archived = query.archive_status ?? 'unarchived';
     if (archived !== 'unarchived' && archived !== 'archived' && archived !== 'all') {
       throw validationFailed([
@@ -129,7 +136,7 @@ export class ConversationsController {
     @Query() query: Record<string, unknown>,
   ) {
     const t = await this.conversations.target(tenant, id, query.agent_id);
-    const q = parseHistoryQuery(query);
+    const q = parseHistoryQuery(query, this.config.limits);
     return (await this.conversations.messages(tenant, t, q, q.view)).map(toLettaMessage);
   }
 

@@ -23,6 +23,8 @@ export interface InputLimits {
   max_passages_per_request: number;
   /** Results of one archival search or passage list (`limit`, `top_k`). */
   max_search_results: number;
+  /** Items of one page of any other list (`limit` of agents, messages, runs, grants, audit, …). */
+  max_page_size: number;
 }
 
 /** A list longer than its bound; `setting` names the key under `limits`. */
@@ -54,4 +56,25 @@ export function durationProblem(
   const max = limits.max_duration_seconds;
   if (typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max) return null;
   return { path, message: `must be a whole number of seconds from ${min} to ${max}` };
+}
+
+/**
+ * A list's `limit` (query text, or a JSON number in a body): a whole number from 1 to `limits[setting]`.
+ * Absent: `fallback`, capped by the bound. Past it or not a whole number: a problem at `path`.
+ */
+export function readLimit<K extends 'max_page_size' | 'max_search_results'>(
+  raw: unknown,
+  fallback: number,
+  setting: K,
+  limits: Pick<InputLimits, K>,
+  problems: ValidationProblem[],
+  path = 'limit',
+): number {
+  const max = limits[setting];
+  const v = Array.isArray(raw) ? (raw as unknown[])[raw.length - 1] : raw;
+  if (v === undefined || v === null || v === '') return Math.min(fallback, max);
+  const n = typeof v === 'number' || typeof v === 'string' ? Number(v) : NaN;
+  if (Number.isInteger(n) && n >= 1 && n <= max) return n;
+  problems.push({ path, message: `must be a whole number from 1 to ${max} (limits.${setting})` });
+  return Math.min(fallback, max);
 }

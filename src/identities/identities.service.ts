@@ -5,6 +5,7 @@ import { assertPrefixedId, ID_GENERATOR, isPrefixedId } from '../common/ids';
 import type { AppConfig } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
 import { nulBytePaths } from '../core/agents/nul-bytes';
+import { readLimit } from '../core/limits';
 import {
   IDENTITY_TYPES,
   IdentityDraft,
@@ -33,7 +34,6 @@ export interface IdentityView {
 /** Which of these agent ids are the tenant's (the agents module answers). */
 export type AgentExistence = (tenantId: string, agentIds: string[]) => Promise<Set<string>>;
 
-const MAX_LIST_LIMIT = 1000;
 const one = (v: unknown): unknown => (Array.isArray(v) ? v[v.length - 1] : v);
 
 /** Letta's identities (`/v1/identities`) and the agents they are attached to, per tenant. */
@@ -90,16 +90,7 @@ export class IdentitiesService {
         path: 'identity_type',
         message: `must be one of ${IDENTITY_TYPES.join(', ')}`,
       });
-    const limit = one(raw.limit);
-    if (limit !== undefined && limit !== '') {
-      const n = Number(limit);
-      if (!Number.isInteger(n) || n < 1 || n > MAX_LIST_LIMIT)
-        problems.push({
-          path: 'limit',
-          message: `must be a whole number from 1 to ${MAX_LIST_LIMIT}`,
-        });
-      else q.limit = n;
-    }
+    q.limit = readLimit(raw.limit, q.limit, 'max_page_size', this.config.limits, problems);
     const order = one(raw.order);
     if (order === 'asc' || order === 'desc') q.order = order;
     else if (order !== undefined && order !== '')

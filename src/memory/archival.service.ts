@@ -12,6 +12,7 @@ import { assertPrefixedId, ID_GENERATOR, isPrefixedId } from '../common/ids';
 import type { AppConfig } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
 import { nulBytePaths } from '../core/agents/nul-bytes';
+import { readLimit } from '../core/limits';
 import {
   parsePassageBatch,
   parsePassageInput,
@@ -26,7 +27,6 @@ import { ArchivalRepository, ScoredPassage } from './archival.repository';
 
 const NAME_MAX = 200;
 const DESCRIPTION_MAX = 10_000;
-const MAX_LIST_LIMIT = 1000;
 
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -69,7 +69,7 @@ export class ArchivalService {
 
   async list(tenantId: string, agentId: string, raw: Obj): Promise<PassageEntity[]> {
     const problems: ValidationProblem[] = nulBytePaths(raw);
-    const limit = this.limitOf(raw, 100, problems);
+    const limit = readLimit(raw.limit, 100, 'max_search_results', this.config.limits, problems);
     const search = one(raw.search);
     if (search !== undefined && (typeof search !== 'string' || search.length > 10_000))
       problems.push({ path: 'search', message: 'must be a text of at most 10000 characters' });
@@ -155,7 +155,7 @@ export class ArchivalService {
 
   async listArchives(tenantId: string, raw: Obj): Promise<ArchiveEntity[]> {
     const problems: ValidationProblem[] = nulBytePaths(raw);
-    const limit = this.limitOf(raw, 50, problems, MAX_LIST_LIMIT);
+    const limit = readLimit(raw.limit, 50, 'max_page_size', this.config.limits, problems);
     const order = one(raw.order) ?? 'desc';
     if (order !== 'asc' && order !== 'desc')
       problems.push({ path: 'order', message: 'must be "asc" or "desc"' });
@@ -301,19 +301,6 @@ export class ArchivalService {
     );
     await this.repo.insertPassages(rows);
     return rows;
-  }
-
-  private limitOf(raw: Obj, def: number, problems: ValidationProblem[], max?: number): number {
-    const bound = max ?? this.config.limits.max_search_results;
-    const v = one(raw.limit);
-    if (v === undefined || v === '' || v === null) return Math.min(def, bound);
-    const n = Number(v);
-    if (Number.isInteger(n) && n >= 1 && n <= bound) return n;
-    problems.push({
-      path: 'limit',
-      message: `must be a whole number from 1 to ${bound}${max ? '' : ' (limits.max_search_results)'}`,
-    });
-    return def;
   }
 
   private archiveFields(

@@ -514,7 +514,7 @@ export const ROUTES: Record<string, RouteDoc> = {
   },
   ConsentController_audit: {
     summary:
-      'The consent audit log, oldest first (order=desc: newest first); filters agent_id, request_id, tool_name, decision, channel, since/until (ISO date-times); cursors after/before (entry ids); limit ≤ 1000',
+      'The consent audit log, oldest first (order=desc: newest first); filters agent_id, request_id, tool_name, decision, channel, since/until (ISO date-times); cursors after/before (entry ids); limit ≤ limits.max_page_size',
     response: ['AuditEntry'],
   },
   AgentsController_secrets: {
@@ -534,7 +534,8 @@ export const ROUTES: Record<string, RouteDoc> = {
   SecretsController_delete: { summary: 'Delete a secret' },
   GrantsController_list: { summary: "An agent's standing grants", response: ['Grant'] },
   GrantsController_listAll: {
-    summary: "The tenant's standing grants, newest first (agent_id filters; limit ≤ 1000)",
+    summary:
+      "The tenant's standing grants, newest first (agent_id filters; limit ≤ limits.max_page_size)",
     response: ['Grant'],
   },
   GrantsController_revoke: { summary: 'Revoke a grant', response: 'Grant' },

@@ -1,7 +1,10 @@
-import { Body, Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query } from '@nestjs/common';
 import { Tenant } from '../auth/tenant.guard';
+import type { AppConfig } from '../config/app-config';
+import { APP_CONFIG } from '../config/config.module';
 import { badRequest } from '../common/domain-error';
 import { assertPrefixedId } from '../common/ids';
+import { pageLimit } from '../common/page-limit';
 import { CONSENT_DECISIONS } from '../core/permissions/consent-decision';
 import { toAuditResponse, toGrantResponse, toRequestResponse } from './consent.mappers';
 import { PermissionBrokerService } from './permission-broker.service';
@@ -11,7 +14,10 @@ const STATUSES = ['pending', 'resolved', 'all'] as const;
 /** Consent requests and the audit log over REST; decisions here race WebSocket ones (first wins). */
 @Controller('v1/consent')
 export class ConsentController {
-  constructor(private readonly broker: PermissionBrokerService) {}
+  constructor(
+    private readonly broker: PermissionBrokerService,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
 
   @Get('requests')
   async list(
@@ -25,7 +31,7 @@ export class ConsentController {
     const rows = await this.broker.listRequests(
       tenantId,
       s as (typeof STATUSES)[number],
-      parseLimit(limit, 1000),
+      pageLimit(limit, this.config.limits.max_page_size, this.config.limits),
     );
     return rows.map(toRequestResponse);
   }
@@ -89,7 +95,7 @@ export class ConsentController {
       newestFirst: order === 'desc',
       after: auditId(after, 'after'),
       before: auditId(before, 'before'),
-      limit: parseLimit(limit, 1000),
+      limit: pageLimit(limit, this.config.limits.max_page_size, this.config.limits),
     });
     return rows.map(toAuditResponse);
   }
@@ -114,12 +120,4 @@ function instant(raw: string | undefined, name: string): number | undefined {
   if (Number.isNaN(ms))
     throw badRequest('VALIDATION_FAILED', `${name} must be an ISO 8601 date-time`);
   return ms;
-}
-
-export function parseLimit(raw: string | undefined, max: number): number {
-  if (raw === undefined) return max;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1 || n > max)
-    throw badRequest('VALIDATION_FAILED', `limit must be a whole number from 1 to ${max}`);
-  return n;
 }

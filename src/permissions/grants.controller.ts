@@ -1,8 +1,10 @@
-import { Controller, Delete, Get, Param, Query } from '@nestjs/common';
+import { Controller, Delete, Get, Inject, Param, Query } from '@nestjs/common';
 import { AgentsService } from '../agents/agents.service';
 import { Tenant } from '../auth/tenant.guard';
+import type { AppConfig } from '../config/app-config';
+import { APP_CONFIG } from '../config/config.module';
 import { assertPrefixedId } from '../common/ids';
-import { parseLimit } from './consent.controller';
+import { pageLimit } from '../common/page-limit';
 import { toGrantResponse } from './consent.mappers';
 import { PermissionBrokerService } from './permission-broker.service';
 
@@ -12,6 +14,7 @@ export class GrantsController {
   constructor(
     private readonly broker: PermissionBrokerService,
     private readonly agents: AgentsService,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
   @Get('agents/:id/grants')
@@ -31,7 +34,7 @@ export class GrantsController {
     if (agentId !== undefined) assertPrefixedId('agent', 'agent', agentId);
     const rows = await this.broker.listTenantGrants(tenantId, {
       agentId,
-      limit: parseLimit(limit, 1000),
+      limit: pageLimit(limit, this.config.limits.max_page_size, this.config.limits),
     });
     return rows.map(toGrantResponse);
   }

@@ -1,6 +1,8 @@
-import { Body, Controller, Get, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query, Res } from '@nestjs/common';
 import type { Response } from 'express';
 import { Tenant } from '../auth/tenant.guard';
+import type { AppConfig } from '../config/app-config';
+import { APP_CONFIG } from '../config/config.module';
 import { assertPrefixedId } from '../common/ids';
 import { HistoryService } from './history.service';
 import { toLettaMessage, toLettaRun } from './message.mapper';
@@ -15,6 +17,7 @@ export class MessagesController {
     private readonly messaging: MessagingService,
     private readonly history: HistoryService,
     private readonly responder: MessageResponder,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
   @Post()
@@ -60,7 +63,7 @@ export class MessagesController {
     @Query() query: Record<string, unknown>,
   ): Promise<unknown[]> {
     assertPrefixedId('agent', 'agent', agentId);
-    const q = parseHistoryQuery(query);
+    const q = parseHistoryQuery(query, this.config.limits);
     return (await this.history.list(tenant, agentId, q, q.view)).map(toLettaMessage);
   }
 

@@ -1,4 +1,5 @@
 import { validationFailed, type ValidationProblem } from '../common/domain-error';
+import { readLimit, type InputLimits } from '../core/limits';
 import type { RunStatus } from '../core/loop/stop-reason';
 import type { LettaView } from './message.mapper';
 import type { RunStreamOptions } from './run-stream';
@@ -20,18 +21,18 @@ export interface RunsQuery extends HistoryQuery {
 
 const STATUSES: RunStatus[] = ['created', 'running', 'completed', 'failed', 'cancelled'];
 
+type PageLimits = Pick<InputLimits, 'max_page_size'>;
+
 function page(
   q: Record<string, unknown>,
   problems: ValidationProblem[],
   defaultLimit: number,
+  limits: PageLimits,
 ): HistoryQuery {
-  const out: HistoryQuery = { limit: defaultLimit, order: 'desc' };
-  if (q.limit !== undefined) {
-    const n = Number(q.limit);
-    if (typeof q.limit !== 'string' || !Number.isInteger(n) || n < 1 || n > 1000) {
-      problems.push({ path: 'limit', message: 'must be a whole number from 1 to 1000' });
-    } else out.limit = n;
-  }
+  const out: HistoryQuery = {
+    limit: readLimit(q.limit, defaultLimit, 'max_page_size', limits, problems),
+    order: 'desc',
+  };
   if (q.order !== undefined) {
     if (q.order !== 'asc' && q.order !== 'desc') {
       problems.push({ path: 'order', message: 'must be "asc" or "desc"' });
@@ -48,17 +49,20 @@ function page(
 }
 
 /** `GET /v1/agents/{id}/messages?limit&before&after&order&use_assistant_message&include_return_message_types`. */
-export function parseHistoryQuery(q: Record<string, unknown>): HistoryQuery & { view: LettaView } {
+export function parseHistoryQuery(
+  q: Record<string, unknown>,
+  limits: PageLimits,
+): HistoryQuery & { view: LettaView } {
   const problems: ValidationProblem[] = [];
-  const out = { ...page(q, problems, 100), view: parseView(q, problems) };
+  const out = { ...page(q, problems, 100, limits), view: parseView(q, problems) };
   if (problems.length) throw validationFailed(problems, 'query is invalid');
   return out;
 }
 
 /** `GET /v1/runs/?agent_id&statuses&limit&before&after&order`. */
-export function parseRunsQuery(q: Record<string, unknown>): RunsQuery {
+export function parseRunsQuery(q: Record<string, unknown>, limits: PageLimits): RunsQuery {
   const problems: ValidationProblem[] = [];
-  const out: RunsQuery = page(q, problems, 100);
+  const out: RunsQuery = page(q, problems, 100, limits);
   const agent = q.agent_id ?? q.agent_ids;
   if (agent !== undefined) {
     const id: unknown = Array.isArray(agent) ? agent[0] : agent;

@@ -1,6 +1,8 @@
-import { Body, Controller, Get, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query, Res } from '@nestjs/common';
 import type { Response } from 'express';
 import { Tenant } from '../auth/tenant.guard';
+import type { AppConfig } from '../config/app-config';
+import { APP_CONFIG } from '../config/config.module';
 import { assertPrefixedId } from '../common/ids';
 import { HistoryService } from './history.service';
 import { toLettaMessages, toLettaRun, toLettaStep, toLettaUsage } from './message.mapper';
@@ -13,11 +15,14 @@ export class RunsController {
   constructor(
     private readonly history: HistoryService,
     private readonly responder: MessageResponder,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
   @Get()
   async list(@Tenant() tenant: string, @Query() query: Record<string, unknown>) {
-    return (await this.history.listRuns(tenant, parseRunsQuery(query))).map(toLettaRun);
+    return (await this.history.listRuns(tenant, parseRunsQuery(query, this.config.limits))).map(
+      toLettaRun,
+    );
   }
 
   @Get(':runId')

@@ -1,5 +1,7 @@
-import { Controller, Get, Param, Query } from '@nestjs/common';
+import { Controller, Get, Inject, Param, Query } from '@nestjs/common';
 import { Tenant } from '../auth/tenant.guard';
+import type { AppConfig } from '../config/app-config';
+import { APP_CONFIG } from '../config/config.module';
 import { assertPrefixedId } from '../common/ids';
 import { HistoryService } from './history.service';
 import { toLettaMessages, toLettaStep } from './message.mapper';
@@ -8,11 +10,16 @@ import { parseRunsQuery, parseViewQuery } from './query.dto';
 /** Letta's steps: `GET /v1/steps/` (the tenant's, or one agent's), `GET /v1/steps/{id}` and its messages. */
 @Controller('v1/steps')
 export class StepsController {
-  constructor(private readonly history: HistoryService) {}
+  constructor(
+    private readonly history: HistoryService,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
 
   @Get()
   async list(@Tenant() tenant: string, @Query() query: Record<string, unknown>) {
-    return (await this.history.listSteps(tenant, parseRunsQuery(query))).map(toLettaStep);
+    return (await this.history.listSteps(tenant, parseRunsQuery(query, this.config.limits))).map(
+      toLettaStep,
+    );
   }
 
   @Get(':stepId')

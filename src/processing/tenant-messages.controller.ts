@@ -1,6 +1,9 @@
-import { Body, Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query } from '@nestjs/common';
 import { Tenant } from '../auth/tenant.guard';
+import type { AppConfig } from '../config/app-config';
+import { APP_CONFIG } from '../config/config.module';
 import { validationFailed } from '../common/domain-error';
+import { pageLimit } from '../common/page-limit';
 import { HistoryService } from './history.service';
 import { toLettaMessage } from './message.mapper';
 import { parseHistoryQuery } from './query.dto';
@@ -11,11 +14,14 @@ const SEARCH_QUERY_MAX = 1000;
 /** Letta's tenant-wide messages: `GET /v1/messages/`, `GET /v1/messages/{id}`, `POST /v1/messages/search`. */
 @Controller('v1/messages')
 export class TenantMessagesController {
-  constructor(private readonly history: HistoryService) {}
+  constructor(
+    private readonly history: HistoryService,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
 
   @Get()
   async list(@Tenant() tenant: string, @Query() query: Record<string, unknown>) {
-    const q = parseHistoryQuery(query);
+    const q = parseHistoryQuery(query, this.config.limits);
     const conversationId = typeof query.conversation_id === 'string' ? query.conversation_id : null;
     return (await this.history.tenantMessages(tenant, { ...q, conversationId }, q.view)).map(
       toLettaMessage,
@@ -37,10 +43,7 @@ export class TenantMessagesController {
         { path: 'query', message: `must be a text of 1 to ${SEARCH_QUERY_MAX} characters` },
       ]);
     }
-    const limit = b.limit === undefined ? 50 : Number(b.limit);
-    if (!Number.isInteger(limit) || limit < 1 || limit > 1000) {
-      throw validationFailed([{ path: 'limit', message: 'must be a whole number from 1 to 1000' }]);
-    }
+    const limit = pageLimit(b.limit, 50, this.config.limits);
     const str = (v: unknown) => (typeof v === 'string' && v !== '' ? v : undefined);
     const rows = await this.history.search(
       tenant,

@@ -4,6 +4,7 @@ import {
   Delete,
   Get,
   HttpCode,
+  Inject,
   Param,
   Patch,
   Post,
@@ -11,7 +12,11 @@ import {
   Query,
 } from '@nestjs/common';
 import { Tenant } from '../auth/tenant.guard';
+import type { AppConfig } from '../config/app-config';
+import { APP_CONFIG } from '../config/config.module';
 import { validationFailed } from '../common/domain-error';
+import { readLimit } from '../core/limits';
+import type { ValidationProblem } from '../core/rules/validate-tool-rules';
 import { toToolResponse } from './tool-response.mapper';
 import { ToolsService } from './tools.service';
 
@@ -19,7 +24,10 @@ const SEARCH_QUERY_MAX = 1000;
 
 @Controller('v1/tools')
 export class ToolsController {
-  constructor(private readonly tools: ToolsService) {}
+  constructor(
+    private readonly tools: ToolsService,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
 
   /** Letta's `name` / `names` / `search` filters apply (`search`: a case-insensitive part of the name). */
   @Get()
@@ -43,13 +51,20 @@ export class ToolsController {
   async search(@Tenant() tenant: string, @Body() body: unknown) {
     const b = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
     const query = b.query ?? '';
-    const limit = b.limit ?? 50;
+    const problems: ValidationProblem[] = [];
     if (typeof query !== 'string' || query.length > SEARCH_QUERY_MAX)
-      throw validationFailed([
-        { path: 'query', message: `must be a text of at most ${SEARCH_QUERY_MAX} characters` },
-      ]);
-    if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > 1000)
-      throw validationFailed([{ path: 'limit', message: 'must be a whole number from 1 to 1000' }]);
+      problems.push({
+        path: 'query',
+        message: `must be a text of at most ${SEARCH_QUERY_MAX} characters`,
+      });
+    const limit = readLimit(
+      typeof b.limit === 'string' ? NaN : b.limit, // a JSON number, as the request schema says
+      50,
+      'max_page_size',
+      this.config.limits,
+      problems,
+    );
+    if (problems.length || typeof query !== 'string') throw validationFailed(problems);
     const words = query.toLowerCase().split(/\s+/).filter(Boolean);
     return (await this.tools.list(tenant))
       .map((t) => ({ t, text: `${t.name} ${t.description}`.toLowerCase() }))

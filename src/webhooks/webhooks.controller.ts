@@ -1,15 +1,30 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
+import {
+  Body,
+  Controller,
+  Delete,
+  Get,
+  HttpCode,
+  Inject,
+  Param,
+  Post,
+  Query,
+} from '@nestjs/common';
 import { Public, Tenant } from '../auth/tenant.guard';
+import type { AppConfig } from '../config/app-config';
+import { APP_CONFIG } from '../config/config.module';
 import { assertPrefixedId } from '../common/ids';
+import { pageLimit } from '../common/page-limit';
 import { toGrantResponse, toRequestResponse } from '../permissions/consent.mappers';
-import { parseLimit } from '../permissions/consent.controller';
 import { toDeliveryResponse, toWebhookResponse } from './webhook.mappers';
 import { WebhooksService } from './webhooks.service';
 
 /** Per-tenant webhooks, their delivery records, and the one-time decision URLs they carry. */
 @Controller('v1/webhooks')
 export class WebhooksController {
-  constructor(private readonly webhooks: WebhooksService) {}
+  constructor(
+    private readonly webhooks: WebhooksService,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
 
   @Post()
   async create(@Tenant() tenantId: string, @Body() body: unknown) {
@@ -42,7 +57,11 @@ export class WebhooksController {
     @Query('limit') limit?: string,
   ) {
     assertPrefixedId('webhook', 'webhook', id);
-    const rows = await this.webhooks.deliveries(tenantId, id, parseLimit(limit, 100));
+    const rows = await this.webhooks.deliveries(
+      tenantId,
+      id,
+      pageLimit(limit, 100, this.config.limits),
+    );
     return rows.map(toDeliveryResponse);
   }
 

@@ -1,4 +1,4 @@
-import { countProblem, type InputLimits } from '../limits';
+import { countProblem, readLimit, type InputLimits } from '../limits';
 import type { ValidationProblem } from '../rules/validate-tool-rules';
 
 export interface ListAgentsQuery {
@@ -19,7 +19,6 @@ export interface ListAgentsQuery {
 
 export const DEFAULT_LIST_LIMIT = 50;
 const QUERY_TEXT_MAX = 200;
-const MAX_LIST_LIMIT = 1000;
 
 type Query = Record<string, unknown>;
 
@@ -28,7 +27,7 @@ const one = (v: unknown): unknown => (Array.isArray(v) ? v[v.length - 1] : v);
 /** Parses `GET /v1/agents/` query parameters (Letta's names). Tags come as `tags=a&tags=b` or `tags[]=a`. */
 export function parseListAgentsQuery(
   q: Query,
-  limits: Pick<InputLimits, 'max_filter_values'>,
+  limits: Pick<InputLimits, 'max_filter_values' | 'max_page_size'>,
 ): {
   query: ListAgentsQuery;
   problems: ValidationProblem[];
@@ -46,16 +45,7 @@ export function parseListAgentsQuery(
     identityId: null,
     identifierKeys: [],
   };
-  const limit = one(q.limit);
-  if (limit !== undefined && limit !== '') {
-    const n = Number(limit);
-    if (!Number.isInteger(n) || n < 1 || n > MAX_LIST_LIMIT)
-      problems.push({
-        path: 'limit',
-        message: `must be a whole number from 1 to ${MAX_LIST_LIMIT}`,
-      });
-    else query.limit = n;
-  }
+  query.limit = readLimit(q.limit, DEFAULT_LIST_LIMIT, 'max_page_size', limits, problems);
   for (const k of ['after', 'before', 'name'] as const) {
     const v = one(q[k]);
     if (v === undefined || v === '') continue;

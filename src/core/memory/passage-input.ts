@@ -1,5 +1,5 @@
 import { nulBytePaths } from '../agents/nul-bytes';
-import { countProblem, type InputLimits } from '../limits';
+import { countProblem, readLimit, type InputLimits } from '../limits';
 import type { ValidationProblem } from '../rules/validate-tool-rules';
 
 /** A tag's length bound (the column's size). */
@@ -156,17 +156,14 @@ export function parsePassageSearch(
   if (mode !== 'any' && mode !== 'all')
     problems.push({ path: 'tag_match_mode', message: 'must be "any" or "all"' });
   const limitKey = q.top_k !== undefined && q.top_k !== null ? 'top_k' : 'limit';
-  const rawLimit = one(q[limitKey]);
-  let limit = defaultLimit;
-  if (rawLimit !== undefined && rawLimit !== null && rawLimit !== '') {
-    const n = Number(rawLimit);
-    if (Number.isInteger(n) && n >= 1 && n <= limits.max_search_results) limit = n;
-    else
-      problems.push({
-        path: limitKey,
-        message: `must be a whole number from 1 to ${limits.max_search_results} (limits.max_search_results)`,
-      });
-  }
+  const limit = readLimit(
+    q[limitKey],
+    defaultLimit,
+    'max_search_results',
+    limits,
+    problems,
+    limitKey,
+  );
   const startKey = q.start_datetime !== undefined ? 'start_datetime' : 'start_date';
   const endKey = q.end_datetime !== undefined ? 'end_datetime' : 'end_date';
   const start = time(one(q[startKey]), startKey, problems);
@@ -177,7 +174,7 @@ export function parsePassageSearch(
       query: typeof query === 'string' && query.trim() !== '' ? query : null,
       tags,
       tagMatch: mode as 'any' | 'all',
-      limit: Math.min(limit, limits.max_search_results),
+      limit,
       start,
       end,
     },

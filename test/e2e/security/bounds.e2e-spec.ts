@@ -12,6 +12,7 @@ describe('security: bounded numbers and counts', () => {
   let t: TestApp;
   const MAX_TOOLS = 10;
   const MAX_RULES = 3;
+  const MAX_PAGE = 5;
 
   let toolServer: Awaited<ReturnType<typeof startToolServer>>;
 
@@ -19,7 +20,11 @@ describe('security: bounded numbers and counts', () => {
     toolServer = await startToolServer();
     t = await startApp({
       overrides: {
-        limits: { max_tools_per_agent: MAX_TOOLS, max_rules_per_agent: MAX_RULES },
+        limits: {
+          max_tools_per_agent: MAX_TOOLS,
+          max_rules_per_agent: MAX_RULES,
+          max_page_size: MAX_PAGE,
+        },
       },
     });
     for (let i = 0; i < MAX_TOOLS; i++)
@@ -247,6 +252,38 @@ describe('security: bounded numbers and counts', () => {
         }),
         'limit',
       );
+    });
+  });
+
+  describe('pages', () => {
+    // every list's `limit` is bounded by the one setting limits.max_page_size; past it, 400 naming it
+    it.each([
+      ['GET', '/v1/agents/'],
+      ['GET', '/v1/runs/'],
+      ['GET', '/v1/steps/'],
+      ['GET', '/v1/messages/'],
+      ['GET', '/v1/conversations/'],
+      ['GET', '/v1/tags/'],
+      ['GET', '/v1/blocks/'],
+      ['GET', '/v1/identities/'],
+      ['GET', '/v1/archives/'],
+      ['GET', '/v1/grants'],
+      ['GET', '/v1/consent/requests'],
+      ['GET', '/v1/consent/audit'],
+      ['POST', '/v1/tools/search'],
+      ['POST', '/v1/messages/search'],
+    ])('%s %s with limit past the bound → 400 at limit', async (method, path) => {
+      const res =
+        method === 'GET'
+          ? await api(t, 'GET', `${path}?limit=${MAX_PAGE + 1}`)
+          : await api(t, 'POST', path, { query: 'x', limit: MAX_PAGE + 1 });
+      expectInvalidAt(res, 'limit');
+      expect(JSON.stringify(res.body)).toContain('limits.max_page_size');
+      const ok =
+        method === 'GET'
+          ? await api(t, 'GET', `${path}?limit=${MAX_PAGE}`)
+          : await api(t, 'POST', path, { query: 'x', limit: MAX_PAGE });
+      expect(ok.status).toBe(200);
     });
   });
 });
