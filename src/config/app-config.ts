@@ -53,6 +53,7 @@ export interface AppConfig {
     providers: ModelProviderConfig[];
     /** A model response body larger than this fails the call (`llm_api_error`). */
     max_response_bytes: number;
+    embeddings: EmbeddingSettings;
   };
   webhooks: WebhookSettings;
   /** Letta's agent files (`.af`): the largest upload and the most messages one carries either way. */
@@ -130,6 +131,36 @@ export interface ModelProviderConfig {
   max_retries: number;
   /** Models that accept images (`name`, or a prefix ending in `*`); none by default. */
   vision_models: string[];
+}
+
+/** Embedding models for archival memory's vector search (docs/memory.md); none = full text only. */
+export interface EmbeddingSettings {
+  providers: EmbeddingProviderConfig[];
+  /** Handle `<provider>/<model>` given to archives and agents made without one; null = none. */
+  default_model: string | null;
+  /** A vector search compares the query with at most this many passages (the newest that match). */
+  max_scan_passages: number;
+}
+
+/**
+ * An embedding provider: `openai` calls an OpenAI-compatible `POST {base_url}/embeddings`; `hashed` is
+ * offline and deterministic (hashed bag of words: similar means sharing words, NOT semantic).
+ */
+export interface EmbeddingProviderConfig {
+  name: string;
+  type: 'openai' | 'hashed';
+  /** null for `hashed`. */
+  base_url: string | null;
+  /** The operator's key (from the file or `api_key_env`), or null. Never shown. */
+  api_key: string | null;
+  models: { name: string; dimensions: number }[];
+  batch_size: number;
+  timeout_seconds: number;
+  max_retries: number;
+  /** A text's first this many characters are embedded. */
+  max_input_chars: number;
+  /** Shown as Letta's `embedding_chunk_size` (passages are embedded whole, never split). */
+  chunk_size: number;
 }
 
 export interface ToolExecutorDefaults {
@@ -508,6 +539,12 @@ function validate(
       },
       providers: modelProviders(get('models.providers'), secrets),
       max_response_bytes: int('models.max_response_bytes', 1024),
+      embeddings: embeddingSettings(
+        get('models.embeddings.providers'),
+        str('models.embeddings.default_model', true),
+        int('models.embeddings.max_scan_passages', 1, 1_000_000),
+        secrets,
+      ),
     },
     webhooks: {
       max_per_tenant: int('webhooks.max_per_tenant', 0, 1000),
@@ -688,6 +725,112 @@ function modelProviders(raw: unknown, env: Record<string, string>): ModelProvide
       max_retries: num('max_retries', 3, 0, 10),
     };
   });
+}
+
+const EMBEDDING_PROVIDER_FIELDS = [
+  'name',
+  'type',
+  'base_url',
+  'api_key',
+  'api_key_env',
+  'models',
+  'batch_size',
+  'timeout_seconds',
+  'max_retries',
+  'max_input_chars',
+  'chunk_size',
+];
+
+/** `models.embeddings`: providers (each model with its dimensions) and the default handle, which must exist. */
+function embeddingSettings(
+  raw: unknown,
+  defaultModel: string | null,
+  maxScan: number,
+  env: Record<string, string>,
+): EmbeddingSettings {
+  const key = 'models.embeddings.providers';
+  if (raw != null && !Array.isArray(raw)) throw new ConfigError(key, 'must be a list');
+  const names = new Set<string>();
+  const providers = ((raw as unknown[] | null) ?? []).map(
+    (p: unknown, i): EmbeddingProviderConfig => {
+      const at = `${key}[${i}]`;
+      if (!isObj(p)) throw new ConfigError(at, 'must be {name, type, models, ...}');
+      for (const k of Object.keys(p))
+        if (!EMBEDDING_PROVIDER_FIELDS.includes(k))
+          throw new ConfigError(
+            `${at}.${k}`,
+            `unknown field; expected ${EMBEDDING_PROVIDER_FIELDS.join(', ')}`,
+          );
+      const { name, type = 'openai', base_url } = p;
+      if (typeof name !== 'string' || !PROVIDER_NAME.test(name))
+        throw new ConfigError(`${at}.name`, 'must be letters, digits, _ . or -, at most 64');
+      if (names.has(name))
+        throw new ConfigError(`${at}.name`, `"${name}" is already an embedding provider`);
+      names.add(name);
+      if (type !== 'openai' && type !== 'hashed')
+        throw new ConfigError(`${at}.type`, 'must be "openai" or "hashed"');
+      if (type === 'openai' && (typeof base_url !== 'string' || !/^https?:\/\/[^/]/.test(base_url)))
+        throw new ConfigError(`${at}.base_url`, 'must be an http:// or https:// URL');
+      if (type === 'hashed' && (base_url != null || p.api_key != null || p.api_key_env != null))
+        throw new ConfigError(
+          at,
+          'a hashed provider is offline: no base_url, api_key or api_key_env',
+        );
+      const optStr = (k: string): string | null => {
+        const v = p[k];
+        if (v == null) return null;
+        if (typeof v !== 'string' || v === '')
+          throw new ConfigError(`${at}.${k}`, 'must be a non-empty string');
+        return v;
+      };
+      if (optStr('api_key') !== null && optStr('api_key_env') !== null)
+        throw new ConfigError(at, 'give one of api_key, api_key_env, not both');
+      const keyEnv = optStr('api_key_env');
+      if (keyEnv !== null && env[keyEnv] === undefined)
+        throw new ConfigError(`${at}.api_key_env`, `environment variable ${keyEnv} is not set`);
+      const num = (k: string, def: number, min: number, max: number, v: unknown = p[k]): number => {
+        const n = v ?? def;
+        if (typeof n !== 'number' || !Number.isInteger(n) || n < min || n > max)
+          throw new ConfigError(`${at}.${k}`, `must be a whole number from ${min} to ${max}`);
+        return n;
+      };
+      if (!Array.isArray(p.models) || p.models.length === 0)
+        throw new ConfigError(`${at}.models`, 'must be a non-empty list of {name, dimensions}');
+      const models = (p.models as unknown[]).map((m, j) => {
+        const mAt = `${at}.models[${j}]`;
+        if (!isObj(m) || typeof m.name !== 'string' || m.name === '' || m.name.length > 200)
+          throw new ConfigError(mAt, 'must be {name, dimensions} with a name of 1-200 characters');
+        for (const k of Object.keys(m))
+          if (k !== 'name' && k !== 'dimensions')
+            throw new ConfigError(`${mAt}.${k}`, 'unknown field; expected name, dimensions');
+        return {
+          name: m.name,
+          dimensions: num(`models[${j}].dimensions`, 0, 1, 16_384, m.dimensions),
+        };
+      });
+      return {
+        name,
+        type,
+        base_url: type === 'openai' ? (base_url as string) : null,
+        api_key: keyEnv !== null ? env[keyEnv] : optStr('api_key'),
+        models,
+        batch_size: num('batch_size', 64, 1, 2048),
+        timeout_seconds: num('timeout_seconds', 30, 1, 3600),
+        max_retries: num('max_retries', 2, 0, 10),
+        max_input_chars: num('max_input_chars', 8000, 1, 1_000_000),
+        chunk_size: num('chunk_size', 300, 1, 1_000_000),
+      };
+    },
+  );
+  if (defaultModel !== null) {
+    const handles = providers.flatMap((p) => p.models.map((m) => `${p.name}/${m.name}`));
+    if (!handles.includes(defaultModel))
+      throw new ConfigError(
+        'models.embeddings.default_model',
+        `"${defaultModel}" is not a configured embedding model; configured: ${handles.join(', ') || 'none'}`,
+      );
+  }
+  return { providers, default_model: defaultModel, max_scan_passages: maxScan };
 }
 
 /** 32 bytes, given as base64 (44 characters) or hex (64). */

@@ -1,11 +1,16 @@
 import { Controller, Get, Query } from '@nestjs/common';
+import { toLettaEmbeddingModel } from './embeddings/embedding-listing.mapper';
+import { EmbeddingsService } from './embeddings/embeddings.service';
 import { toLettaModel } from './model-listing.mapper';
 import { ModelProvidersService } from './providers/model-providers.service';
 
 /** Letta's model listing: `GET /v1/models/` (the models the operator's providers list) and `/v1/models/embedding`. */
 @Controller('v1/models')
 export class ModelsController {
-  constructor(private readonly providers: ModelProvidersService) {}
+  constructor(
+    private readonly providers: ModelProvidersService,
+    private readonly embeddingModels: EmbeddingsService,
+  ) {}
 
   @Get()
   list(@Query() query: Record<string, unknown>) {
@@ -20,9 +25,9 @@ export class ModelsController {
       );
   }
 
-  /** No embedding provider is configurable yet: Letta's shape, empty. */
+  /** The operator's embedding models (`models.embeddings`); none configured: `[]`. */
   @Get('embedding')
-  embeddings(): unknown[] {
-    return [];
+  embeddings() {
+    return this.embeddingModels.list().map(toLettaEmbeddingModel);
   }
 }

@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { EmbeddingsService } from './embeddings/embeddings.service';
 import { ModelsController } from './models.controller';
 import { MODEL_RETRY_SLEEP, ModelsService } from './models.service';
 import { realSleep } from './openai.provider';
@@ -10,8 +11,9 @@ import { ModelProvidersService } from './providers/model-providers.service';
   providers: [
     ModelsService,
     ModelProvidersService,
+    EmbeddingsService,
     { provide: MODEL_RETRY_SLEEP, useValue: realSleep },
   ],
-  exports: [ModelsService, ModelProvidersService],
+  exports: [ModelsService, ModelProvidersService, EmbeddingsService],
 })
 export class ModelsModule {}

@@ -420,7 +420,7 @@ function textOf(content: unknown): string | null {
 }
 
 /** The message a provider put in its error body (`{error:{message}}`, `{message}`, `{detail}`), else the text. */
-function providerMessage(text: string): string {
+export function providerMessage(text: string): string {
   try {
     const j: unknown = JSON.parse(text);
     if (isObj(j)) {
@@ -435,7 +435,8 @@ function providerMessage(text: string): string {
   return text.trim().slice(0, 500);
 }
 
-function describe(e: unknown): string {
+/** An error with its network code (ECONNREFUSED …) when it has one. */
+export function describe(e: unknown): string {
   if (!(e instanceof Error)) return String(e);
   const cause = (e as { cause?: unknown }).cause;
   const code = isObj(cause) && typeof cause.code === 'string' ? cause.code : undefined;

@@ -499,8 +499,8 @@ export const ROUTES: Record<string, RouteDoc> = {
   },
   ModelsController_list: { summary: "The configured providers' models", response: ['Model'] },
   ModelsController_embeddings: {
-    summary: 'Embedding models (none configured: an empty list)',
-    response: { type: 'array' },
+    summary: 'The configured embedding models (models.embeddings; none: an empty list)',
+    response: ['EmbeddingModel'],
   },
   ConsentController_list: {
     summary: 'Consent requests (status=pending for the waiting ones)',

@@ -15,6 +15,11 @@
  *   4. a plain assistant text "ok" with no tool calls, so nothing ever hangs.
  * `stream: true` requests are answered as SSE chunks (content in several deltas, tool-call arguments in fragments,
  * a usage chunk when `stream_options.include_usage`), then `data: [DONE]`.
+ *
+ * `POST …/embeddings` answers `fakeEmbedding(text)` per input (FAKE_EMBEDDING_DIM numbers): words of a few
+ * topics (pets, food, weather, travel, music, code) share a dimension per topic, so "kitten" is close to
+ * "dog" without sharing a word; `failEmbeddings(503)` makes it answer an error instead. Its requests are in
+ * `embeddingRequests`, not `requests`.
  */
 /* eslint-disable @typescript-eslint/no-explicit-any -- recorded bodies are arbitrary JSON that tests inspect freely */
 import { createServer, IncomingMessage, ServerResponse } from 'node:http';
@@ -98,12 +103,45 @@ export interface FakeModelServer {
   pending(): number;
   /** Resolves once at least `count` requests have arrived (for cancellation tests: cancel while one is held). */
   waitForRequests(count: number): Promise<RecordedRequest[]>;
+  /** Every embeddings request received (its parsed body), in arrival order. */
+  embeddingRequests: any[];
+  /** Answer embeddings requests with this error status (null: answer them). */
+  failEmbeddings(status: number | null): void;
   /** Clears queues, the responder and recorded requests. */
   reset(): void;
   close(): Promise<void>;
 }
 
 const DEFAULT_TURN: FakeTurn = { content: 'ok' };
+
+export const FAKE_EMBEDDING_DIM = 16;
+const TOPICS = [
+  'cat cats kitten kittens dog dogs puppy puppies pet pets animal animals vet',
+  'pizza pasta food meal dinner lunch breakfast eat eating cook cooking recipe',
+  'rain rainy sunny weather snow storm cloudy forecast',
+  'flight flights train travel trip airport hotel vacation',
+  'song songs music guitar piano concert',
+  'code program bug bugs software typescript compiler',
+].map((t) => new Set(t.split(' ')));
+
+/**
+ * The fake's embedding: one dimension per topic above (weight 1 per topic word), other words hashed over
+ * the remaining dimensions with weight 0.3; L2-normalised. Deterministic.
+ */
+export function fakeEmbedding(text: string): number[] {
+  const v = new Array<number>(FAKE_EMBEDDING_DIM).fill(0);
+  for (const w of text.toLowerCase().match(/[a-z0-9]+/g) ?? []) {
+    const topic = TOPICS.findIndex((t) => t.has(w));
+    if (topic >= 0) v[topic] += 1;
+    else {
+      let h = 0;
+      for (const c of w) h = (h * 31 + c.charCodeAt(0)) >>> 0;
+      v[TOPICS.length + (h % (FAKE_EMBEDDING_DIM - TOPICS.length))] += 0.3;
+    }
+  }
+  const norm = Math.sqrt(v.reduce((s, x) => s + x * x, 0)) || 1;
+  return v.map((x) => x / norm);
+}
 
 const approxTokens = (text: string) => Math.max(1, Math.ceil(text.length / 4));
 
@@ -152,6 +190,8 @@ export async function startFakeModelServer(): Promise<FakeModelServer> {
   let waiters: { count: number; resolve: (r: RecordedRequest[]) => void }[] = [];
   const sockets = new Set<Socket>();
   let seq = 0;
+  const embeddingRequests: any[] = [];
+  let embeddingFailure: number | null = null;
   const created = Math.floor(Date.now() / 1000);
 
   const notify = () => {
@@ -286,6 +326,30 @@ export async function startFakeModelServer(): Promise<FakeModelServer> {
         data: [{ id: 'fake-model', object: 'model', owned_by: 'fake' }],
       });
     }
+    if (req.method === 'POST' && url.endsWith('/embeddings')) {
+      let body: any;
+      try {
+        body = JSON.parse(await readBody(req));
+      } catch {
+        body = undefined;
+      }
+      embeddingRequests.push(body);
+      if (embeddingFailure !== null)
+        return sendJson(res, embeddingFailure, {
+          error: { message: `fake embeddings error ${embeddingFailure}`, type: 'server_error' },
+        });
+      const input: unknown[] = typeof body?.input === 'string' ? [body.input] : (body?.input ?? []);
+      return sendJson(res, 200, {
+        object: 'list',
+        model: body?.model ?? 'fake-embedding',
+        data: input.map((t, index) => ({
+          object: 'embedding',
+          index,
+          embedding: fakeEmbedding(String(t)),
+        })),
+        usage: { prompt_tokens: 1, total_tokens: 1 },
+      });
+    }
     if (req.method !== 'POST' || !url.endsWith('/chat/completions')) {
       return sendJson(res, 404, {
         error: { message: `no route ${req.method} ${url}`, type: 'invalid_request_error' },
@@ -398,11 +462,17 @@ export async function startFakeModelServer(): Promise<FakeModelServer> {
         notify();
       });
     },
+    embeddingRequests,
+    failEmbeddings(status) {
+      embeddingFailure = status;
+    },
     reset() {
       queue = [];
       keyed = new Map();
       responder = null;
       requests.length = 0;
+      embeddingRequests.length = 0;
+      embeddingFailure = null;
     },
     close() {
       for (const s of sockets) s.destroy();

@@ -65,6 +65,61 @@ describe('loadConfig', () => {
     expect(c.models.providers[0]).toMatchObject({ name: 'p', type: 'openai', api_key: 'sk-p' });
   });
 
+  const embedder = (over: Record<string, unknown>, rest: Record<string, unknown> = {}) => ({
+    models: {
+      embeddings: {
+        providers: [
+          {
+            name: 'e',
+            base_url: 'http://10.0.0.5/v1',
+            models: [{ name: 'm', dimensions: 8 }],
+            ...over,
+          },
+        ],
+        ...rest,
+      },
+    },
+  });
+  it.each<[string, Record<string, unknown>, Record<string, unknown>, RegExp]>([
+    ['no models', { models: [] }, {}, /embeddings\.providers\[0\]\.models/],
+    ['a model without dimensions', { models: [{ name: 'm' }] }, {}, /dimensions/],
+    ['a bad type', { type: 'cohere' }, {}, /\.type: must be "openai" or "hashed"/],
+    ['an openai provider without base_url', { base_url: undefined }, {}, /\.base_url/],
+    ['a hashed provider with a base_url', { type: 'hashed' }, {}, /hashed provider is offline/],
+    ['an unset key variable', { api_key_env: 'NOPE_NOT_SET' }, {}, /NOPE_NOT_SET is not set/],
+    ['an unknown field', { dims: 3 }, {}, /\[0\]\.dims: unknown field/],
+    ['a batch size of 0', { batch_size: 0 }, {}, /batch_size: must be/],
+    ['an unknown default', {}, { default_model: 'e/other' }, /default_model: "e\/other" is not/],
+  ])('models.embeddings: rejects %s', (_what, over, rest, message) => {
+    expect(() => loadConfig({}, embedder(over, rest))).toThrow(message);
+  });
+
+  it('models.embeddings: a provider with its defaults and the key from the environment', () => {
+    const c = loadConfig(
+      { EMB_KEY: 'sk-e' },
+      embedder({ api_key_env: 'EMB_KEY' }, { default_model: 'e/m' }),
+    );
+    expect(c.models.embeddings).toEqual({
+      providers: [
+        {
+          name: 'e',
+          type: 'openai',
+          base_url: 'http://10.0.0.5/v1',
+          api_key: 'sk-e',
+          models: [{ name: 'm', dimensions: 8 }],
+          batch_size: 64,
+          timeout_seconds: 30,
+          max_retries: 2,
+          max_input_chars: 8000,
+          chunk_size: 300,
+        },
+      ],
+      default_model: 'e/m',
+      max_scan_passages: 10000,
+    });
+    expect(loadConfig({}).models.embeddings.providers).toEqual([]);
+  });
+
   it('rejects a bad override with the key path', () => {
     expect(() => loadConfig({}, { tool_executor: { tool_timeout_seconds: -1 } })).toThrow(
       /tool_executor\.tool_timeout_seconds/,
