@@ -83,13 +83,13 @@ export class AgentFileService {
     let messages: Json[] = [];
     let inContext: string[] = [];
     if (!opts.scrubMessages) {
+      const context = await this.messages.messageContext(agentId, conversationId);
       const rows = await this.messages.inContextMessages(
         agentId,
         conversationId,
-        0,
+        { start_seq: 0, inherited: context?.inherited ?? null },
         this.config.agent_files.max_messages,
       );
-      const context = await this.messages.messageContext(agentId, conversationId);
       const system = renderSystemPrompt(a.system, a.blocks);
       const out = toAfMessages(rows, system, rows[0]?.created_at ?? this.clock.now());
       messages = out.messages as unknown as Json[];

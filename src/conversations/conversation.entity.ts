@@ -20,6 +20,10 @@ export class ConversationEntity {
   @Column({ type: 'boolean', default: false })
   archived!: boolean;
 
+  /** Left out of listings (a fork made with `hidden`). */
+  @Column({ type: 'boolean', default: false })
+  hidden!: boolean;
+
   @EpochMsColumn()
   created_at!: number;
 

@@ -17,7 +17,8 @@ import { AgentsService } from '../agents/agents.service';
 import { Tenant } from '../auth/tenant.guard';
 import type { AppConfig } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
-import { validationFailed } from '../common/domain-error';
+import { validationFailed, type ValidationProblem } from '../common/domain-error';
+import { isPrefixedId } from '../common/ids';
 import { toLettaMessage } from '../processing/message.mapper';
 import { parseCompactionRequest } from '../processing/message-context.service';
 import { MessageResponder } from '../processing/message-responder';
@@ -99,6 +100,34 @@ export class ConversationsController {
   @Patch(':id')
   async update(@Tenant() tenant: string, @Param('id') id: string, @Body() body: unknown) {
     return toLettaConversation(await this.conversations.update(tenant, id, body));
+  }
+
+  /** Letta's fork: a new conversation sharing the source's in-context messages (query parameters only). */
+  @Post(':id/fork')
+  @HttpCode(200)
+  async fork(
+    @Tenant() tenant: string,
+    @Param('id') id: string,
+    @Query() query: Record<string, unknown>,
+  ) {
+    const source = await this.conversations.target(tenant, id, query.agent_id);
+    const problems: ValidationProblem[] = [];
+    const messageId = query.message_id ?? null;
+    if (
+      messageId !== null &&
+      (typeof messageId !== 'string' || !isPrefixedId('message', messageId))
+    )
+      problems.push({ path: 'message_id', message: 'must be a message id' });
+    const hidden = query.hidden ?? 'false';
+    if (hidden !== 'true' && hidden !== 'false')
+      problems.push({ path: 'hidden', message: 'must be true or false' });
+    if (problems.length) throw validationFailed(problems);
+    return toLettaConversation(
+      await this.conversations.fork(tenant, source, {
+        messageId: messageId as string | null,
+        hidden: hidden === 'true',
+      }),
+    );
   }
 
   @Delete(':id')

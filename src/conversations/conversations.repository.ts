@@ -43,7 +43,9 @@ export class ConversationsRepository {
 
   /** Newest first by default; `after` is relative to the order (as Letta's cursors are). */
   async list(tenantId: string, page: ConversationPage): Promise<ConversationEntity[]> {
-    const qb = this.repo.createQueryBuilder('c').where('c.tenant_id = :tenantId', { tenantId });
+    const qb = this.repo
+      .createQueryBuilder('c')
+      .where('c.tenant_id = :tenantId AND c.hidden = :hidden', { tenantId, hidden: false });
     if (page.agentId) qb.andWhere('c.agent_id = :agentId', { agentId: page.agentId });
     if (page.archived !== 'all') {
       qb.andWhere('c.archived = :archived', { archived: page.archived === 'archived' });

@@ -55,19 +55,50 @@ export class ConversationsService {
     }
     await this.agents.get(tenantId, agentId);
     const fields = parseFields(body);
+    const row = this.newRow(tenantId, agentId, fields.summary ?? null, false);
+    await this.repo.insert(row);
+    return row;
+  }
+
+  /**
+   * Letta's fork: a new conversation of the source's agent that shares the source's in-context
+   * messages (see MessageContextService.fork); `hidden` leaves it out of listings.
+   */
+  async fork(
+    tenantId: string,
+    source: ConversationTarget,
+    opts: { messageId: string | null; hidden: boolean },
+  ): Promise<ConversationEntity> {
+    const row = this.newRow(tenantId, source.agentId, null, opts.hidden);
+    await this.contexts.fork(
+      tenantId,
+      source.agentId,
+      source.conversationId,
+      row.id,
+      opts.messageId,
+    );
+    await this.repo.insert(row);
+    return row;
+  }
+
+  private newRow(
+    tenantId: string,
+    agentId: string,
+    summary: string | null,
+    hidden: boolean,
+  ): ConversationEntity {
     const now = this.clock.now();
-    const row: ConversationEntity = {
+    return {
       id: this.ids.prefixed('conv'),
       tenant_id: tenantId,
       agent_id: agentId,
-      summary: fields.summary ?? null,
+      summary,
       archived: false,
+      hidden,
       created_at: now,
       updated_at: now,
       last_message_at: null,
     };
-    await this.repo.insert(row);
-    return row;
   }
 
   async get(tenantId: string, id: string): Promise<ConversationEntity> {
@@ -96,8 +127,12 @@ export class ConversationsService {
     await this.repo.delete(tenantId, id);
   }
 
-  /** `{id}` or `default` with `agent_id` (Letta's agent-direct mode). */
+  /**
+   * `{id}` or `default` with `agent_id` (Letta's agent-direct mode; an agent id in place of the
+   * conversation id is Letta's deprecated form of it).
+   */
   async target(tenantId: string, id: string, agentId: unknown): Promise<ConversationTarget> {
+    if (isPrefixedId('agent', id)) return this.target(tenantId, 'default', id);
     if (id === 'default') {
       if (typeof agentId !== 'string' || !isPrefixedId('agent', agentId)) {
         throw badRequest(

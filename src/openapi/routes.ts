@@ -107,6 +107,11 @@ export const ROUTES: Record<string, RouteDoc> = {
     response: 'Conversation',
   },
   ConversationsController_delete: { summary: 'Delete a conversation', response: MESSAGE },
+  ConversationsController_fork: {
+    summary:
+      "Fork a conversation (`default` with agent_id too): a new one of the same agent sharing the source's in-context messages, up to message_id; hidden leaves it out of listings",
+    response: 'Conversation',
+  },
   ConversationsController_messages: {
     summary: "A conversation's messages (`default` with agent_id: the agent's own history)",
     response: ['LettaMessage'],

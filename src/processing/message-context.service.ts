@@ -1,6 +1,12 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { CLOCK } from '../common/clock';
-import { conflict, DomainError, ValidationProblem, validationFailed } from '../common/domain-error';
+import {
+  conflict,
+  DomainError,
+  notFound,
+  ValidationProblem,
+  validationFailed,
+} from '../common/domain-error';
 import { APP_CONFIG } from '../config/config.module';
 import type { AppConfig } from '../config/app-config';
 import {
@@ -9,6 +15,7 @@ import {
   planCompaction,
   summarizerMessages,
 } from '../core/loop/compaction';
+import { forkRanges, inWindow } from '../core/loop/fork-ranges';
 import type { Clock } from '../core/ports';
 import { ModelError } from '../models/model-provider';
 import { AGENT_PORT, AgentPort, MODELS_PORT, ModelsPort } from './processing.ports';
@@ -79,11 +86,7 @@ export class MessageContextService {
     const agent = await this.agents.get(tenantId, agentId);
     await this.assertIdle(agentId);
     const context = await this.repo.messageContext(agentId, conversationId);
-    const rows = await this.repo.inContextMessages(
-      agentId,
-      conversationId,
-      context?.start_seq ?? 0,
-    );
+    const rows = await this.repo.inContextMessages(agentId, conversationId, context);
     const inContext = rows.map(toHistory);
     const before = 1 + (context?.summary ? 1 : 0) + inContext.length;
     const limits = this.config.processing;
@@ -131,6 +134,57 @@ export class MessageContextService {
     );
     const keptCount = rows.length - keptFrom;
     return { summary, num_messages_before: before, num_messages_after: 2 + keptCount };
+  }
+
+  /**
+   * Letta's fork: `target` (a new conversation of the agent) shares the source's in-context messages,
+   * all of them or up to and including `messageId`, by reference (the rows are not copied), and its
+   * compaction summary; what either writes afterwards is its own. Refused while the source has a batch
+   * open (409 CONVERSATION_BUSY): a fork must not start in the middle of a turn.
+   */
+  async fork(
+    tenantId: string,
+    agentId: string,
+    source: string | null,
+    target: string,
+    messageId: string | null,
+  ): Promise<void> {
+    const open = await this.repo.openRunIds(tenantId, source, agentId);
+    if (open.length > 0) {
+      throw conflict(
+        'CONVERSATION_BUSY',
+        `conversation ${source ?? 'default'} has a run in progress (queued, running or waiting for approval); fork it when it has ended`,
+        { run_ids: open },
+      );
+    }
+    const context = await this.repo.messageContext(agentId, source);
+    const start = context?.start_seq ?? 0;
+    let cut = await this.repo.maxSeq(agentId);
+    if (messageId !== null) {
+      const m = await this.repo.findMessage(tenantId, messageId);
+      if (!m || m.agent_id !== agentId || !inWindow(m, source, context?.inherited ?? null, start))
+        throw notFound('in-context message of conversation', messageId);
+      cut = m.seq_id;
+    }
+    const inherited = forkRanges(source, context?.inherited ?? null, start, cut);
+    const max = this.config.processing.max_fork_depth;
+    if (inherited.length > max) {
+      throw validationFailed([
+        {
+          path: 'conversation_id',
+          message: `descends from more than ${max} forks`,
+          limit: 'processing.max_fork_depth',
+        },
+      ]);
+    }
+    await this.repo.setMessageContext(
+      tenantId,
+      agentId,
+      target,
+      // the source's window start and summary: the fork's model call sees what the source's would
+      { start_seq: start, summary: context?.summary ?? null, inherited },
+      this.clock.now(),
+    );
   }
 
   /** 409 AGENT_BUSY while a batch of the agent is queued, running or parked for approval. */

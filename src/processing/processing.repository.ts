@@ -7,7 +7,6 @@ import {
   EntityManager,
   In,
   IsNull,
-  MoreThanOrEqual,
   Not,
   ObjectLiteral,
   SelectQueryBuilder,
@@ -16,6 +15,7 @@ import { AGENT_LEASES, type AgentLeases } from '../cluster/agent-leases';
 import type { HistoryMessage } from '../core/loop/context-builder';
 import { summaryHistoryMessage } from '../core/loop/compaction';
 import { ContextWindow } from '../core/loop/context-window';
+import type { SharedRange } from '../core/loop/fork-ranges';
 import type { RunStatus, StopReason } from '../core/loop/stop-reason';
 import type { AppConfig } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
@@ -28,7 +28,10 @@ import { StepEntity } from './entities/step.entity';
 import { toLettaMessage } from './message.mapper';
 
 export type NewMessage = Omit<MessageEntity, 'seq_id'>;
-export type MessageContext = Pick<MessageContextEntity, 'start_seq' | 'summary' | 'version'>;
+export type MessageContext = Pick<
+  MessageContextEntity,
+  'start_seq' | 'summary' | 'version' | 'inherited'
+>;
 
 /** A message row of a run, before its per-agent seq_id is given. */
 export function newMessageRow(
@@ -390,28 +393,30 @@ export class ProcessingRepository {
     const window = new ContextWindow(countTokens, keepTokens);
     if (context?.summary)
       window.append([summaryHistoryMessage(`summary-${version}`, context.summary)]);
-    const rows = await this.inContextMessages(agentId, conversationId, context?.start_seq ?? 0);
+    const rows = await this.inContextMessages(agentId, conversationId, context);
     window.append(rows.map(toHistory));
     this.windows.set(key, { window, version });
     return window;
   }
 
-  /** The conversation's messages from `fromSeq` on, oldest first (at most the newest `limit`). */
+  /**
+   * The conversation's messages from the context's `start_seq` on (with those a fork shares), oldest
+   * first (at most the newest `limit`).
+   */
   async inContextMessages(
     agentId: string,
     conversationId: string | null,
-    fromSeq: number,
+    context: Pick<MessageContext, 'start_seq' | 'inherited'> | null,
     limit = HISTORY_CAP,
   ): Promise<MessageEntity[]> {
-    const rows = await this.ds.getRepository(MessageEntity).find({
-      where: {
-        agent_id: agentId,
-        conversation_id: conversationId ?? IsNull(),
-        ...(fromSeq > 0 ? { seq_id: MoreThanOrEqual(fromSeq) } : {}),
-      },
-      order: { seq_id: 'DESC' },
-      take: limit,
-    });
+    const qb = this.ds
+      .getRepository(MessageEntity)
+      .createQueryBuilder('m')
+      .where('m.agent_id = :agentId', { agentId });
+    inConversation(qb, conversationId, context?.inherited ?? null);
+    const fromSeq = context?.start_seq ?? 0;
+    if (fromSeq > 0) qb.andWhere('m.seq_id >= :fromSeq', { fromSeq });
+    const rows = await qb.orderBy('m.seq_id', 'DESC').limit(limit).getMany();
     return rows.reverse();
   }
 
@@ -430,7 +435,7 @@ export class ProcessingRepository {
     tenantId: string,
     agentId: string,
     conversationId: string | null,
-    fields: { start_seq: number; summary: string | null },
+    fields: { start_seq: number; summary: string | null; inherited?: SharedRange[] | null },
     at: number,
   ): Promise<void> {
     const prev = await this.messageContext(agentId, conversationId);
@@ -441,6 +446,7 @@ export class ProcessingRepository {
       start_seq: fields.start_seq,
       summary: fields.summary,
       version: (prev?.version ?? 0) + 1,
+      inherited: fields.inherited !== undefined ? fields.inherited : (prev?.inherited ?? null),
       updated_at: at,
     };
     await this.writes.run((em) => em.getRepository(MessageContextEntity).save(row));
@@ -478,8 +484,8 @@ export class ProcessingRepository {
       .getRepository(MessageEntity)
       .createQueryBuilder('m')
       .where('m.tenant_id = :tenantId AND m.agent_id = :agentId', { tenantId, agentId });
-    if (page.conversationId) qb.andWhere('m.conversation_id = :c', { c: page.conversationId });
-    else qb.andWhere('m.conversation_id IS NULL');
+    const context = await this.messageContext(agentId, page.conversationId ?? null);
+    inConversation(qb, page.conversationId ?? null, context?.inherited ?? null);
     const cursor = async (id: string) =>
       (await this.ds.getRepository(MessageEntity).findOneBy({ id, agent_id: agentId }))?.seq_id;
     // cursors are relative to the order, as Letta's: with desc, `after` walks to older messages
@@ -612,6 +618,29 @@ async function timeCursors<T extends ObjectLiteral>(
       { [`${key}At`]: at.created_at, [`${key}Id`]: at.id },
     );
   }
+}
+
+/** Messages of the conversation (null: the agent's default one), with the ranges a fork shares. */
+function inConversation(
+  qb: SelectQueryBuilder<MessageEntity>,
+  conversationId: string | null,
+  inherited: SharedRange[] | null,
+): void {
+  const own = (key: string) =>
+    conversationId === null ? 'm.conversation_id IS NULL' : `m.conversation_id = :${key}`;
+  const parts = [own('conv')];
+  const params: Record<string, unknown> = { conv: conversationId };
+  (inherited ?? []).forEach((r, i) => {
+    const where =
+      r.conversation_id === null ? 'm.conversation_id IS NULL' : `m.conversation_id = :ic${i}`;
+    parts.push(`(${where} AND m.seq_id BETWEEN :if${i} AND :it${i})`);
+    Object.assign(params, {
+      [`ic${i}`]: r.conversation_id,
+      [`if${i}`]: r.from_seq,
+      [`it${i}`]: r.to_seq,
+    });
+  });
+  qb.andWhere(`(${parts.join(' OR ')})`, params);
 }
 
 const historyKey = (agentId: string, conversationId: string | null) =>

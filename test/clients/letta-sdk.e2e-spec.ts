@@ -80,7 +80,7 @@ describe('clients: the Letta SDK walk', () => {
     ).rejects.toMatchObject({ status: 400 });
   });
 
-  it('conversations: create, retrieve, update, list, messages, cancel, compact, delete', async () => {
+  it('conversations: create, retrieve, update, list, messages, fork, cancel, compact, delete', async () => {
     const agentId = await createAgent(t, fake, { include_base_tools: false });
     const conv: Letta.Conversations.Conversation = await client.conversations.create({
       agent_id: agentId,
@@ -128,6 +128,25 @@ describe('clients: the Letta SDK walk', () => {
       })
     ).getPaginatedItems();
     expect(inDefault.map((m: any) => m.content)).toEqual(['elsewhere', 'in the default one']);
+
+    // fork: a new conversation sharing the source's in-context messages (by reference: the same ids)
+    const fork: Letta.Conversations.Conversation = await client.conversations.fork(conv.id);
+    expect(fork).toMatchObject({ id: expect.stringMatching(/^conv-/), agent_id: agentId });
+    const inFork = (
+      await client.conversations.messages.list(fork.id, { order: 'asc' })
+    ).getPaginatedItems();
+    expect(inFork.map((m) => m.id)).toEqual(inConv.map((m) => m.id));
+    const cut = await client.conversations.fork('default', {
+      agent_id: agentId,
+      message_id: inDefault[0].id,
+      hidden: true,
+    });
+    const inCut = (
+      await client.conversations.messages.list(cut.id, { order: 'asc' })
+    ).getPaginatedItems();
+    expect(inCut.map((m: any) => m.content)).toEqual(['elsewhere']);
+    const listed = (await client.conversations.list({ agent_id: agentId })).map((c) => c.id);
+    expect(listed.sort()).toEqual([conv.id, fork.id].sort());
 
     expect(await client.conversations.cancel(conv.id)).toEqual({});
     fake.push({ content: 'they said hi' });

@@ -17,6 +17,7 @@ import { MessageContexts1764920000000 } from './1764920000000-MessageContexts';
 import { TenantSecrets1764200000000 } from './1764200000000-TenantSecrets';
 import { sealWebhookSecrets } from './1764930000000-SealWebhookSecrets';
 import { ParkedRunIndex1764950000000 } from './1764950000000-ParkedRunIndex';
+import { ConversationForks1765020000000 } from './1765020000000-ConversationForks';
 /**
  * Every migration, in order. Named `<epoch>-<What>.ts`; the app runs them at boot. Those that seal data
  * are built with the secrets key.
@@ -41,4 +42,5 @@ export const migrations = (secretsKey: Buffer | null): Function[] => [
   MessageContexts1764920000000,
   sealWebhookSecrets(secretsKey),
   ParkedRunIndex1764950000000,
+  ConversationForks1765020000000,
 ];

@@ -1,5 +1,6 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
-import { BigIntColumn, EpochMsColumn } from '../../database/columns';
+import type { SharedRange } from '../../core/loop/fork-ranges';
+import { BigIntColumn, EpochMsColumn, JsonColumn } from '../../database/columns';
 
 /**
  * Where a conversation's in-context window starts (Letta's in-context messages): history before
@@ -27,6 +28,10 @@ export class MessageContextEntity {
   /** Bumped at every change: a cached context window of another version is rebuilt. */
   @Column({ type: 'integer' })
   version!: number;
+
+  /** A fork's: the source's in-context messages it shares (referenced, not copied); null: none. */
+  @JsonColumn({ nullable: true })
+  inherited!: SharedRange[] | null;
 
   @EpochMsColumn()
   updated_at!: number;
