@@ -224,7 +224,12 @@ export class AgentProcessor {
 
   private async runBatch(ctx: RunContext): Promise<StopReason> {
     const { run } = ctx;
-    let pass = this.exec.executor.newPass(ctx.setup, run.batch_id);
+    // a message run's batch was created with the run (it runs once): it has no stored state to read
+    let pass = this.exec.executor.newPass(
+      ctx.setup,
+      run.batch_id,
+      run.input.kind === 'message' ? 'new' : undefined,
+    );
     if (run.input.kind === 'resume') {
       const early = await this.resumeParked(ctx);
       if (early) return early;
@@ -250,7 +255,7 @@ export class AgentProcessor {
           content: heartbeatText(outcome.toolName, new Date(this.clock.now())),
         }),
       ]);
-      pass = this.exec.executor.newPass(ctx.setup, run.batch_id);
+      pass = this.exec.executor.newPass(ctx.setup, run.batch_id, pass.batch);
     }
   }
 

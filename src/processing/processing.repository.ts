@@ -20,6 +20,7 @@ import type { RunStatus, StopReason } from '../core/loop/stop-reason';
 import type { AppConfig } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
 import { GroupCommit } from '../database/group-commit';
+import { RowReader } from '../database/raw-reads';
 import { insertRows, updateWhere } from '../database/raw-writes';
 import { MessageContextEntity } from './entities/message-context.entity';
 import { MessageEntity } from './entities/message.entity';
@@ -65,6 +66,17 @@ export interface MessagePage {
   order: 'asc' | 'desc';
 }
 
+// spelled as idx_runs_parked's condition, so that SQLite uses that index
+const parkedRun = new RowReader(
+  RunEntity,
+  'tenant_id = ? AND agent_id = ? AND parked IS NOT NULL AND continued_by IS NULL ORDER BY created_at DESC LIMIT 1',
+);
+const runById = new RowReader(RunEntity, 'id = ?');
+const messageContextOf = new RowReader(
+  MessageContextEntity,
+  'agent_id = ? AND conversation_key = ?',
+);
+
 /** How much history is read to build an agent's context window (the window's token budget trims further). */
 const HISTORY_CAP = 2000;
 
@@ -102,7 +114,7 @@ export class ProcessingRepository {
   }
 
   findRunById(id: string): Promise<RunEntity | null> {
-    return this.ds.getRepository(RunEntity).findOneBy({ id });
+    return runById.one(this.ds, [id]);
   }
 
   /**
@@ -233,15 +245,7 @@ export class ProcessingRepository {
 
   /** The agent's run parked for consent, not yet continued. */
   findParkedRun(tenantId: string, agentId: string): Promise<RunEntity | null> {
-    // spelled as idx_runs_parked's condition, so that SQLite uses that index (`Not(IsNull())` is not)
-    return this.ds
-      .getRepository(RunEntity)
-      .createQueryBuilder('r')
-      .where('r.tenant_id = :tenantId AND r.agent_id = :agentId', { tenantId, agentId })
-      .andWhere('r.parked IS NOT NULL AND r.continued_by IS NULL')
-      .orderBy('r.created_at', 'DESC')
-      .limit(1)
-      .getOne();
+    return parkedRun.one(this.ds, [tenantId, agentId]);
   }
 
   /** The newest run of one conversation of an agent (null: its default one). */
@@ -425,9 +429,7 @@ export class ProcessingRepository {
     agentId: string,
     conversationId: string | null,
   ): Promise<MessageContext | null> {
-    return this.ds
-      .getRepository(MessageContextEntity)
-      .findOneBy({ agent_id: agentId, conversation_key: conversationId ?? '' });
+    return messageContextOf.one(this.ds, [agentId, conversationId ?? '']);
   }
 
   /** Moves the conversation's context start (and sets its summary); bumps the version. */

@@ -5,6 +5,7 @@ import type { BatchState, ExecutorStateStore, MaybePromise } from '../core/execu
 import { cloneBatch } from '../core/executor/in-memory-state-store';
 import { DEFAULT_TENANT } from '../config/app-config';
 import type { GroupCommit } from '../database/group-commit';
+import { RowReader } from '../database/raw-reads';
 import {
   BatchStateEntity,
   DedupeEntryEntity,
@@ -21,6 +22,8 @@ interface DedupeEntry {
 /** LRU values cannot be null: a remembered "not in the database". */
 const ABSENT = Object.freeze({ absent: true as const });
 type Absent = typeof ABSENT;
+
+const batchState = new RowReader(BatchStateEntity, 'batch_id = ?');
 
 const k = (a: string, b: string) => a + '\u0000' + b;
 const hashKey = (key: string) => createHash('sha256').update(key).digest('hex');
@@ -114,13 +117,10 @@ export class DbExecutorStateStore implements ExecutorStateStore {
   loadBatch(batchId: string): MaybePromise<BatchState | null> {
     const hit = this.batches.get(batchId);
     if (hit !== undefined) return hit === ABSENT ? null : cloneBatch(hit as BatchState);
-    return this.ds
-      .getRepository(BatchStateEntity)
-      .findOneBy({ batch_id: batchId })
-      .then((row) => {
-        this.batches.set(batchId, row ? cloneBatch(row.state) : ABSENT);
-        return row ? cloneBatch(row.state) : null;
-      });
+    return batchState.one(this.ds, [batchId]).then((row) => {
+      this.batches.set(batchId, row ? cloneBatch(row.state) : ABSENT);
+      return row ? cloneBatch(row.state) : null;
+    });
   }
 
   async saveBatch(batchId: string, state: BatchState, tenantId = DEFAULT_TENANT): Promise<void> {

@@ -161,7 +161,7 @@ export class WebhookDispatcher
     },
   ): Promise<void> {
     // only this tenant's webhooks: an event never reaches another tenant's URL
-    const targets = (await this.repo.listForTenant(tenantId)).filter((w) =>
+    const targets = (await this.repo.subscriptions(tenantId)).filter((w) =>
       w.events.includes(event),
     );
     if (targets.length === 0) return;

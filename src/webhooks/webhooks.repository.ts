@@ -1,6 +1,10 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
+import { LRUCache } from 'lru-cache';
 import { DataSource, EntityManager, In, IsNull, LessThan, LessThanOrEqual } from 'typeorm';
+import type { AppConfig } from '../config/app-config';
+import { APP_CONFIG } from '../config/config.module';
+import { RowReader } from '../database/raw-reads';
 import { Transactor } from '../database/transactor';
 import { answeringConflicts } from '../database/unique-violation';
 import {
@@ -14,20 +18,40 @@ type Attempt = Pick<
   'status' | 'attempts' | 'lastStatusCode' | 'lastError' | 'nextAttemptAt' | 'lastAttemptAt'
 >;
 
+const webhooksOf = new RowReader(WebhookEntity, 'tenant_id = ? ORDER BY created_at ASC');
+
 /** Every read and write of the webhook tables. */
 @Injectable()
 export class WebhooksRepository {
+  /**
+   * A tenant's webhooks as the dispatcher reads them at every run's end, kept only where this process is
+   * the database's only writer (SQLite): with several instances, a webhook added or deleted through
+   * another one would not reach this cache (the event bus between them is best effort).
+   */
+  private readonly subscribed: LRUCache<string, WebhookEntity[]> | null;
+  /** Bumped at every webhook write: a read that overlapped one is not kept. */
+  private writes = 0;
+
   constructor(
     @InjectDataSource() private readonly ds: DataSource,
     private readonly tx: Transactor,
-  ) {}
+    @Inject(APP_CONFIG) config: AppConfig,
+  ) {
+    this.subscribed = config.database.url ? null : new LRUCache({ max: 10_000 });
+  }
 
   countForTenant(tenantId: string): Promise<number> {
     return this.ds.manager.countBy(WebhookEntity, { tenantId });
   }
 
   async insertWebhook(row: WebhookEntity): Promise<void> {
-    await this.ds.manager.insert(WebhookEntity, row);
+    this.writes++;
+    try {
+      await this.ds.manager.insert(WebhookEntity, row);
+    } finally {
+      this.writes++;
+      this.subscribed?.delete(row.tenantId);
+    }
   }
 
   listForTenant(tenantId: string): Promise<WebhookEntity[]> {
@@ -35,6 +59,16 @@ export class WebhooksRepository {
       where: { tenantId },
       order: { createdAt: 'ASC' },
     });
+  }
+
+  /** The tenant's webhooks, oldest first, for the dispatcher (shared objects: not to be changed). */
+  async subscriptions(tenantId: string): Promise<readonly WebhookEntity[]> {
+    const hit = this.subscribed?.get(tenantId);
+    if (hit) return hit;
+    const before = this.writes;
+    const rows = await webhooksOf.all(this.ds, [tenantId]);
+    if (this.writes === before) this.subscribed?.set(tenantId, rows);
+    return rows;
   }
 
   find(tenantId: string, id: string): Promise<WebhookEntity | null> {
@@ -47,11 +81,17 @@ export class WebhooksRepository {
 
   /** The webhook, its deliveries and its decision tokens go together. */
   async deleteWebhook(tenantId: string, id: string): Promise<void> {
-    await this.tx.run(async (em) => {
-      await em.delete(WebhookDecisionTokenEntity, { tenantId, webhookId: id });
-      await em.delete(WebhookDeliveryEntity, { tenantId, webhookId: id });
-      await em.delete(WebhookEntity, { tenantId, id });
-    });
+    this.writes++;
+    try {
+      await this.tx.run(async (em) => {
+        await em.delete(WebhookDecisionTokenEntity, { tenantId, webhookId: id });
+        await em.delete(WebhookDeliveryEntity, { tenantId, webhookId: id });
+        await em.delete(WebhookEntity, { tenantId, id });
+      });
+    } finally {
+      this.writes++;
+      this.subscribed?.delete(tenantId);
+    }
   }
 
   /**

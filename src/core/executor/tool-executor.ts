@@ -133,14 +133,19 @@ export class ToolExecutor {
     this.timers = deps.timers ?? new CoalescedTimers();
   }
 
-  /** Fresh per-pass state: call at the user message and at each heartbeat continuation. */
-  newPass(setup: AgentToolSetup, batchId: string): PassState {
+  /**
+   * Fresh per-pass state: call at the user message and at each heartbeat continuation. `batch`: the
+   * batch's state when the caller has it, so it is not read from the store: `'new'` for a batch it
+   * has just created (nothing stored yet), or the previous pass's `batch` of the same batch.
+   */
+  newPass(setup: AgentToolSetup, batchId: string, batch?: BatchState | 'new'): PassState {
     return {
       batchId,
       history: [],
       startConstraintsDone: ruleIndexFor(setup).startTools.size === 0,
       exitRequirementsPending: [],
       phase: 'start',
+      ...(batch ? { batch: batch === 'new' ? emptyBatch(this.deps.clock.now()) : batch } : {}),
     };
   }
 
@@ -723,15 +728,7 @@ export class ToolExecutor {
     let b = this.deps.store.loadBatch(pass.batchId);
     if (isPromise(b)) b = await b;
     if (pass.batch) return pass.batch; // loaded meanwhile by a concurrent caller
-    const now = this.deps.clock.now();
-    return (pass.batch = b ?? {
-      callCounts: {},
-      exclusiveGroups: {},
-      succeeded: {},
-      mustFollow: [],
-      createdAt: now,
-      updatedAt: now,
-    });
+    return (pass.batch = b ?? emptyBatch(this.deps.clock.now()));
   }
 
   /** A refused call: never executed, nothing recorded; the text says what is allowed now. */
@@ -827,4 +824,16 @@ function internalFailure(call: ToolCallRequest, e: unknown): ToolOutcome {
 
 function errorText(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
+}
+
+/** A batch's state before its first call. */
+function emptyBatch(now: number): BatchState {
+  return {
+    callCounts: {},
+    exclusiveGroups: {},
+    succeeded: {},
+    mustFollow: [],
+    createdAt: now,
+    updatedAt: now,
+  };
 }

@@ -17,6 +17,10 @@ const ds = {
     findOneBy: () => Promise.resolve(null),
     existsBy: () => Promise.resolve(false),
   }),
+  // the raw reads (src/database/raw-reads.ts)
+  driver: { options: { type: 'better-sqlite3' }, escape: (n: string) => n },
+  getMetadata: () => ({ columns: [], tableName: 't' }),
+  query: () => Promise.resolve([]),
 } as unknown as DataSource;
 const tx = {
   run: (work: (e: typeof em) => Promise<unknown>) => work(em),
