@@ -9,9 +9,14 @@
  * re-check, tool invocation. Also reports the broker's own part: frame in -> decision durably stored and the
  * decision listener called, and this process's CPU time (the server and the WebSocket client) per decision
  * over the decision phase. Prints one line.
+ *
+ * BENCH_CPU_PROF=<path>: writes <path>.cpuprofile, a V8 CPU profile of the measured decision phases only
+ * (read it with bench/profile-buckets.ts).
  */
 import { fork } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector';
 import * as path from 'node:path';
 import type { RawData, WebSocket as ServerSocket } from 'ws';
 import WebSocket from 'ws';
@@ -21,6 +26,7 @@ import { startApp } from '../test/support/app-harness';
 
 const PENDING = Number(process.env.PENDING ?? 100);
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
+const CPU_PROF = process.env.BENCH_CPU_PROF;
 
 function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
@@ -81,17 +87,21 @@ async function main(): Promise<void> {
   });
 
   const ws = new WebSocket(base.replace('http', 'ws') + '/v1/ws');
-  const requests: { id: string; tool_call_id: string }[] = [];
+  const requests: { id: string; tool_call_id: string; run_id: string }[] = [];
   let onRequest: (() => void) | null = null;
+  let onParked: (() => void) | null = null;
   ws.on('message', (data) => {
     const f = JSON.parse((data as Buffer).toString('utf8')) as {
       type: string;
-      request?: { id: string; tool_call_id: string };
+      event?: string;
+      request?: { id: string; tool_call_id: string; run_id: string };
+      data?: { stop_reason?: string };
     };
     if (f.type === 'consent.request' && f.request) {
       requests.push(f.request);
       onRequest?.();
     }
+    if (f.event === 'run.completed' && f.data?.stop_reason === 'requires_approval') onParked?.();
   });
   await new Promise((resolve, reject) => {
     ws.once('open', resolve);
@@ -99,6 +109,15 @@ async function main(): Promise<void> {
   });
   ws.send(JSON.stringify({ type: 'subscribe' }));
 
+  const session = new Session();
+  const inspect = (method: string) =>
+    new Promise<unknown>((resolve, reject) =>
+      session.post(method, (err, res) => (err ? reject(err) : resolve(res))),
+    );
+  if (CPU_PROF) {
+    session.connect();
+    await inspect('Profiler.enable');
+  }
   const latencies: number[] = [];
   const storeLatencies: number[] = [];
   const cpuUs: number[] = [];
@@ -106,6 +125,11 @@ async function main(): Promise<void> {
     requests.length = 0;
     const allPending = new Promise<void>((resolve) => {
       onRequest = () => requests.length === PENDING && resolve();
+    });
+    // decisions come once every run has parked (a person answers later than the request appears)
+    let parkedCount = 0;
+    const allParked = new Promise<void>((resolve) => {
+      onParked = () => ++parkedCount === PENDING && resolve();
     });
     await Promise.all(
       Array.from({ length: PENDING }, async (_, i) => {
@@ -122,11 +146,34 @@ async function main(): Promise<void> {
       }),
     );
     await allPending;
+    await allParked;
 
     const pending = [...requests];
     const toolsDone = new Promise<void>((resolve) => {
       onToolCall = () => pending.every((r) => toolStarted.has(r.tool_call_id)) && resolve();
     });
+    // the runs ended: the next round and the close do not overlap with this round's tails
+    const parkedRuns = new Set(pending.map((r) => r.run_id));
+    const runsEnded = new Promise<void>((resolve) => {
+      let ended = 0;
+      ws.on('message', function onEnd(data) {
+        const f = JSON.parse((data as Buffer).toString('utf8')) as {
+          type: string;
+          event?: string;
+          run_id?: string;
+        };
+        if (
+          f.type === 'run.event' &&
+          f.event === 'run.completed' &&
+          !parkedRuns.has(f.run_id!) &&
+          ++ended === PENDING
+        ) {
+          ws.off('message', onEnd);
+          resolve();
+        }
+      });
+    });
+    if (CPU_PROF && round > 0) await inspect('Profiler.start');
     const cpuBefore = process.cpuUsage();
     for (const r of pending)
       ws.send(
@@ -134,6 +181,11 @@ async function main(): Promise<void> {
       );
     await toolsDone;
     const cpu = process.cpuUsage(cpuBefore);
+    if (CPU_PROF && round > 0) {
+      const { profile } = (await inspect('Profiler.stop')) as { profile: unknown };
+      writeFileSync(`${CPU_PROF}.round${round}.cpuprofile`, JSON.stringify(profile));
+    }
+    await runsEnded;
     // the first round warms up the JIT and the statement caches
     if (round > 0)
       for (const r of pending) {

@@ -6,6 +6,7 @@ import {
   OnApplicationShutdown,
 } from '@nestjs/common';
 import stableStringify from 'json-stable-stringify';
+import { LRUCache } from 'lru-cache';
 import { EVENT_BUS, type EventBus } from '../cluster/event-bus';
 import { CLOCK } from '../common/clock';
 import { badRequest, conflict, notFound, validationFailed } from '../common/domain-error';
@@ -98,6 +99,14 @@ export class PermissionBrokerService
    * conditional UPDATE decides who wins, so a stale entry (another server resolved it) cannot do harm.
    */
   private readonly pendingById = new Map<string, ConsentRequestEntity>();
+  /**
+   * Requests resolved in this process, by call, until the call's re-check takes them: the continuation
+   * that re-checks the call needs no read. A hint like pendingById: using an approval is a conditional
+   * UPDATE, so a row someone else changed meanwhile fails closed.
+   */
+  private readonly resolvedByCall = new LRUCache<string, ConsentRequestEntity>({
+    max: MAX_CACHED_PENDING,
+  });
   private sweeping: Promise<number> | null = null;
 
   constructor(
@@ -138,7 +147,11 @@ export class PermissionBrokerService
 
   async check(req: ConsentCheckRequest): Promise<ConsentCheck> {
     const now = this.clock.now();
-    const existing = await this.repo.findRequestForCall(req.tenantId, req.agentId, req.toolCallId);
+    const key = callKey(req.tenantId, req.agentId, req.toolCallId);
+    const resolved = this.resolvedByCall.get(key);
+    if (resolved) this.resolvedByCall.delete(key);
+    const existing =
+      resolved ?? (await this.repo.findRequestForCall(req.tenantId, req.agentId, req.toolCallId));
     if (existing) return this.recheck(existing, req);
 
     const grants = await this.repo.candidateGrants(req.tenantId, req.agentId, req.scope);
@@ -373,6 +386,7 @@ export class PermissionBrokerService
     this.pendingById.delete(row.id);
     if (!won) throw alreadyResolved((await this.repo.findRequest(row.tenantId, row.id)) ?? row);
     const request = { ...row, ...resolution };
+    this.rememberResolved(request);
     this.resolved(toResolved(request, 'decision'));
     return { request, grant };
   }
@@ -395,7 +409,9 @@ export class PermissionBrokerService
       return true;
     });
     this.pendingById.delete(row.id);
-    return won ? toResolved({ ...row, ...resolution }, cause) : null;
+    if (!won) return null;
+    this.rememberResolved({ ...row, ...resolution });
+    return toResolved({ ...row, ...resolution }, cause);
   }
 
   private async expire(row: ConsentRequestEntity, now: number): Promise<void> {
@@ -525,6 +541,7 @@ export class PermissionBrokerService
     for (const toolCallId of toolCallIds) {
       const row = await this.repo.findRequestForCall(tenantId, agentId, toolCallId);
       if (!row) continue;
+      this.resolvedByCall.delete(callKey(tenantId, agentId, toolCallId));
       await this.writes.run(async (em) => {
         if (!(await this.repo.restoreApproval(row.id, em))) return;
         await this.repo.audit(
@@ -641,6 +658,10 @@ export class PermissionBrokerService
     this.bus.publish('consent.resolved', event);
   }
 
+  private rememberResolved(row: ConsentRequestEntity): void {
+    this.resolvedByCall.set(callKey(row.tenantId, row.agentId, row.toolCallId), row);
+  }
+
   private emit<T>(listeners: Listener<T>[], event: T): void {
     for (const l of listeners) {
       try {
@@ -690,6 +711,9 @@ export class PermissionBrokerService
     };
   }
 }
+
+const callKey = (tenantId: string, agentId: string, toolCallId: string) =>
+  `${tenantId}\u0000${agentId}\u0000${toolCallId}`;
 
 /** A denial by the system (timeout, cancellation). */
 function systemDenial(reason: string, now: number): Resolution {

@@ -39,6 +39,7 @@ import {
   MessageContext,
   NewMessage,
   newMessageRow,
+  ParkedBatch,
   ProcessingRepository,
 } from './processing.repository';
 import {
@@ -87,6 +88,8 @@ interface RunContext {
   /** The agent's model accepts images; else image parts reach it as a text note. */
   vision: boolean;
   parked: ParkedCall[] | null;
+  /** The parked batch this continuation resumes, when it parked in this process (else read back). */
+  resumed: ParkedBatch | null;
   produced: MessageEntity[];
   /** Set by a graceful shutdown: end at the next step boundary. */
   stopAtBoundary: boolean;
@@ -176,6 +179,7 @@ export class AgentProcessor {
       messageContext: null,
       vision: false,
       parked: null,
+      resumed: null,
       produced: [],
       stopAtBoundary: false,
     };
@@ -202,7 +206,11 @@ export class AgentProcessor {
   private async load(ctx: RunContext): Promise<void> {
     const { run } = ctx;
     ctx.agent = await this.agents.get(run.tenant_id, run.agent_id);
-    ctx.messageContext = await this.repo.messageContext(run.agent_id, run.conversation_id);
+    if (run.input.kind === 'resume')
+      ctx.resumed = this.repo.takeParked(run.agent_id, run.input.resumes_run_id ?? '') ?? null;
+    ctx.messageContext = ctx.resumed
+      ? ctx.resumed.messageContext
+      : await this.repo.messageContext(run.agent_id, run.conversation_id);
     ctx.tools = [
       ...(await this.toolsPort.resolve(run.tenant_id, ctx.agent.tools)),
       ...(run.input.client_tools ?? []).map(clientToolDefinition),
@@ -216,7 +224,7 @@ export class AgentProcessor {
       this.config.processing,
     );
     if (run.input.kind === 'resume') {
-      const spent = await this.repo.batchSpent(run.batch_id);
+      const spent = ctx.resumed?.spent ?? (await this.repo.batchSpent(run.batch_id));
       ctx.batchSteps = spent.steps;
       ctx.earlierTokens = spent.tokens;
     }
@@ -265,7 +273,8 @@ export class AgentProcessor {
    */
   private async resumeParked(ctx: RunContext): Promise<StopReason | null> {
     const { run } = ctx;
-    const parkedRun = await this.repo.findRunById(run.input.resumes_run_id ?? '');
+    const parkedRun =
+      ctx.resumed?.run ?? (await this.repo.findRunById(run.input.resumes_run_id ?? ''));
     const calls = parkedRun?.parked ?? [];
     const parkedPass = calls[0]?.pass;
     const pass: PassState = parkedPass
@@ -625,6 +634,20 @@ export class AgentProcessor {
         ),
         ctx.agent ? this.agents.setLastStopReason(run.tenant_id, run.agent_id, stop) : null,
       ]);
+      if (parked?.length)
+        this.repo.rememberParked({
+          run: {
+            ...run,
+            status,
+            stop_reason: stop,
+            usage: ctx.usage,
+            parked,
+            completed_at: completedAt,
+          },
+          spent: { steps: ctx.batchSteps, tokens: ctx.earlierTokens + ctx.usage.total_tokens },
+          messageContext: ctx.messageContext,
+          undecided: new Set(parked.filter((c) => !c.client).map((c) => c.tool_call_id)),
+        });
     } catch (e) {
       this.logger.error(`run ${run.id}: could not record its end: ${String(e)}`);
     } finally {

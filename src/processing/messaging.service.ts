@@ -98,7 +98,7 @@ export class MessagingService implements OnModuleInit {
 
   onModuleInit(): void {
     this.consent.onDecision((e) => {
-      this.resumeIfDecided(e.tenantId, e.agentId).catch((err: unknown) =>
+      this.resumeAfterDecision(e.tenantId, e.agentId, e.toolCallId).catch((err: unknown) =>
         this.logger.error(`resume after a decision for ${e.agentId}: ${String(err)}`),
       );
     });
@@ -418,6 +418,31 @@ export class MessagingService implements OnModuleInit {
       );
     }
     return answered.map((c) => ({ ...answer, tool_call_id: c.tool_call_id }));
+  }
+
+  /**
+   * A decision on one of the agent's calls was stored. When the batch parked in this process and this
+   * decision was the last one it waited for, the batch continues at once, from memory (no read); any
+   * other case asks the database (resumeIfDecided), e.g. after a restart, when another instance parked
+   * it, or when decisions on other calls of the batch may have been stored elsewhere.
+   */
+  private async resumeAfterDecision(
+    tenantId: string,
+    agentId: string,
+    toolCallId: string,
+  ): Promise<void> {
+    const parked = this.repo.parkedHere(agentId);
+    if (
+      parked?.run.tenant_id === tenantId &&
+      parked.undecided.delete(toolCallId) &&
+      parked.undecided.size === 0 &&
+      !parked.run.parked!.some((c) => c.client) &&
+      this.leases.holds(agentId)
+    ) {
+      await this.resume(parked.run, {});
+      return;
+    }
+    await this.resumeIfDecided(tenantId, agentId);
   }
 
   /**

@@ -72,7 +72,9 @@ export const PROCESSING_ADAPTERS: Provider[] = [
       return {
         // cancellation denials are not decisions (the broker does not report them here): MessagingService.cancel resumes
         onDecision: (listener) => {
-          broker.onDecision((e) => listener({ tenantId: e.tenantId, agentId: e.agentId }));
+          broker.onDecision((e) =>
+            listener({ tenantId: e.tenantId, agentId: e.agentId, toolCallId: e.toolCallId }),
+          );
         },
         decide: async (tenantId, agentId, a) => {
           await broker.decideByToolCall(

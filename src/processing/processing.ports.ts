@@ -39,11 +39,11 @@ export interface ExecutorPort {
   forgetAgent(agentId: string, batchIds: string[]): void;
 }
 
-/** A person's decision on a parked call, as the broker reports it. */
-/** A decision was stored for one of the agent's requests; what it was is read back from the store. */
+/** A decision was stored for one of the agent's requests (of this call); what it was is read back from the store. */
 export interface ConsentDecisionEvent {
   tenantId: string;
   agentId: string;
+  toolCallId: string;
 }
 
 export interface InBandApproval {

@@ -77,6 +77,19 @@ const messageContextOf = new RowReader(
   'agent_id = ? AND conversation_key = ?',
 );
 
+/**
+ * A batch parked here for consent, as the run that parked left it: what its continuation would otherwise
+ * read back (the parked run, the batch's spent budget, the conversation's context start, none of which
+ * can change while the batch is parked) and which of its calls still wait for a decision.
+ */
+export interface ParkedBatch {
+  run: RunEntity;
+  spent: { steps: number; tokens: number };
+  messageContext: MessageContext | null;
+  /** The parked calls no decision has been heard of in this process. */
+  undecided: Set<string>;
+}
+
 /** How much history is read to build an agent's context window (the window's token budget trims further). */
 const HISTORY_CAP = 2000;
 
@@ -93,6 +106,8 @@ export class ProcessingRepository {
   private readonly seqInit = new Map<string, Promise<number>>();
   /** The server's largest in-memory state at many agents: bounded by `processing.context_cache_windows`. */
   private readonly windows: LRUCache<string, { window: ContextWindow; version: number }>;
+  /** One per agent at most (one batch at a time); bounded like the windows. */
+  private readonly parkedBatches: LRUCache<string, ParkedBatch>;
 
   constructor(
     @InjectDataSource() private readonly ds: DataSource,
@@ -101,6 +116,7 @@ export class ProcessingRepository {
     @Inject(APP_CONFIG) config: AppConfig,
   ) {
     this.windows = new LRUCache({ max: config.processing.context_cache_windows });
+    this.parkedBatches = new LRUCache({ max: config.processing.context_cache_windows });
   }
 
   // ------------------------------------------------------------ runs
@@ -246,6 +262,24 @@ export class ProcessingRepository {
   /** The agent's run parked for consent, not yet continued. */
   findParkedRun(tenantId: string, agentId: string): Promise<RunEntity | null> {
     return parkedRun.one(this.ds, [tenantId, agentId]);
+  }
+
+  /** Keeps a batch that just parked here, for the in-memory resumption (a miss reads the database). */
+  rememberParked(batch: ParkedBatch): void {
+    this.parkedBatches.set(batch.run.agent_id, batch);
+  }
+
+  /** The batch the agent has parked here, if this process parked it (and still owns the agent). */
+  parkedHere(agentId: string): ParkedBatch | undefined {
+    return this.parkedBatches.get(agentId);
+  }
+
+  /** The parked batch a continuation of `runId` resumes, taken: it is continued once. */
+  takeParked(agentId: string, runId: string): ParkedBatch | undefined {
+    const b = this.parkedBatches.get(agentId);
+    if (b?.run.id !== runId) return undefined;
+    this.parkedBatches.delete(agentId);
+    return b;
   }
 
   /** The newest run of one conversation of an agent (null: its default one). */
@@ -467,11 +501,12 @@ export class ProcessingRepository {
   }
 
   /**
-   * Drops what this instance keeps for the agent (its seq counter and its conversations' context
-   * windows); they are read again from the database on next use. The one invalidation point for
-   * another owner's writes.
+   * Drops what this instance keeps for the agent (its seq counter, its conversations' context windows,
+   * its parked batch); they are read again from the database on next use. The one invalidation point
+   * for another owner's writes.
    */
   forget(agentId: string): void {
+    this.parkedBatches.delete(agentId);
     for (const key of [...this.windows.keys()])
       if (key.startsWith(`${agentId}|`)) this.windows.delete(key);
     this.seq.delete(agentId);
