@@ -13,6 +13,7 @@ const STATUS: Record<ErrorKind, number> = {
   too_many_requests: 429,
   unavailable: 503,
   bad_gateway: 502,
+  not_implemented: 501,
   internal: 500,
 };
 
@@ -73,9 +74,12 @@ export class DomainErrorFilter implements ExceptionFilter {
     if (host.getType() !== 'http') return;
     const res = host.switchToHttp().getResponse<Response>();
     const { status, body } = toErrorBody(exception);
-    // An upstream that failed (bad_gateway) is the upstream's problem, answered plainly; not our error.
-    const upstream = exception instanceof DomainError && exception.kind === 'bad_gateway';
-    if (status >= 500 && !upstream)
+    // An upstream that failed (bad_gateway) is the upstream's problem, answered plainly; not our error,
+    // nor is a feature this server does not have (not_implemented).
+    const plain =
+      exception instanceof DomainError &&
+      (exception.kind === 'bad_gateway' || exception.kind === 'not_implemented');
+    if (status >= 500 && !plain)
       this.logger.error(exception instanceof Error ? exception.stack : String(exception));
     if (res.headersSent) {
       res.end();

@@ -14,6 +14,7 @@ export type ErrorKind =
   | 'too_many_requests'
   | 'unavailable'
   | 'bad_gateway'
+  | 'not_implemented'
   | 'internal';
 
 export class DomainError extends Error {

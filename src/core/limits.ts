@@ -78,3 +78,18 @@ export function readLimit<K extends 'max_page_size' | 'max_search_results'>(
   problems.push({ path, message: `must be a whole number from 1 to ${max} (limits.${setting})` });
   return Math.min(fallback, max);
 }
+
+/** An ISO 8601 date or date-time (query text or JSON) as epoch ms; absent or empty: null. */
+export function readInstant(
+  v: unknown,
+  path: string,
+  problems: ValidationProblem[],
+): number | null {
+  if (v === undefined || v === null || v === '') return null;
+  const ms = typeof v === 'string' && v.length <= 64 ? Date.parse(v) : NaN;
+  if (Number.isNaN(ms)) {
+    problems.push({ path, message: 'must be an ISO 8601 date or date-time' });
+    return null;
+  }
+  return ms;
+}

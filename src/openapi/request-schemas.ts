@@ -8,7 +8,9 @@ import { toolRuleJsonSchema } from '../core/rules/validate-tool-rules';
 import { TOOL_SAFETIES } from '../core/tools/tool-definition';
 import { WEBHOOK_EVENTS, WEBHOOK_FIELDS } from '../core/webhooks/webhook-rules';
 import { COMPACTION_MODES } from '../processing/message-context.service';
+import { STEP_FEEDBACK } from '../processing/query.dto';
 import { MESSAGE_TYPES } from '../processing/send-message.dto';
+import { STEP_TAG_MAX } from '../processing/step-feedback.dto';
 import { HTTP_METHODS, TOOL_NAME } from '../tools/tool-declaration';
 
 /**
@@ -406,8 +408,17 @@ export const REQUEST_BODIES: Record<string, Schema> = {
       ...SEARCH(['query']).properties!,
       agent_id: nullable('string'),
       conversation_id: nullable('string'),
+      start_date: { type: ['string', 'null'], format: 'date-time' },
+      end_date: { type: ['string', 'null'], format: 'date-time' },
     },
   },
+  StepsController_feedback: obj({
+    feedback: { enum: [...STEP_FEEDBACK, null] },
+    tags: orNull({
+      type: 'array',
+      items: { type: 'string', minLength: 1, maxLength: STEP_TAG_MAX },
+    }),
+  }),
   ToolsController_search: SEARCH([]),
   ToolsController_create: TOOL_CREATE,
   ToolsController_upsert: TOOL_CREATE,

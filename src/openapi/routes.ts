@@ -380,8 +380,29 @@ export const ROUTES: Record<string, RouteDoc> = {
       },
     },
   },
-  StepsController_list: { summary: "List steps (the tenant's, or an agent's)", response: ['Step'] },
+  StepsController_list: {
+    summary:
+      "List steps (the tenant's, or an agent's; feedback, has_feedback, model, start_date, end_date)",
+    response: ['Step'],
+  },
   StepsController_get: { summary: 'Retrieve a step', response: 'Step' },
+  StepsController_feedback: {
+    summary: 'Set feedback on a step (positive, negative; absent or null clears it) and its tags',
+    response: 'Step',
+  },
+  StepsController_metrics: {
+    summary: "A step's metrics: its model call's start and duration (what is not recorded is null)",
+    response: 'StepMetrics',
+  },
+  StepsController_trace: {
+    summary: "A step's provider trace: always null (raw provider requests are not stored)",
+    response: { type: 'null' },
+  },
+  RunsController_trace: {
+    summary:
+      "A run's trace spans: 501 TRACES_NOT_STORED, as Letta answers without ClickHouse (spans go out over OTLP)",
+    response: { type: 'array', items: { type: 'object' } },
+  },
   TenantMessagesController_list: {
     summary: "The tenant's messages across agents (agent_id, conversation_id filters)",
     response: ['LettaMessage'],

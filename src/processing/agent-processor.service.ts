@@ -400,6 +400,7 @@ export class AgentProcessor {
       const streamTokens = ctx.run.input.stream_tokens === true;
       this.publish(ctx, 'step.started', { step: stepNumber, step_id: stepId });
       const modelCallStarted = performance.now();
+      const modelCallStartedAt = this.clock.now();
       let response: ModelResponse;
       try {
         response = await ctx.provider.complete({
@@ -418,13 +419,14 @@ export class AgentProcessor {
         throwIfAborted(ctx);
         throw e;
       }
+      const modelCallMs = performance.now() - modelCallStarted;
       this.publish(ctx, 'step.completed', {
         step: stepNumber,
         step_id: stepId,
         model: modelHandle(llm),
         usage: response.usage,
         finish_reason: response.finishReason,
-        model_call_ms: performance.now() - modelCallStarted,
+        model_call_ms: modelCallMs,
       });
       ctx.batchSteps++;
       ctx.usage.step_count++;
@@ -447,6 +449,10 @@ export class AgentProcessor {
         model: llm.model ?? null,
         usage: response.usage,
         finish_reason: response.finishReason,
+        feedback: null,
+        tags: null,
+        model_call_started_at: modelCallStartedAt,
+        model_call_ns: Math.round(modelCallMs * 1e6),
         created_at: this.clock.now(),
       };
       await this.write(ctx, this.assistantTurn(ctx, stepId, textId, response), step);

@@ -2,10 +2,10 @@ import { Inject, Injectable } from '@nestjs/common';
 import { notFound } from '../common/domain-error';
 import type { MessageEntity } from './entities/message.entity';
 import type { RunEntity } from './entities/run.entity';
-import type { StepEntity } from './entities/step.entity';
-import { ProcessingRepository } from './processing.repository';
+import type { StepEntity, StepFeedback } from './entities/step.entity';
+import { MessageSearchScope, ProcessingRepository } from './processing.repository';
 import { AGENT_PORT, AgentPort } from './processing.ports';
-import type { HistoryQuery, RunsQuery } from './query.dto';
+import type { HistoryQuery, RunsQuery, StepsQuery } from './query.dto';
 import { LettaView, sendMessageForm, shownIn } from './message.mapper';
 
 /** Reads of what processing stored: an agent's history, runs, their messages and steps. */
@@ -61,13 +61,25 @@ export class HistoryService {
     query: string,
     limit: number,
     agentId?: string,
-    conversationId?: string,
+    within?: MessageSearchScope,
   ): Promise<MessageEntity[]> {
-    return this.repo.searchMessages(tenantId, agentId ?? null, query, limit, conversationId);
+    return this.repo.searchMessages(tenantId, agentId ?? null, query, limit, within);
   }
 
-  listSteps(tenantId: string, q: RunsQuery): Promise<StepEntity[]> {
+  listSteps(tenantId: string, q: StepsQuery): Promise<StepEntity[]> {
     return this.repo.listSteps(tenantId, q);
+  }
+
+  async setStepFeedback(
+    tenantId: string,
+    id: string,
+    feedback: StepFeedback | null,
+    tags: string[] | null,
+  ): Promise<StepEntity> {
+    await this.getStep(tenantId, id);
+    const step = await this.repo.setStepFeedback(tenantId, id, feedback, tags);
+    if (!step) throw notFound('step', id);
+    return step;
   }
 
   async getStep(tenantId: string, id: string): Promise<StepEntity> {

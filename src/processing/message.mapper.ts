@@ -136,6 +136,29 @@ export function toLettaStep(s: StepEntity) {
     total_tokens: s.usage.total_tokens,
     stop_reason: s.finish_reason,
     status: 'success',
+    feedback: s.feedback,
+    tags: s.tags ?? [],
     created_at: iso(s.created_at),
+  };
+}
+
+/**
+ * Letta's StepMetrics from what a step records: the model call's start and duration. The step's own
+ * span and its tools' time are not recorded (null), nor projects, templates or provider ids.
+ */
+export function toLettaStepMetrics(s: StepEntity) {
+  return {
+    id: s.id,
+    agent_id: s.agent_id,
+    run_id: s.run_id,
+    provider_id: null,
+    project_id: null,
+    template_id: null,
+    base_template_id: null,
+    step_start_ns: null,
+    step_ns: null,
+    llm_request_start_ns: s.model_call_started_at == null ? null : s.model_call_started_at * 1e6,
+    llm_request_ns: s.model_call_ns,
+    tool_execution_ns: null,
   };
 }

@@ -25,8 +25,9 @@ import { insertRows, updateWhere } from '../database/raw-writes';
 import { MessageContextEntity } from './entities/message-context.entity';
 import { MessageEntity } from './entities/message.entity';
 import { ParkedCall, RunEntity, RunUsage } from './entities/run.entity';
-import { StepEntity } from './entities/step.entity';
+import { StepEntity, type StepFeedback } from './entities/step.entity';
 import { toLettaMessage } from './message.mapper';
+import type { StepsQuery } from './query.dto';
 
 export type NewMessage = Omit<MessageEntity, 'seq_id'>;
 export type MessageContext = Pick<
@@ -88,6 +89,14 @@ export interface ParkedBatch {
   messageContext: MessageContext | null;
   /** The parked calls no decision has been heard of in this process. */
   undecided: Set<string>;
+}
+
+/** Where Letta's message search looks besides the tenant and agent: a conversation, a time range. */
+export interface MessageSearchScope {
+  conversationId?: string;
+  /** Created after (`start_date`) / on or before (`end_date`), epoch ms. */
+  afterMs?: number;
+  upToMs?: number;
 }
 
 /** How much history is read to build an agent's context window (the window's token budget trims further). */
@@ -550,7 +559,7 @@ export class ProcessingRepository {
     agentId: string | null,
     query: string,
     limit: number,
-    conversationId?: string,
+    within: MessageSearchScope = {},
   ): Promise<MessageEntity[]> {
     const like = containsPattern(query);
     const qb = this.ds
@@ -558,7 +567,10 @@ export class ProcessingRepository {
       .createQueryBuilder('m')
       .where('m.tenant_id = :tenantId', { tenantId });
     if (agentId) qb.andWhere('m.agent_id = :agentId', { agentId });
+    const { conversationId, afterMs, upToMs } = within;
     if (conversationId) qb.andWhere('m.conversation_id = :conversationId', { conversationId });
+    if (afterMs !== undefined) qb.andWhere('m.created_at > :afterMs', { afterMs });
+    if (upToMs !== undefined) qb.andWhere('m.created_at <= :upToMs', { upToMs });
     return qb
       .andWhere('m.message_type IN (:...types)', { types: ['user_message', 'assistant_message'] })
       .andWhere("LOWER(m.payload) LIKE :like ESCAPE '\\'", { like })
@@ -586,13 +598,17 @@ export class ProcessingRepository {
   }
 
   /** The tenant's steps (Letta's `GET /v1/steps/`), by time; cursors relative to the order. */
-  async listSteps(
-    tenantId: string,
-    q: { agentId?: string; limit: number; after?: string; before?: string; order: 'asc' | 'desc' },
-  ): Promise<StepEntity[]> {
+  async listSteps(tenantId: string, q: StepsQuery): Promise<StepEntity[]> {
+    if (q.matchesNone) return [];
     const repo = this.ds.getRepository(StepEntity);
     const qb = repo.createQueryBuilder('s').where('s.tenant_id = :tenantId', { tenantId });
     if (q.agentId) qb.andWhere('s.agent_id = :agentId', { agentId: q.agentId });
+    if (q.feedback) qb.andWhere('s.feedback = :feedback', { feedback: q.feedback });
+    if (q.hasFeedback !== undefined)
+      qb.andWhere(q.hasFeedback ? 's.feedback IS NOT NULL' : 's.feedback IS NULL');
+    if (q.model) qb.andWhere('s.model = :model', { model: q.model });
+    if (q.startMs !== undefined) qb.andWhere('s.created_at > :startMs', { startMs: q.startMs });
+    if (q.endMs !== undefined) qb.andWhere('s.created_at < :endMs', { endMs: q.endMs });
     const dir = q.order === 'asc' ? 'ASC' : 'DESC';
     await timeCursors(qb, 's', (id) => repo.findOneBy({ id, tenant_id: tenantId }), q);
     return qb.orderBy('s.created_at', dir).addOrderBy('s.id', dir).limit(q.limit).getMany();
@@ -600,6 +616,20 @@ export class ProcessingRepository {
 
   findStep(tenantId: string, id: string): Promise<StepEntity | null> {
     return this.ds.getRepository(StepEntity).findOneBy({ id, tenant_id: tenantId });
+  }
+
+  /** Letta's feedback on a step: `feedback` replaced (null clears it), `tags` replaced when given. */
+  async setStepFeedback(
+    tenantId: string,
+    id: string,
+    feedback: StepFeedback | null,
+    tags: string[] | null,
+  ): Promise<StepEntity | null> {
+    const fields: Partial<StepEntity> = { feedback, ...(tags ? { tags } : {}) };
+    await this.writes.run((em) =>
+      em.getRepository(StepEntity).update({ id, tenant_id: tenantId }, fields),
+    );
+    return this.findStep(tenantId, id);
   }
 
   runMessages(tenantId: string, runId: string): Promise<MessageEntity[]> {

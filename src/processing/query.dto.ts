@@ -1,6 +1,7 @@
 import { validationFailed, type ValidationProblem } from '../common/domain-error';
-import { readLimit, type InputLimits } from '../core/limits';
+import { readInstant, readLimit, type InputLimits } from '../core/limits';
 import type { RunStatus } from '../core/loop/stop-reason';
+import type { StepFeedback } from './entities/step.entity';
 import type { LettaView } from './message.mapper';
 import type { RunStreamOptions } from './run-stream';
 import { parseView } from './send-message.dto';
@@ -79,6 +80,59 @@ export function parseRunsQuery(q: Record<string, unknown>, limits: PageLimits): 
     } else out.statuses = [...new Set(list)] as RunStatus[]; // at most five SQL variables
   }
   if (q.active === 'true') out.statuses = ['created', 'running'];
+  if (problems.length) throw validationFailed(problems, 'query is invalid');
+  return out;
+}
+
+export interface StepsQuery extends RunsQuery {
+  feedback?: StepFeedback;
+  hasFeedback?: boolean;
+  model?: string;
+  /** Created strictly after / before (epoch ms), as Letta's `start_date` / `end_date`. */
+  startMs?: number;
+  endMs?: number;
+  /** `trace_ids` or `project_id` given: no step here has either, so nothing matches. */
+  matchesNone?: boolean;
+}
+
+export const STEP_FEEDBACK: StepFeedback[] = ['positive', 'negative'];
+const MODEL_MAX = 200;
+
+/**
+ * `GET /v1/steps/`: the runs query (agent_id, cursors, order) and Letta's filters `feedback`,
+ * `has_feedback`, `model`, `start_date`, `end_date`, `trace_ids`, `project_id` (`tags` is accepted and not
+ * read, as Letta's server does not read it).
+ */
+export function parseStepsQuery(q: Record<string, unknown>, limits: PageLimits): StepsQuery {
+  const out: StepsQuery = parseRunsQuery(q, limits);
+  const problems: ValidationProblem[] = [];
+  if (q.feedback !== undefined && q.feedback !== '') {
+    if (!STEP_FEEDBACK.includes(q.feedback as StepFeedback))
+      problems.push({ path: 'feedback', message: 'must be positive or negative' });
+    else out.feedback = q.feedback as StepFeedback;
+  }
+  if (q.has_feedback !== undefined && q.has_feedback !== '') {
+    if (q.has_feedback !== 'true' && q.has_feedback !== 'false')
+      problems.push({ path: 'has_feedback', message: 'must be true or false' });
+    else out.hasFeedback = q.has_feedback === 'true';
+  }
+  if (q.model !== undefined && q.model !== '') {
+    if (typeof q.model !== 'string' || q.model.length > MODEL_MAX)
+      problems.push({
+        path: 'model',
+        message: `must be a model name of at most ${MODEL_MAX} characters`,
+      });
+    else out.model = q.model;
+  }
+  const start = readInstant(q.start_date, 'start_date', problems);
+  const end = readInstant(q.end_date, 'end_date', problems);
+  if (start !== null && end !== null && start > end)
+    problems.push({ path: 'start_date', message: 'must be earlier than or equal to end_date' });
+  if (start !== null) out.startMs = start;
+  if (end !== null) out.endMs = end;
+  const given = (v: unknown) =>
+    v !== undefined && v !== '' && !(Array.isArray(v) && v.length === 0);
+  if (given(q.trace_ids) || given(q.project_id)) out.matchesNone = true;
   if (problems.length) throw validationFailed(problems, 'query is invalid');
   return out;
 }

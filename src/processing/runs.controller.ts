@@ -3,6 +3,7 @@ import type { Response } from 'express';
 import { Tenant } from '../auth/tenant.guard';
 import type { AppConfig } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
+import { DomainError } from '../common/domain-error';
 import { assertPrefixedId } from '../common/ids';
 import { HistoryService } from './history.service';
 import { toLettaMessages, toLettaRun, toLettaStep, toLettaUsage } from './message.mapper';
@@ -49,6 +50,21 @@ export class RunsController {
       (await this.history.getRun(tenant, runId)).usage,
     );
     return usage;
+  }
+
+  /**
+   * Letta's `runs.trace.retrieve`: OpenTelemetry spans, which Letta reads back from ClickHouse and answers
+   * 501 without it. This server exports spans (OTLP) and stores none, so it answers the same 501.
+   */
+  @Get(':runId/trace')
+  async trace(@Tenant() tenant: string, @Param('runId') runId: string): Promise<never> {
+    assertPrefixedId('run', 'run', runId);
+    await this.history.getRun(tenant, runId);
+    throw new DomainError(
+      'not_implemented',
+      'TRACES_NOT_STORED',
+      'run traces are not stored here: spans are exported over OTLP (observability.tracing) to your collector; read them there by the run id',
+    );
   }
 
   @Get(':runId/steps')

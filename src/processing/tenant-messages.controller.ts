@@ -2,7 +2,8 @@ import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query } from '@ne
 import { Tenant } from '../auth/tenant.guard';
 import type { AppConfig } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
-import { validationFailed } from '../common/domain-error';
+import { validationFailed, type ValidationProblem } from '../common/domain-error';
+import { readInstant } from '../core/limits';
 import { pageLimit } from '../common/page-limit';
 import { HistoryService } from './history.service';
 import { toLettaMessage } from './message.mapper';
@@ -33,7 +34,10 @@ export class TenantMessagesController {
     return [toLettaMessage(await this.history.getMessage(tenant, messageId))];
   }
 
-  /** Case-insensitive text search (Letta's `fts` mode; `vector` and `hybrid` search the same way here). */
+  /**
+   * Case-insensitive text search (Letta's `fts` mode; `vector` and `hybrid` search the same way here);
+   * `start_date` (created after) and `end_date` (on or before) bound it in time.
+   */
   @Post('search')
   @HttpCode(200)
   async search(@Tenant() tenant: string, @Body() body: unknown) {
@@ -45,13 +49,15 @@ export class TenantMessagesController {
     }
     const limit = pageLimit(b.limit, 50, this.config.limits);
     const str = (v: unknown) => (typeof v === 'string' && v !== '' ? v : undefined);
-    const rows = await this.history.search(
-      tenant,
-      b.query,
-      limit,
-      str(b.agent_id),
-      str(b.conversation_id),
-    );
+    const problems: ValidationProblem[] = [];
+    const after = readInstant(b.start_date, 'start_date', problems);
+    const upTo = readInstant(b.end_date, 'end_date', problems);
+    if (problems.length) throw validationFailed(problems);
+    const rows = await this.history.search(tenant, b.query, limit, str(b.agent_id), {
+      conversationId: str(b.conversation_id),
+      afterMs: after ?? undefined,
+      upToMs: upTo ?? undefined,
+    });
     return rows.map((m) => ({
       message_id: m.id,
       message_type: m.message_type,

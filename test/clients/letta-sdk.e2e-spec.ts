@@ -279,12 +279,42 @@ describe('clients: the Letta SDK walk', () => {
     expect(stepMessages.map((m: any) => [m.message_type, m.content])).toEqual([
       ['assistant_message', 'the walk answer'],
     ]);
+    const rated: Letta.Steps.Step = await client.steps.feedback.create(steps[0].id, {
+      feedback: 'positive',
+      tags: ['helpful'],
+    });
+    expect(rated).toMatchObject({ id: steps[0].id, feedback: 'positive', tags: ['helpful'] });
+    const rows = await client.steps.list({ agent_id: agentId, feedback: 'positive' });
+    expect(rows.getPaginatedItems().map((s) => s.id)).toEqual([steps[0].id]);
+    const none = await client.steps.list({ agent_id: agentId, has_feedback: false });
+    expect(none.getPaginatedItems()).toEqual([]);
+    const metrics: Letta.Steps.MetricRetrieveResponse = await client.steps.metrics.retrieve(
+      steps[0].id,
+    );
+    expect(metrics).toMatchObject({
+      id: steps[0].id,
+      run_id: runId,
+      llm_request_ns: expect.any(Number),
+      llm_request_start_ns: expect.any(Number),
+      tool_execution_ns: null,
+    });
+    expect(await client.steps.trace.retrieve(steps[0].id)).toBeNull();
+    await expect(client.runs.trace.retrieve(runId)).rejects.toMatchObject({
+      status: 501,
+      error: { code: 'TRACES_NOT_STORED' },
+    });
 
     const all = await client.messages.list({ limit: 5 });
     expect(all[0]).toMatchObject({ message_type: 'assistant_message', content: 'the walk answer' });
     expect(await client.messages.retrieve(all[0].id)).toMatchObject([{ id: all[0].id }]);
     const hits = await client.messages.search({ query: 'WALK ANSWER', agent_id: agentId });
     expect(hits.map((h: any) => h.message_id)).toEqual([all[0].id]);
+    const later = await client.messages.search({
+      query: 'WALK ANSWER',
+      agent_id: agentId,
+      start_date: all[0].date,
+    });
+    expect(later).toEqual([]);
 
     expect(await client.tags.list({ query_text: 'sdk' })).toEqual(['sdk-walk']);
   });

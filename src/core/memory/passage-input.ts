@@ -1,5 +1,5 @@
 import { nulBytePaths } from '../agents/nul-bytes';
-import { countProblem, readLimit, type InputLimits } from '../limits';
+import { countProblem, readInstant, readLimit, type InputLimits } from '../limits';
 import type { ValidationProblem } from '../rules/validate-tool-rules';
 
 /** A tag's length bound (the column's size). */
@@ -66,16 +66,6 @@ function tagList(
   return out;
 }
 
-function time(v: unknown, path: string, problems: ValidationProblem[]): number | null {
-  if (v === undefined || v === null || v === '') return null;
-  const ms = typeof v === 'string' && v.length <= 64 ? Date.parse(v) : NaN;
-  if (Number.isNaN(ms)) {
-    problems.push({ path, message: 'must be an ISO 8601 date or date-time' });
-    return null;
-  }
-  return ms;
-}
-
 /** One passage to store, read from `key` (`text`, or the tool's `content`) at `at` ('' or `passages[0]`). */
 export function parsePassageInput(
   body: unknown,
@@ -102,7 +92,7 @@ export function parsePassageInput(
   const metadata = body.metadata ?? null;
   if (metadata !== null && !isObj(metadata))
     problems.push({ path: path('metadata'), message: 'must be an object or null' });
-  const createdAt = time(body.created_at, path('created_at'), problems);
+  const createdAt = readInstant(body.created_at, path('created_at'), problems);
   if (problems.length) return { input: null, problems };
   return {
     input: { text: text as string, tags, metadata: metadata as Obj | null, createdAt },
@@ -166,8 +156,8 @@ export function parsePassageSearch(
   );
   const startKey = q.start_datetime !== undefined ? 'start_datetime' : 'start_date';
   const endKey = q.end_datetime !== undefined ? 'end_datetime' : 'end_date';
-  const start = time(one(q[startKey]), startKey, problems);
-  const end = time(one(q[endKey]), endKey, problems);
+  const start = readInstant(one(q[startKey]), startKey, problems);
+  const end = readInstant(one(q[endKey]), endKey, problems);
   if (problems.length) return { search: null, problems };
   return {
     search: {

@@ -18,6 +18,7 @@ import { TenantSecrets1764200000000 } from './1764200000000-TenantSecrets';
 import { sealWebhookSecrets } from './1764930000000-SealWebhookSecrets';
 import { ParkedRunIndex1764950000000 } from './1764950000000-ParkedRunIndex';
 import { ConversationForks1765020000000 } from './1765020000000-ConversationForks';
+import { StepFeedback1765020001000 } from './1765020001000-StepFeedback';
 /**
  * Every migration, in order. Named `<epoch>-<What>.ts`; the app runs them at boot. Those that seal data
  * are built with the secrets key.
@@ -43,4 +44,5 @@ export const migrations = (secretsKey: Buffer | null): Function[] => [
   sealWebhookSecrets(secretsKey),
   ParkedRunIndex1764950000000,
   ConversationForks1765020000000,
+  StepFeedback1765020001000,
 ];

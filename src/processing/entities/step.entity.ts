@@ -1,5 +1,7 @@
 import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
-import { EpochMsColumn, JsonColumn } from '../../database/columns';
+import { BigIntColumn, EpochMsColumn, JsonColumn } from '../../database/columns';
+
+export type StepFeedback = 'positive' | 'negative';
 
 /** One model call (and the tools it asked for). */
 @Entity('steps')
@@ -32,6 +34,21 @@ export class StepEntity {
 
   @Column({ type: 'varchar', nullable: true })
   finish_reason!: string | null;
+
+  /** Letta's feedback on the step (`PATCH /v1/steps/{id}/feedback`). */
+  @Column({ type: 'varchar', length: 16, nullable: true })
+  feedback!: StepFeedback | null;
+
+  /** Letta's feedback tags; null: none given. */
+  @JsonColumn({ nullable: true })
+  tags!: string[] | null;
+
+  /** When the model call started (epoch ms) and how long it took (ns); null on rows older than them. */
+  @EpochMsColumn({ nullable: true })
+  model_call_started_at!: number | null;
+
+  @BigIntColumn({ nullable: true })
+  model_call_ns!: number | null;
 
   @EpochMsColumn()
   created_at!: number;
