@@ -55,6 +55,8 @@ export function toAgentResponse(v: AgentView): Record<string, unknown> {
     sources: [],
     llm_config: safeLlmConfig(a.llm_config),
     model: a.model,
+    embedding: a.embedding_config?.handle ?? null,
+    embedding_config: a.embedding_config,
     tags: has('tags') ? a.tags : [],
     metadata: a.metadata,
     identity_ids: v.identities.map((i) => i.id),

@@ -1,5 +1,6 @@
 import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
 import { EpochMsColumn, JsonColumn } from '../database/columns';
+import type { EmbeddingConfig } from '../models/embeddings/embedding-catalog';
 import type { LlmConfig, ScriptedTurn } from '../models/model-provider';
 import type { BudgetFields } from '../core/loop/budgets';
 import type { StoredToolRule } from '../core/rules/validate-tool-rules';
@@ -64,6 +65,10 @@ export class AgentEntity {
   /** Names of client tools (Letta's per-request `client_tools`) its rules may name; null for older rows. */
   @JsonColumn({ nullable: true })
   client_tools!: string[] | null;
+
+  /** The embedding model of the archive made for it (Letta's EmbeddingConfig); null: none. */
+  @JsonColumn({ nullable: true })
+  embedding_config!: EmbeddingConfig | null;
 
   @Column({ type: 'varchar', length: 64, nullable: true })
   last_stop_reason!: string | null;

@@ -27,6 +27,7 @@ import { canonicalRuleType } from '../core/rules/tool-rule';
 import type { StoredToolRule, ValidationProblem } from '../core/rules/validate-tool-rules';
 import { ToolsService, ToolView } from '../tools/tools.service';
 import { AgentEntity } from './agent.entity';
+import { EmbeddingsService } from '../models/embeddings/embeddings.service';
 import { ModelProvidersService } from '../models/providers/model-providers.service';
 import { SecretsService, SecretView } from '../secrets/secrets.service';
 import { AgentsRepository } from './agents.repository';
@@ -78,6 +79,7 @@ const draftOf = (a: AgentEntity): AgentDraft => ({
   max_steps: a.max_steps,
   budgets: a.budgets ?? NO_BUDGETS,
   client_tools: a.client_tools ?? [],
+  embedding_config: a.embedding_config ?? null,
 });
 
 /** Agents: create, read, update, delete, memory edits; the single owner of the agents tables. */
@@ -93,6 +95,7 @@ export class AgentsService {
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(ID_GENERATOR) private readonly ids: IdGenerator,
     private readonly models: ModelProvidersService,
+    private readonly embeddings: EmbeddingsService,
     private readonly secrets: SecretsService,
     private readonly blockStore: BlocksService,
     blockRows: BlocksRepository,
@@ -483,6 +486,7 @@ export class AgentsService {
     const ctx: AgentValidationContext = {
       availableTools: await this.tools.availableNames(tenantId),
       models: this.models,
+      embeddings: this.embeddings,
       newBlockId: () => this.ids.prefixed('block'),
       newName: () => `agent-${this.ids.prefixed('x').slice(2, 10)}`,
       limits: this.config.limits,

@@ -3,7 +3,7 @@ import type { ScoredPassage } from './archival.repository';
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-/** A passage in Letta's shape (no embeddings: none is configurable). */
+/** A passage in Letta's shape: its vector and its archive's embedding model, when it has one. */
 export function toPassageResponse(p: PassageEntity): Record<string, unknown> {
   return {
     id: p.id,
@@ -11,8 +11,8 @@ export function toPassageResponse(p: PassageEntity): Record<string, unknown> {
     archive_id: p.archive_id,
     tags: p.tags,
     metadata: p.metadata ?? {},
-    embedding: null,
-    embedding_config: null,
+    embedding: p.embedding ?? null,
+    embedding_config: p.embedding_config ?? null,
     file_id: null,
     source_id: null,
     is_deleted: false,
@@ -28,7 +28,7 @@ export function toArchiveResponse(a: ArchiveEntity): Record<string, unknown> {
     description: a.description,
     metadata: a.metadata ?? {},
     vector_db_provider: 'native',
-    embedding_config: null,
+    embedding_config: a.embedding_config ?? null,
     created_at: iso(a.created_at),
     updated_at: iso(a.updated_at),
   };

@@ -1,5 +1,6 @@
 import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
 import { EpochMsColumn, JsonColumn } from '../database/columns';
+import type { EmbeddingConfig } from '../models/embeddings/embedding-catalog';
 
 /** An archive: a store of passages (Letta's archival memory), used by agents through archive_agents. */
 @Entity('archives')
@@ -19,6 +20,10 @@ export class ArchiveEntity {
 
   @JsonColumn({ nullable: true })
   metadata!: Record<string, unknown> | null;
+
+  /** Its passages' embedding model, fixed at creation (null: full-text search only). */
+  @JsonColumn({ nullable: true })
+  embedding_config!: EmbeddingConfig | null;
 
   @EpochMsColumn()
   created_at!: number;
@@ -79,6 +84,10 @@ export class PassageEntity {
 
   @EpochMsColumn()
   updated_at!: number;
+
+  /** Not columns: its vector (table passage_embeddings) and its archive's model, read beside it. */
+  embedding?: number[] | null;
+  embedding_config?: EmbeddingConfig | null;
 }
 
 /** A passage's tags, one row each, for tag filters. */

@@ -5,6 +5,7 @@ import { DataSource, EntityManager } from 'typeorm';
 import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
 import { searchTerms, type PassageSearch } from '../core/memory/passage-input';
 import { sqlTable } from '../database/sql-names';
+import type { EmbeddingConfig } from '../models/embeddings/embedding-catalog';
 import { Transactor } from '../database/transactor';
 import {
   ArchiveAgentEntity,
@@ -55,7 +56,23 @@ class Sql {
 }
 
 const COLUMNS =
-  'p.id, p.tenant_id, p.archive_id, p.text, p.tags, p.metadata, p.created_at, p.updated_at';
+  'p.id, p.tenant_id, p.archive_id, p.text, p.tags, p.metadata, p.created_at, p.updated_at, e.vector, a.embedding_config';
+
+/** A vector as stored: float32, little-endian (the byte order of every platform Node runs on). */
+export const vectorToBytes = (v: readonly number[]): Buffer =>
+  Buffer.from(Float32Array.from(v).buffer);
+
+export function bytesToVector(b: Uint8Array): Float32Array {
+  // a Float32Array view needs a 4-byte aligned offset; pooled Buffers may not have one
+  const aligned = b.byteOffset % 4 === 0 ? b : Uint8Array.from(b);
+  return new Float32Array(aligned.buffer, aligned.byteOffset, aligned.byteLength / 4);
+}
+
+/** A passage with its vector, a candidate of a vector search. */
+export interface VectorCandidate {
+  passage: PassageEntity;
+  vector: Float32Array;
+}
 
 /**
  * Archives, their agents, passages and their tags; every read is scoped to one tenant. Full-text search
@@ -194,11 +211,24 @@ export class ArchivalRepository {
 
   // ------------------------------------------------------------ passages
 
-  /** Stores passages with their tag rows, in one transaction. */
-  insertPassages(rows: PassageEntity[]): Promise<void> {
+  /**
+   * Stores passages with their tag rows and, when embedded, their vectors (`vectors[i]` of `rows[i]`,
+   * made by `handle`), in one transaction: all of it or nothing.
+   */
+  insertPassages(
+    rows: PassageEntity[],
+    embedded: { handle: string; vectors: number[][] } | null = null,
+  ): Promise<void> {
     return this.tx.run(async (em) => {
-      for (const p of rows) {
+      for (const [i, p] of rows.entries()) {
         await em.insert(PassageEntity, p as QueryDeepPartialEntity<PassageEntity>);
+        if (embedded) {
+          const sql = new Sql(this.pg);
+          sql.add(
+            `INSERT INTO ${this.table('passage_embeddings')} (passage_id, tenant_id, archive_id, handle, vector) VALUES (${sql.list([p.id, p.tenant_id, p.archive_id, embedded.handle, vectorToBytes(embedded.vectors[i])])})`,
+          );
+          await em.query(sql.text, sql.params);
+        }
         if (p.tags.length)
           await em.insert(
             PassageTagEntity,
@@ -223,6 +253,7 @@ export class ArchivalRepository {
       const r = await em.delete(PassageEntity, { tenant_id: tenantId, archive_id: archiveId, id });
       if (!r.affected) return false;
       await em.delete(PassageTagEntity, { passage_id: id });
+      await this.deleteVectors(em, 'passage_id', id);
       return true;
     });
   }
@@ -235,7 +266,9 @@ export class ArchivalRepository {
   ): Promise<PassageEntity[]> {
     const terms = q.search === null ? null : searchTerms(q.search);
     if (terms !== null && terms.length === 0) return [];
-    const sql = new Sql(this.pg).add(`SELECT ${COLUMNS} FROM ${this.table('passages')} p WHERE `);
+    const sql = new Sql(this.pg).add(
+      `SELECT ${COLUMNS} FROM ${this.table('passages')} p ${this.joins()} WHERE `,
+    );
     sql.add(`p.tenant_id = ${sql.p(tenantId)} AND p.archive_id = ${sql.p(archiveId)}`);
     if (terms) sql.add(` AND ${this.matches(sql, terms)}`);
     const beyond = (c: PassageEntity, forward: boolean) => {
@@ -269,19 +302,71 @@ export class ArchivalRepository {
     if (s.query !== null && terms.length === 0) return [];
     const sql = new Sql(this.pg);
     const ranked = terms.length > 0;
-    if (!ranked) sql.add(`SELECT ${COLUMNS}, 0 AS score FROM ${this.table('passages')} p WHERE `);
+    const passages = `${this.table('passages')} p ${this.joins()}`;
+    if (!ranked) sql.add(`SELECT ${COLUMNS}, 0 AS score FROM ${passages} WHERE `);
     else if (this.pg) {
       const tsq = `to_tsquery('english', ${sql.p(terms.join(' | '))})`;
-      sql.add(
-        `SELECT ${COLUMNS}, ts_rank(p.search, ${tsq}) AS score FROM ${this.table('passages')} p`,
-      );
+      sql.add(`SELECT ${COLUMNS}, ts_rank(p.search, ${tsq}) AS score FROM ${passages}`);
       sql.add(` WHERE p.search @@ ${tsq} AND `);
     } else {
       sql.add(
-        `SELECT ${COLUMNS}, -bm25(passages_fts) AS score FROM passages_fts JOIN passages p ON p.seq = passages_fts.rowid`,
+        `SELECT ${COLUMNS}, -bm25(passages_fts) AS score FROM passages_fts JOIN passages p ON p.seq = passages_fts.rowid ${this.joins()}`,
       );
       sql.add(` WHERE passages_fts MATCH ${sql.p(ftsQuery(terms))} AND `);
     }
+    this.filters(sql, tenantId, archiveIds, s);
+    sql.add(
+      ` ORDER BY ${ranked ? 'score DESC, ' : ''}p.created_at DESC, p.id DESC LIMIT ${sql.p(s.limit)}`,
+    );
+    const rows = await this.ds.query<Record<string, unknown>[]>(sql.text, sql.params);
+    return rows.map((r) => ({ passage: toPassage(r), score: Number(r.score) }));
+  }
+
+  /**
+   * The newest `max` passages embedded by `handle` that pass the search's filters (archives, tags,
+   * dates), with their vectors: what a vector search compares the query with.
+   */
+  async vectorCandidates(
+    tenantId: string,
+    archiveIds: string[] | null,
+    s: PassageSearch,
+    handle: string,
+    max: number,
+  ): Promise<VectorCandidate[]> {
+    if (archiveIds !== null && archiveIds.length === 0) return [];
+    const sql = new Sql(this.pg);
+    sql.add(
+      `SELECT ${COLUMNS} FROM ${this.table('passages')} p ${this.joins()} WHERE e.handle = ${sql.p(handle)} AND `,
+    );
+    this.filters(sql, tenantId, archiveIds, s);
+    sql.add(` ORDER BY p.created_at DESC, p.id DESC LIMIT ${sql.p(max)}`);
+    const rows = await this.ds.query<Record<string, unknown>[]>(sql.text, sql.params);
+    return rows.map((r) => ({
+      passage: toPassage(r),
+      vector: bytesToVector(r.vector as Uint8Array),
+    }));
+  }
+
+  /** The embedding models of the tenant's archives (of `archiveIds` when given), distinct. */
+  async embeddingHandles(tenantId: string, archiveIds: string[] | null): Promise<string[]> {
+    const qb = this.ds
+      .getRepository(ArchiveEntity)
+      .createQueryBuilder('a')
+      .select('a.embedding_config', 'embedding_config')
+      .distinct(true)
+      .where('a.tenant_id = :tenantId', { tenantId })
+      .andWhere('a.embedding_config IS NOT NULL');
+    if (archiveIds !== null) {
+      if (archiveIds.length === 0) return [];
+      qb.andWhere('a.id IN (:...archiveIds)', { archiveIds });
+    }
+    const rows = await qb.getRawMany<{ embedding_config: string }>();
+    const handles = rows.map((r) => (JSON.parse(r.embedding_config) as { handle: string }).handle);
+    return [...new Set(handles)].sort();
+  }
+
+  /** The conditions every search shares: tenant, archives, tags, dates. */
+  private filters(sql: Sql, tenantId: string, archiveIds: string[] | null, s: PassageSearch) {
     sql.add(`p.tenant_id = ${sql.p(tenantId)}`);
     if (archiveIds !== null) sql.add(` AND p.archive_id IN (${sql.list(archiveIds)})`);
     if (s.tags.length) {
@@ -296,11 +381,11 @@ export class ArchivalRepository {
     }
     if (s.start !== null) sql.add(` AND p.created_at >= ${sql.p(s.start)}`);
     if (s.end !== null) sql.add(` AND p.created_at <= ${sql.p(s.end)}`);
-    sql.add(
-      ` ORDER BY ${ranked ? 'score DESC, ' : ''}p.created_at DESC, p.id DESC LIMIT ${sql.p(s.limit)}`,
-    );
-    const rows = await this.ds.query<Record<string, unknown>[]>(sql.text, sql.params);
-    return rows.map((r) => ({ passage: toPassage(r), score: Number(r.score) }));
+  }
+
+  /** A passage's vector and its archive's embedding model, read beside it. */
+  private joins(): string {
+    return `LEFT JOIN ${this.table('passage_embeddings')} e ON e.passage_id = p.id LEFT JOIN ${this.table('archives')} a ON a.id = p.archive_id`;
   }
 
   private matches(sql: Sql, terms: string[]): string {
@@ -312,7 +397,18 @@ export class ArchivalRepository {
     return sqlTable(this.schema, name);
   }
 
+  private async deleteVectors(
+    em: EntityManager,
+    key: 'passage_id' | 'archive_id',
+    id: string,
+  ): Promise<void> {
+    const sql = new Sql(this.pg);
+    sql.add(`DELETE FROM ${this.table('passage_embeddings')} WHERE ${key} = ${sql.p(id)}`);
+    await em.query(sql.text, sql.params);
+  }
+
   private async dropArchiveContents(em: EntityManager, archiveId: string): Promise<void> {
+    await this.deleteVectors(em, 'archive_id', archiveId);
     await em.delete(PassageTagEntity, { archive_id: archiveId });
     await em.delete(PassageEntity, { archive_id: archiveId });
     await em.delete(ArchiveAgentEntity, { archive_id: archiveId });
@@ -333,5 +429,7 @@ function toPassage(r: Record<string, unknown>): PassageEntity {
     metadata: json(r.metadata) as Record<string, unknown> | null,
     created_at: Number(r.created_at),
     updated_at: Number(r.updated_at),
+    embedding: r.vector == null ? null : Array.from(bytesToVector(r.vector as Uint8Array)),
+    embedding_config: json(r.embedding_config) as EmbeddingConfig | null,
   });
 }

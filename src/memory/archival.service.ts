@@ -23,6 +23,9 @@ import {
 import type { Clock, IdGenerator } from '../core/ports';
 import { isUniqueViolation } from '../database/unique-violation';
 import { ArchiveEntity, PassageEntity } from './archival.entities';
+import { cosine, reciprocalRankFusion, topByScore } from '../core/memory/vectors';
+import type { EmbeddingConfig } from '../models/embeddings/embedding-catalog';
+import { EmbeddingsService } from '../models/embeddings/embeddings.service';
 import { ArchivalRepository, ScoredPassage } from './archival.repository';
 
 const NAME_MAX = 200;
@@ -34,14 +37,16 @@ const one = (v: unknown): unknown => (Array.isArray(v) ? v[v.length - 1] : v);
 
 /**
  * Letta's archival memory: archives of passages, one archive per agent (made for it at its first
- * insert, or attached), searched by full text (no embedding provider is configurable, so vector search
- * is full-text search too). Every read is the tenant's own.
+ * insert, or attached). An archive may have an embedding model (fixed at creation): its passages are
+ * embedded on insert (before anything is written) and searched by vector, full text, or both fused
+ * (docs/memory.md). Every read is the tenant's own.
  */
 @Injectable()
 export class ArchivalService {
   constructor(
     private readonly repo: ArchivalRepository,
     private readonly agents: AgentsService,
+    private readonly embeddings: EmbeddingsService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(ID_GENERATOR) private readonly ids: IdGenerator,
@@ -56,14 +61,36 @@ export class ArchivalService {
     return [await this.insertForAgent(tenantId, agentId, input)];
   }
 
-  /** The tool's insert: arguments already validated by their schema, bounds checked here. */
+  /**
+   * The tool's insert (arguments already validated by their schema, bounds checked here) and the agent
+   * route's. The text is embedded first, so a failing provider leaves nothing written, not even the
+   * archive the first insert makes.
+   */
   async insertForAgent(
     tenantId: string,
     agentId: string,
     input: PassageInput,
   ): Promise<PassageEntity> {
-    const archive = await this.agentArchive(tenantId, agentId, true);
-    const [row] = await this.store(tenantId, archive!.id, [input]);
+    const agent = await this.agents.getForTenant(tenantId, agentId);
+    const existing = await this.repo.archiveOf(tenantId, agentId);
+    const embeddingConfig = existing
+      ? existing.embedding_config
+      : (agent.embedding_config ?? this.defaultEmbedding());
+    const vectors = await this.embed(embeddingConfig, [input]);
+    const archive =
+      existing ??
+      (await this.repo.archiveFor(tenantId, agentId, () =>
+        this.newArchive(tenantId, {
+          name: `${agent.name}'s Archive`.slice(0, NAME_MAX),
+          description: 'Default archive created automatically',
+          embedding_config: embeddingConfig,
+        }),
+      ));
+    // a concurrent first insert made the archive with another model: embed again with its own
+    const [row] =
+      archive.embedding_config?.handle === embeddingConfig?.handle
+        ? await this.store(tenantId, archive, [input], vectors)
+        : await this.store(tenantId, archive, [input]);
     return row;
   }
 
@@ -77,7 +104,7 @@ export class ArchivalService {
     if (ascending !== undefined && ascending !== 'true' && ascending !== 'false')
       problems.push({ path: 'ascending', message: 'must be true or false' });
     if (problems.length) throw validationFailed(problems, 'query is invalid');
-    const archive = await this.agentArchive(tenantId, agentId, false);
+    const archive = await this.agentArchive(tenantId, agentId);
     if (!archive) return [];
     const cursor = async (key: 'after' | 'before') => {
       const id = one(raw[key]);
@@ -97,7 +124,7 @@ export class ArchivalService {
 
   async remove(tenantId: string, agentId: string, passageId: string): Promise<void> {
     assertPrefixedId('passage', 'passage', passageId);
-    const archive = await this.agentArchive(tenantId, agentId, false);
+    const archive = await this.agentArchive(tenantId, agentId);
     if (!archive || !(await this.repo.removePassage(tenantId, archive.id, passageId)))
       throw notFound('passage', passageId);
   }
@@ -107,7 +134,7 @@ export class ArchivalService {
     const search = this.parseSearch(raw, 10);
     await this.agents.getForTenant(tenantId, agentId);
     const archive = await this.repo.archiveOf(tenantId, agentId);
-    return archive ? this.repo.search(tenantId, [archive.id], search) : [];
+    return archive ? this.rank(tenantId, [archive.id], search) : [];
   }
 
   /** `POST /v1/passages/search`: the agent's archive, one archive, or all the tenant's passages. */
@@ -126,22 +153,71 @@ export class ArchivalService {
         throw validationFailed([{ path: 'archive_id', message: 'must be an archive id' }]);
       archiveIds = [(await this.getArchive(tenantId, b.archive_id)).id];
     }
-    return this.repo.search(tenantId, archiveIds, search);
+    return this.rank(tenantId, archiveIds, search);
+  }
+
+  /**
+   * Full text, vector, or both fused (reciprocal rank fusion). No mode asked: vector when the searched
+   * archives have an embedding model, else full text. Vector search compares the query with the newest
+   * `models.embeddings.max_scan_passages` passages per embedding model that pass the filters; archives
+   * of several models are ranked per model and fused.
+   */
+  private async rank(
+    tenantId: string,
+    archiveIds: string[] | null,
+    s: PassageSearch,
+  ): Promise<ScoredPassage[]> {
+    const handles =
+      s.mode === 'fts' || s.query === null
+        ? []
+        : await this.repo.embeddingHandles(tenantId, archiveIds);
+    if (s.mode !== null && s.mode !== 'fts' && s.query !== null && handles.length === 0)
+      throw badRequest(
+        'VECTOR_SEARCH_UNAVAILABLE',
+        this.embeddings.enabled
+          ? `search_mode ${s.mode} needs an archive with an embedding model; the searched archives have none (search_mode fts searches them)`
+          : `search_mode ${s.mode} needs an embedding model, and none is configured (models.embeddings); search_mode fts searches by full text`,
+      );
+    if (handles.length === 0) return this.repo.search(tenantId, archiveIds, s);
+    const perModel: ScoredPassage[][] = [];
+    for (const handle of handles) {
+      const [query] = await this.embeddings.embed(handle, [s.query!]);
+      const candidates = await this.repo.vectorCandidates(
+        tenantId,
+        archiveIds,
+        s,
+        handle,
+        this.config.models.embeddings.max_scan_passages,
+      );
+      const scored = candidates.map((c) => ({
+        passage: c.passage,
+        score: cosine(query, c.vector),
+      }));
+      perModel.push(topByScore(scored, (x) => x.score, s.limit));
+    }
+    const lists =
+      s.mode === 'hybrid'
+        ? [await this.repo.search(tenantId, archiveIds, s), ...perModel]
+        : perModel;
+    if (lists.length === 1) return lists[0];
+    const byId = new Map(lists.flat().map((x) => [x.passage.id, x.passage]));
+    return reciprocalRankFusion(lists.map((l) => l.map((x) => x.passage.id)))
+      .slice(0, s.limit)
+      .map((f) => ({ passage: byId.get(f.id)!, score: f.score }));
   }
 
   // ------------------------------------------------------------ archives
 
+  /** Letta's `embedding` / `embedding_config` pick its embedding model (else the operator's default). */
   async createArchive(tenantId: string, body: unknown): Promise<ArchiveEntity> {
     const fields = this.archiveFields(body, true);
-    const now = this.clock.now();
-    const row = Object.assign(new ArchiveEntity(), {
-      id: this.ids.prefixed('archive'),
-      tenant_id: tenantId,
+    const chosen = this.embeddings.choose(body as Obj);
+    if ('error' in chosen)
+      throw validationFailed([{ path: chosen.path, message: chosen.error }], 'archive is invalid');
+    const row = this.newArchive(tenantId, {
       name: fields.name!,
       description: fields.description ?? null,
-      metadata: null,
-      created_at: now,
-      updated_at: now,
+      embedding_config: chosen.ok,
     });
     await this.repo.insertArchive(row);
     return row;
@@ -206,7 +282,7 @@ export class ArchivalService {
           parsePassageInput(body, this.config.limits),
         );
     if (problems.length) throw validationFailed(problems, 'passage is invalid');
-    return this.store(tenantId, archive.id, inputs);
+    return this.store(tenantId, archive, inputs);
   }
 
   async removeArchivePassage(
@@ -260,46 +336,72 @@ export class ArchivalService {
     return search;
   }
 
-  private async agentArchive(
+  private async agentArchive(tenantId: string, agentId: string): Promise<ArchiveEntity | null> {
+    await this.agents.getForTenant(tenantId, agentId);
+    return this.repo.archiveOf(tenantId, agentId);
+  }
+
+  private newArchive(
     tenantId: string,
-    agentId: string,
-    create: boolean,
-  ): Promise<ArchiveEntity | null> {
-    const agent = await this.agents.getForTenant(tenantId, agentId);
-    if (!create) return this.repo.archiveOf(tenantId, agentId);
-    return this.repo.archiveFor(tenantId, agentId, () => {
-      const now = this.clock.now();
-      return Object.assign(new ArchiveEntity(), {
-        id: this.ids.prefixed('archive'),
-        tenant_id: tenantId,
-        name: `${agent.name}'s Archive`.slice(0, NAME_MAX),
-        description: 'Default archive created automatically',
-        metadata: null,
-        created_at: now,
-        updated_at: now,
-      });
+    f: Pick<ArchiveEntity, 'name' | 'description' | 'embedding_config'>,
+  ): ArchiveEntity {
+    const now = this.clock.now();
+    return Object.assign(new ArchiveEntity(), {
+      id: this.ids.prefixed('archive'),
+      tenant_id: tenantId,
+      metadata: null,
+      created_at: now,
+      updated_at: now,
+      ...f,
     });
   }
 
+  private defaultEmbedding(): EmbeddingConfig | null {
+    const chosen = this.embeddings.choose({});
+    return 'ok' in chosen ? chosen.ok : null;
+  }
+
+  /** The inputs' vectors by the archive's model (none: null); called before anything is written. */
+  private async embed(
+    config: EmbeddingConfig | null,
+    inputs: PassageInput[],
+  ): Promise<number[][] | null> {
+    return config
+      ? this.embeddings.embed(
+          config.handle,
+          inputs.map((i) => i.text),
+        )
+      : null;
+  }
+
+  /** Embeds (unless `vectors` are given), then writes the passages with their vectors at once. */
   private async store(
     tenantId: string,
-    archiveId: string,
+    archive: ArchiveEntity,
     inputs: PassageInput[],
+    vectors?: number[][] | null,
   ): Promise<PassageEntity[]> {
+    const config = archive.embedding_config;
+    const embedded = vectors ?? (await this.embed(config, inputs));
     const now = this.clock.now();
-    const rows = inputs.map((i) =>
+    const rows = inputs.map((i, n) =>
       Object.assign(new PassageEntity(), {
         id: this.ids.prefixed('passage'),
         tenant_id: tenantId,
-        archive_id: archiveId,
+        archive_id: archive.id,
         text: i.text,
         tags: i.tags,
         metadata: i.metadata,
         created_at: i.createdAt ?? now,
         updated_at: now,
+        embedding: embedded?.[n] ?? null,
+        embedding_config: config,
       }),
     );
-    await this.repo.insertPassages(rows);
+    await this.repo.insertPassages(
+      rows,
+      config && embedded ? { handle: config.handle, vectors: embedded } : null,
+    );
     return rows;
   }
 

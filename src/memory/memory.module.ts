@@ -3,6 +3,7 @@ import { AgentsModule } from '../agents/agents.module';
 import { AgentsService } from '../agents/agents.service';
 import type { AppConfig } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
+import { ModelsModule } from '../models/models.module';
 import { BuiltinToolHandlers } from '../tools/builtin-tool-handlers';
 import { ArchivalMemoryController } from './archival-memory.controller';
 import { registerArchivalTools } from './archival-tool.handlers';
@@ -10,9 +11,9 @@ import { ArchivalRepository } from './archival.repository';
 import { ArchivalService } from './archival.service';
 import { ArchivesController, PassagesController } from './archives.controller';
 
-/** Archival memory: archives, passages, full-text search and the archival_memory_* built-ins. */
+/** Archival memory: archives, passages, full-text and vector search, the archival_memory_* built-ins. */
 @Module({
-  imports: [AgentsModule],
+  imports: [AgentsModule, ModelsModule],
   controllers: [ArchivalMemoryController, ArchivesController, PassagesController],
   providers: [ArchivalRepository, ArchivalService],
 })

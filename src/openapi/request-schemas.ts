@@ -1,3 +1,4 @@
+import { SEARCH_MODES } from '../core/memory/passage-input';
 import { CLIENT_TOOL_NAME } from '../core/agents/validate-agent';
 import { IDENTITY_TYPES, PROPERTY_TYPES } from '../core/identities/validate-identity';
 import { BUDGET_FIELD_NAMES, BUDGET_LIMITS } from '../core/loop/budgets';
@@ -76,12 +77,26 @@ const LLM_CONFIG = obj({
 });
 
 /** Letta's CreateAgent / UpdateAgent as far as this server reads it (all optional: defaults fill in). */
+/** Letta's embedding choice on an agent or archive create: a handle, or a config naming a model. */
+const EMBEDDING: Record<string, Schema> = {
+  embedding: nullable('string'),
+  embedding_config: orNull({
+    type: 'object',
+    properties: {
+      handle: nullable('string'),
+      embedding_model: str,
+      embedding_dim: int(1),
+    },
+  }),
+};
+
 const AGENT = obj({
   name: orNull(text),
   system: nullable('string'),
   description: nullable('string'),
   model: nullable('string'),
   llm_config: orNull(LLM_CONFIG),
+  ...EMBEDDING,
   context_window_limit: orNull(int(1)),
   model_settings: orNull(
     obj({
@@ -379,7 +394,9 @@ export const REQUEST_BODIES: Record<string, Schema> = {
   BlocksController_create: BLOCK_CREATE,
   BlocksController_update: BLOCK_UPDATE,
   ArchivalMemoryController_insert: PASSAGE,
-  ArchivesController_create: obj({ name: text, description: nullable('string') }, ['name']),
+  ArchivesController_create: obj({ name: text, description: nullable('string'), ...EMBEDDING }, [
+    'name',
+  ]),
   ArchivesController_update: obj({ name: text, description: nullable('string') }),
   ArchivesController_addPassage: PASSAGE,
   ArchivesController_addPassages: obj({ passages: { type: 'array', items: PASSAGE } }, [
@@ -394,6 +411,7 @@ export const REQUEST_BODIES: Record<string, Schema> = {
     limit: orNull(int(1)),
     start_date: nullable('string'),
     end_date: nullable('string'),
+    search_mode: orNull({ enum: [...SEARCH_MODES] }),
   }),
   MessagesController_send: SEND_MESSAGE,
   MessagesController_streamRoute: SEND_MESSAGE,

@@ -146,6 +146,8 @@ export const SCHEMAS: Record<string, Schema> = {
     tool_rules: { type: 'array', items: { type: 'object', required: ['type'] } },
     memory: obj(['blocks'], { blocks: listOf('Block') }),
     llm_config: { type: 'object' },
+    embedding: { ...strOrNull, description: 'the embedding model handle (null: none)' },
+    embedding_config: { oneOf: [ref('EmbeddingConfig'), { type: 'null' }] },
     model: strOrNull,
     tags: { type: 'array', items: str },
     metadata: { type: ['object', 'null'] },

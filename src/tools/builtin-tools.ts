@@ -88,7 +88,7 @@ export const BUILTIN_TOOLS: readonly ToolDefinition[] = [
   {
     name: 'archival_memory_search',
     description:
-      'Search archival memory (full text, ranked by relevance) for information stored earlier.',
+      'Search archival memory (by meaning when it has an embedding model, else by words; best first) for information stored earlier.',
     parameters: {
       type: 'object',
       properties: {

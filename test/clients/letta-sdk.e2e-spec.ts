@@ -15,7 +15,19 @@ describe('clients: the Letta SDK walk', () => {
   let client: Letta;
 
   beforeAll(async () => {
-    env = await startLoopEnv([]);
+    // the offline embedding model, so the walk covers Letta's embedding fields (no default: other steps
+    // search by full text)
+    env = await startLoopEnv([], {
+      overrides: {
+        models: {
+          embeddings: {
+            providers: [
+              { name: 'local', type: 'hashed', models: [{ name: 'bow', dimensions: 256 }] },
+            ],
+          },
+        },
+      },
+    });
     ({ t, fake } = env);
     client = new Letta({ baseURL: t.baseUrl, apiKey: 'none', maxRetries: 0 });
   });
@@ -39,7 +51,42 @@ describe('clients: the Letta SDK walk', () => {
       context_window: expect.any(Number),
       max_context_window: expect.any(Number),
     });
-    expect(await client.models.embeddings.list()).toEqual([]);
+    const embeddings: Letta.Models.EmbeddingModel[] = await client.models.embeddings.list();
+    expect(embeddings).toEqual([
+      expect.objectContaining({
+        handle: 'local/bow',
+        name: 'bow',
+        display_name: 'bow',
+        provider_name: 'local',
+        provider_type: 'letta',
+        embedding_model: 'bow',
+        embedding_dim: 256,
+      }),
+    ]);
+  });
+
+  it('archival memory by vector: an agent and an archive with an embedding model', async () => {
+    const agent = await client.agents.create({
+      name: 'with-embedding',
+      model: 'scripted/default',
+      embedding: 'local/bow',
+    });
+    expect(agent.embedding_config).toMatchObject({ handle: 'local/bow', embedding_dim: 256 });
+    const [p] = await client.agents.passages.create(agent.id, { text: 'green tea in the morning' });
+    expect(p.embedding).toHaveLength(256);
+    expect(p.embedding_config).toMatchObject({ handle: 'local/bow' });
+    await client.agents.passages.create(agent.id, { text: 'black coffee at night' });
+    const found = await client.agents.passages.search(agent.id, { query: 'tea', top_k: 1 });
+    expect(found.results.map((r) => r.content)).toEqual(['green tea in the morning']);
+
+    const archive = await client.archives.create({ name: 'vectors', embedding: 'local/bow' });
+    expect(archive.embedding_config).toMatchObject({ handle: 'local/bow' });
+    await client.archives.passages.createMany(archive.id, {
+      passages: [{ text: 'red kites circle' }, { text: 'blue whales sing' }],
+    });
+    const ranked = await client.passages.search({ query: 'whales', archive_id: archive.id });
+    expect(ranked[0]).toMatchObject({ passage: { text: 'blue whales sing' } });
+    expect(ranked[0].score).toBeGreaterThan(ranked[1].score);
   });
 
   it('agents: a model handle with model_settings and context_window_limit honoured', async () => {

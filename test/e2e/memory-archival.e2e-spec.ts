@@ -36,11 +36,12 @@ describe('archival memory (archival-memory, /v1/archives, /v1/passages/search)',
   });
   beforeEach(() => fake.reset());
 
-  const newAgent = async (name: string, client = a, tools: string[] = []) =>
+  const newAgent = async (name: string, client = a, tools: string[] = [], extra = {}) =>
     (
       await client.agents.create({
         name,
         tools,
+        ...extra,
         llm_config: {
           model: 'fake',
           model_endpoint_type: 'openai',
@@ -148,6 +149,7 @@ describe('archival memory (archival-memory, /v1/archives, /v1/passages/search)',
       'query=x&top_k=21',
       'query=x&tags=a&tags=b&tags=c&tags=d',
       'query=x&tag_match_mode=some',
+      'query=x&search_mode=semantic',
     ]) {
       const res = await api(
         t,
@@ -162,6 +164,34 @@ describe('archival memory (archival-memory, /v1/archives, /v1/passages/search)',
     expect(list).toMatchObject({ status: 400, body: { code: 'VALIDATION_FAILED' } });
     const search = await api(t, 'POST', '/v1/passages/search', { query: 'x', limit: 21 }, A);
     expect(search).toMatchObject({ status: 400, body: { code: 'VALIDATION_FAILED' } });
+  });
+
+  it('no embedding model configured: vector and hybrid modes say so (400), embeddings a client names are ignored', async () => {
+    const agent = await newAgent('no-vectors', a, [], {
+      embedding: 'openai/text-embedding-3-small',
+    });
+    expect(await a.agents.retrieve(agent)).toMatchObject({ embedding_config: null });
+    await a.agents.passages.create(agent, { text: 'the cat sat' });
+    for (const mode of ['vector', 'hybrid']) {
+      const res = await api(
+        t,
+        'POST',
+        '/v1/passages/search',
+        { query: 'cat', search_mode: mode },
+        A,
+      );
+      expect(res).toMatchObject({ status: 400, body: { code: 'VECTOR_SEARCH_UNAVAILABLE' } });
+      expect(res.body.message).toContain('models.embeddings');
+    }
+    const fts = await api(
+      t,
+      'GET',
+      `/v1/agents/${agent}/archival-memory/search?query=cat&search_mode=fts`,
+      undefined,
+      A,
+    );
+    expect(fts.body.results).toHaveLength(1);
+    expect(fake.embeddingRequests).toEqual([]);
   });
 
   it('archives: create, list, retrieve, update, passages, attach to two agents (shared), one per agent, delete', async () => {

@@ -39,6 +39,12 @@ export interface StartOptions {
   checkRequestBodies?: boolean;
 }
 
+/** `models` overrides with the `openai` provider's base URL set (other model settings kept). */
+function withModelBaseUrl(models: unknown, baseUrl: string): Record<string, unknown> {
+  const m = (models ?? {}) as Record<string, Record<string, unknown> | undefined>;
+  return { ...m, openai: { ...m.openai, base_url: baseUrl } };
+}
+
 /** One PostgreSQL schema per test folder, so a restart (same folder) sees the same tables. */
 async function pgSchemaFor(dir: string): Promise<string> {
   const schema =
@@ -81,8 +87,10 @@ export async function startApp(opts: StartOptions = {}): Promise<TestApp> {
     database: { schema },
     // suites drive the API faster than any sane per-key rate; the rate-limit suite sets its own
     rate_limit: { requests_per_second: 0, burst: 1 },
-    ...(opts.modelBaseUrl ? { models: { openai: { base_url: opts.modelBaseUrl } } } : {}),
     ...opts.overrides,
+    ...(opts.modelBaseUrl
+      ? { models: withModelBaseUrl(opts.overrides?.models, opts.modelBaseUrl) }
+      : {}),
   });
   const app = await createApp(config);
   const contract = watchResponses(app, { requests: opts.checkRequestBodies ?? true });

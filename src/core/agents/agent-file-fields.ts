@@ -25,6 +25,7 @@ export const AGENT_FILE_FIELDS = [
   'context_window_limit',
   'model_settings',
   'model_script',
+  'embedding',
 ] as const;
 
 /** One problem per field of `doc` that an agent file may not have, with a suggestion. */

@@ -1,3 +1,4 @@
+import type { EmbeddingConfig } from '../../models/embeddings/embedding-catalog';
 import type { LlmConfig, ScriptedTurn } from '../../models/model-provider';
 import type { BudgetFields } from '../loop/budgets';
 import type { StoredToolRule } from '../rules/validate-tool-rules';
@@ -60,6 +61,8 @@ export interface AgentRecord {
    * name: rules and consent apply to them by name as to the agent's own tools.
    */
   client_tools: string[];
+  /** The embedding model given to the archive made for it; null: none (full-text search only). */
+  embedding_config: EmbeddingConfig | null;
   last_stop_reason: string | null;
   source: AgentSource;
   created_at: number;

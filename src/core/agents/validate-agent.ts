@@ -1,3 +1,4 @@
+import type { EmbeddingCatalog } from '../../models/embeddings/embedding-catalog';
 import type { LlmConfig, ScriptedTurn } from '../../models/model-provider';
 import type { ProviderCatalog } from '../../models/providers/provider-catalog';
 import { NO_BUDGETS, parseBudgets } from '../loop/budgets';
@@ -29,6 +30,8 @@ export interface AgentValidationContext {
   availableTools: ReadonlySet<string>;
   /** The operator's model providers: handles and endpoints resolve against them only. */
   models: Pick<ProviderCatalog, 'fromHandle' | 'resolve'>;
+  /** The operator's embedding models: Letta's `embedding` / `embedding_config` resolve against them. */
+  embeddings: Pick<EmbeddingCatalog, 'choose'>;
   newBlockId: () => string;
   /** Used when create gives no name. */
   newName: () => string;
@@ -155,6 +158,14 @@ export function validateAgentInput(
 
   const llm_config = resolveLlmConfig(input, ctx, current?.llm_config, bad);
 
+  // create: the one asked for or the operator's default; update: changed only when one is given
+  let embedding_config = current?.embedding_config ?? null;
+  if (!current || given(input, 'embedding') || given(input, 'embedding_config')) {
+    const chosen = ctx.embeddings.choose(input);
+    if ('error' in chosen) bad(chosen.path, chosen.error);
+    else if (chosen.ok || !current) embedding_config = chosen.ok;
+  }
+
   const tags = given(input, 'tags')
     ? (strList('tags', 'max_tags_per_agent') ?? [])
     : (current?.tags ?? []);
@@ -209,6 +220,7 @@ export function validateAgentInput(
       max_steps,
       budgets,
       client_tools,
+      embedding_config,
     },
     problems,
   };

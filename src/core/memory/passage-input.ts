@@ -35,7 +35,15 @@ export interface PassageSearch {
   /** Epoch ms bounds on created_at (inclusive). */
   start: number | null;
   end: number | null;
+  /**
+   * `search_mode` (ours on passages; Letta's messages search has it): null picks vector when the searched
+   * archives have an embedding model, else full text.
+   */
+  mode: SearchMode | null;
 }
+
+export const SEARCH_MODES = ['fts', 'vector', 'hybrid'] as const;
+export type SearchMode = (typeof SEARCH_MODES)[number];
 
 function tagList(
   v: unknown,
@@ -158,6 +166,9 @@ export function parsePassageSearch(
   const endKey = q.end_datetime !== undefined ? 'end_datetime' : 'end_date';
   const start = readInstant(one(q[startKey]), startKey, problems);
   const end = readInstant(one(q[endKey]), endKey, problems);
+  const searchMode = one(q.search_mode) ?? null;
+  if (searchMode !== null && !SEARCH_MODES.includes(searchMode as SearchMode))
+    problems.push({ path: 'search_mode', message: `must be one of ${SEARCH_MODES.join(', ')}` });
   if (problems.length) return { search: null, problems };
   return {
     search: {
@@ -167,6 +178,7 @@ export function parsePassageSearch(
       limit,
       start,
       end,
+      mode: searchMode as SearchMode | null,
     },
     problems,
   };

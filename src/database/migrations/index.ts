@@ -17,6 +17,7 @@ import { MessageContexts1764920000000 } from './1764920000000-MessageContexts';
 import { TenantSecrets1764200000000 } from './1764200000000-TenantSecrets';
 import { sealWebhookSecrets } from './1764930000000-SealWebhookSecrets';
 import { ParkedRunIndex1764950000000 } from './1764950000000-ParkedRunIndex';
+import { Embeddings1765010000000 } from './1765010000000-Embeddings';
 import { ConversationForks1765020000000 } from './1765020000000-ConversationForks';
 import { StepFeedback1765020001000 } from './1765020001000-StepFeedback';
 /**
@@ -43,6 +44,7 @@ export const migrations = (secretsKey: Buffer | null): Function[] => [
   MessageContexts1764920000000,
   sealWebhookSecrets(secretsKey),
   ParkedRunIndex1764950000000,
+  Embeddings1765010000000,
   ConversationForks1765020000000,
   StepFeedback1765020001000,
 ];

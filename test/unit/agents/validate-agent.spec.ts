@@ -1,11 +1,13 @@
 import { parseListAgentsQuery } from '../../../src/core/agents/list-agents-query';
 import { LIMITS } from '../../support/input-limits';
 import {
+  AgentDraft,
   AgentValidationContext,
   validateAgentInput,
 } from '../../../src/core/agents/validate-agent';
 import { loadConfig } from '../../../src/config/app-config';
 import { ProviderCatalog } from '../../../src/models/providers/provider-catalog';
+import { EmbeddingCatalog } from '../../../src/models/embeddings/embedding-catalog';
 
 let n = 0;
 const ctx: AgentValidationContext = {
@@ -19,10 +21,77 @@ const ctx: AgentValidationContext = {
   models: new ProviderCatalog(
     loadConfig({}, { models: { openai: { base_url: 'http://openai.test/v1' } } }).models,
   ),
+  embeddings: new EmbeddingCatalog({ providers: [], default_model: null, max_scan_passages: 1 }),
   newBlockId: () => `block-${++n}`,
   newName: () => 'generated',
   limits: LIMITS,
 };
+
+describe('validateAgentInput: embedding', () => {
+  const withEmbeddings: AgentValidationContext = {
+    ...ctx,
+    embeddings: new EmbeddingCatalog({
+      providers: [
+        {
+          name: 'local',
+          type: 'hashed',
+          base_url: null,
+          api_key: null,
+          models: [
+            { name: 'a', dimensions: 8 },
+            { name: 'b', dimensions: 16 },
+          ],
+          batch_size: 64,
+          timeout_seconds: 30,
+          max_retries: 0,
+          max_input_chars: 100,
+          chunk_size: 300,
+        },
+      ],
+      default_model: 'local/a',
+      max_scan_passages: 10,
+    }),
+  };
+  const handleOf = (input: Record<string, unknown>, c = withEmbeddings, current?: AgentDraft) =>
+    validateAgentInput(input, c, current).draft?.embedding_config?.handle ?? null;
+
+  it.each<[string, Record<string, unknown>, string | null]>([
+    ['none given: the default', {}, 'local/a'],
+    ['a handle', { embedding: 'local/b' }, 'local/b'],
+    ['an embedding_config by handle', { embedding_config: { handle: 'local/b' } }, 'local/b'],
+    [
+      'an embedding_config by model name',
+      { embedding_config: { embedding_model: 'b' } },
+      'local/b',
+    ],
+  ])('create with %s', (_what, input, handle) => {
+    expect(handleOf(input)).toBe(handle);
+  });
+
+  it.each<[string, Record<string, unknown>, string]>([
+    ['an unknown handle', { embedding: 'openai/text-embedding-3-small' }, 'embedding'],
+    [
+      'other dimensions',
+      { embedding_config: { handle: 'local/b', embedding_dim: 3 } },
+      'embedding_config.embedding_dim',
+    ],
+    ['an unknown model', { embedding_config: { embedding_model: 'ada' } }, 'embedding_config'],
+  ])('create with %s is refused at its path', (_what, input, path) => {
+    expect(validateAgentInput(input, withEmbeddings).problems).toEqual([
+      expect.objectContaining({ path }),
+    ]);
+  });
+
+  it('with no embedding model configured, what a client sends is ignored (null), as before', () => {
+    expect(handleOf({ embedding: 'openai/text-embedding-3-small' }, ctx)).toBeNull();
+  });
+
+  it('an update keeps the embedding unless one is given', () => {
+    const current = validateAgentInput({ embedding: 'local/b' }, withEmbeddings).draft!;
+    expect(handleOf({ name: 'renamed' }, withEmbeddings, current)).toBe('local/b');
+    expect(handleOf({ embedding: 'local/a' }, withEmbeddings, current)).toBe('local/a');
+  });
+});
 
 describe('validateAgentInput: create', () => {
   it('defaults: base tools, scripted/default model, generated name', () => {
