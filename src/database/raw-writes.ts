@@ -1,6 +1,7 @@
 import type { EntityManager, EntityTarget, ObjectLiteral } from 'typeorm';
 import type { Driver } from 'typeorm/driver/Driver';
 import type { ColumnMetadata } from 'typeorm/metadata/ColumnMetadata';
+import type { EntityMetadata } from 'typeorm/metadata/EntityMetadata';
 import { sqlTable } from './sql-names';
 
 /**
@@ -75,29 +76,67 @@ export async function updateWhere(
   where: ObjectLiteral,
   values: ObjectLiteral,
 ): Promise<number> {
-  const { driver } = em.connection;
-  const meta = em.connection.getMetadata(entity);
-  const postgres = driver.options.type === 'postgres';
-  const params: unknown[] = [];
-  const column = (p: string) => {
-    const c = meta.findColumnWithPropertyName(p);
-    if (!c) throw new Error(`${meta.name} has no column ${p}`);
-    return c;
-  };
-  const bind = (c: ColumnMetadata, v: unknown) => {
-    params.push(bindable(driver, c, v));
-    return `${driver.escape(c.databaseName)} = ${postgres ? `$${params.length}` : '?'}`;
-  };
+  const s = new Statement(em, entity);
   const set = Object.entries(values)
     .filter(([, v]) => v !== undefined)
-    .map(([p, v]) => bind(column(p), v));
-  const cond = Object.entries(where).map(([p, v]) =>
-    v === null ? `${driver.escape(column(p).databaseName)} IS NULL` : bind(column(p), v),
-  );
-  const sql = `UPDATE ${sqlTable(meta.schema, meta.tableName)} SET ${set.join(', ')} WHERE ${cond.join(' AND ')}`;
-  if (!em.queryRunner) throw new Error('updateWhere runs inside a unit of work');
-  const res = await em.queryRunner.query(sql, params, true);
-  return res.affected ?? 0;
+    .map(([p, v]) => s.bind(p, v));
+  return s.run(`UPDATE ${s.table} SET ${set.join(', ')} WHERE ${s.where(where)}`);
+}
+
+/** `DELETE FROM <entity> WHERE <where>` (as `updateWhere`'s); answers how many rows went. */
+export async function deleteWhere(
+  em: EntityManager,
+  entity: EntityTarget<ObjectLiteral>,
+  where: ObjectLiteral,
+): Promise<number> {
+  const s = new Statement(em, entity);
+  return s.run(`DELETE FROM ${s.table} WHERE ${s.where(where)}`);
+}
+
+/** One statement's bound parameters, by property name. */
+class Statement {
+  readonly params: unknown[] = [];
+  readonly table: string;
+  private readonly meta: EntityMetadata;
+  private readonly postgres: boolean;
+
+  constructor(
+    private readonly em: EntityManager,
+    entity: EntityTarget<ObjectLiteral>,
+  ) {
+    this.meta = em.connection.getMetadata(entity);
+    this.postgres = em.connection.driver.options.type === 'postgres';
+    this.table = sqlTable(this.meta.schema, this.meta.tableName);
+  }
+
+  /** `"column" = <parameter>` */
+  bind(property: string, value: unknown): string {
+    const c = this.column(property);
+    this.params.push(bindable(this.em.connection.driver, c, value));
+    return `${this.name(c)} = ${this.postgres ? `$${this.params.length}` : '?'}`;
+  }
+
+  where(where: ObjectLiteral): string {
+    return Object.entries(where)
+      .map(([p, v]) => (v === null ? `${this.name(this.column(p))} IS NULL` : this.bind(p, v)))
+      .join(' AND ');
+  }
+
+  async run(sql: string): Promise<number> {
+    if (!this.em.queryRunner) throw new Error('raw writes run inside a unit of work');
+    const res = await this.em.queryRunner.query(sql, this.params, true);
+    return res.affected ?? 0;
+  }
+
+  private column(p: string): ColumnMetadata {
+    const c = this.meta.findColumnWithPropertyName(p);
+    if (!c) throw new Error(`${this.meta.name} has no column ${p}`);
+    return c;
+  }
+
+  private name(c: ColumnMetadata): string {
+    return this.em.connection.driver.escape(c.databaseName);
+  }
 }
 
 /**

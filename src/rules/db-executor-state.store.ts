@@ -6,6 +6,7 @@ import { cloneBatch } from '../core/executor/in-memory-state-store';
 import { DEFAULT_TENANT } from '../config/app-config';
 import type { GroupCommit } from '../database/group-commit';
 import { RowReader } from '../database/raw-reads';
+import { deleteWhere } from '../database/raw-writes';
 import {
   BatchStateEntity,
   DedupeEntryEntity,
@@ -86,7 +87,11 @@ export class DbExecutorStateStore implements ExecutorStateStore {
       at: entry.at,
       expires_at: entry.expiresAt,
     };
-    await this.tx.run((em) => em.upsert(DedupeEntryEntity, row, ['agent_id', 'key_hash']));
+    await this.tx.insert({
+      entity: DedupeEntryEntity,
+      rows: [row],
+      conflictPaths: ['agent_id', 'key_hash'],
+    });
     this.dedupe.set(k(agentId, key), { ...entry });
   }
 
@@ -110,7 +115,11 @@ export class DbExecutorStateStore implements ExecutorStateStore {
     tenantId = DEFAULT_TENANT,
   ): Promise<void> {
     const row = { agent_id: agentId, tool_name: toolName, tenant_id: tenantId, at };
-    await this.tx.run((em) => em.upsert(LastExecutionEntity, row, ['agent_id', 'tool_name']));
+    await this.tx.insert({
+      entity: LastExecutionEntity,
+      rows: [row],
+      conflictPaths: ['agent_id', 'tool_name'],
+    });
     this.last.set(k(agentId, toolName), at);
   }
 
@@ -137,7 +146,7 @@ export class DbExecutorStateStore implements ExecutorStateStore {
   }
 
   async deleteBatch(batchId: string): Promise<void> {
-    await this.tx.run((em) => em.delete(BatchStateEntity, { batch_id: batchId }));
+    await this.tx.run((em) => deleteWhere(em, BatchStateEntity, { batch_id: batchId }));
     this.batches.set(batchId, ABSENT);
   }
 

@@ -84,6 +84,44 @@ describe('ContextWindow', () => {
     );
   });
 
+  it('built after every chunk (the batch moving forward, the blocks changing), builds what buildContext builds', () => {
+    fc.assert(
+      fc.property(
+        fc.array(message, { maxLength: 80 }),
+        fc.array(fc.integer({ min: 1, max: 7 }), { minLength: 1, maxLength: 20 }),
+        fc.integer({ min: 40, max: 400 }),
+        fc.integer({ min: 0, max: 30 }),
+        (raw, chunks, contextWindow, reserveTokens) => {
+          const history: HistoryMessage[] = raw.map((m, i) => ({ id: `m${i}`, ...m }));
+          const window = new ContextWindow(chars, contextWindow);
+          let blocks = [{ label: 'human', value: 'Ann' }];
+          let at = 0;
+          for (let c = 0; at < history.length; c++) {
+            const size = chunks[c % chunks.length];
+            window.append(history.slice(at, at + size));
+            at += size;
+            const sofar = history.slice(0, at);
+            const users = sofar.filter((m) => m.message_type === 'user_message');
+            if (c % 3 === 2) blocks = [{ label: 'human', value: `Ann ${c}` }];
+            const input = {
+              system: 'You are a test.',
+              blocks,
+              currentMessageId: users.length ? users[users.length - 1].id : null,
+              contextWindow,
+              reserveTokens,
+            };
+            expect(window.build(input)).toEqual(
+              buildContext({ ...input, history: sofar, countTokens: chars }),
+            );
+            // a second build of the same step (the cached parts) builds the same
+            expect(window.build(input)).toEqual(window.build(input));
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
   it('keeps only what could still fit: a long history costs no more to build than a short one', () => {
     const window = new ContextWindow(chars, 200);
     const input = {
@@ -93,16 +131,21 @@ describe('ContextWindow', () => {
       contextWindow: 200,
       reserveTokens: 0,
     };
+    const all: HistoryMessage[] = [];
     for (let i = 0; i < 5000; i++) {
-      window.append([
-        {
-          id: `m${i}`,
-          message_type: 'user_message',
-          step_id: null,
-          payload: { content: 'x'.repeat(30) },
-        },
-      ]);
-      window.build(input);
+      const m = {
+        id: `m${i}`,
+        message_type: 'user_message',
+        step_id: null,
+        payload: { content: 'x'.repeat(30) },
+      };
+      all.push(m);
+      window.append([m]);
+      // the current message moves forward (past the compactions of the kept units)
+      const step = { ...input, currentMessageId: i % 2 ? m.id : null };
+      const built = window.build(step);
+      if (i % 997 === 0)
+        expect(built).toEqual(buildContext({ ...step, history: all, countTokens: chars }));
     }
     const kept = window as unknown as { closed: unknown[]; start: number };
     expect(kept.closed.length - kept.start).toBeLessThan(40);
