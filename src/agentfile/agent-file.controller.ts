@@ -3,6 +3,7 @@ import {
   Controller,
   Get,
   HttpCode,
+  Inject,
   Param,
   Post,
   Query,
@@ -13,6 +14,8 @@ import { FileInterceptor } from '@nestjs/platform-express';
 import { Tenant } from '../auth/tenant.guard';
 import { badRequest, validationFailed, ValidationProblem } from '../common/domain-error';
 import { assertPrefixedId } from '../common/ids';
+import type { AppConfig } from '../config/app-config';
+import { APP_CONFIG } from '../config/config.module';
 import { AgentFileService, ImportOptions } from './agent-file.service';
 
 type Json = Record<string, unknown>;
@@ -20,7 +23,10 @@ type Json = Record<string, unknown>;
 /** Letta's agent file routes: `GET /v1/agents/{id}/export`, `POST /v1/agents/import` (multipart). */
 @Controller('v1/agents')
 export class AgentFileController {
-  constructor(private readonly files: AgentFileService) {}
+  constructor(
+    private readonly files: AgentFileService,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
 
   @Get(':id/export')
   export(@Tenant() tenant: string, @Param('id') id: string, @Query() query: Json): Promise<Json> {
@@ -32,9 +38,39 @@ export class AgentFileController {
     if (conversationId !== undefined && typeof conversationId !== 'string')
       problems.push({ path: 'conversation_id', message: 'must be a conversation id' });
     if (problems.length) throw validationFailed(problems);
-    return this.files.export(tenant, id, {
+    return this.files.export(tenant, [id], {
       scrubMessages: flag(query.scrub_messages, 'scrub_messages') ?? false,
       conversationId: (conversationId as string | undefined) ?? null,
+    });
+  }
+
+  /**
+   * Several agents as one file (ours: Letta's routes export one agent, its exporter several for a
+   * group); `{agent_ids, scrub_messages?}`, at most `agent_files.max_agents`.
+   */
+  @Post('export')
+  @HttpCode(200)
+  exportMany(@Tenant() tenant: string, @Body() body: unknown): Promise<Json> {
+    const b = (
+      typeof body === 'object' && body !== null && !Array.isArray(body) ? body : {}
+    ) as Json;
+    const ids = b.agent_ids;
+    const max = this.config.agent_files.max_agents;
+    const problems: ValidationProblem[] = [];
+    if (!Array.isArray(ids) || ids.length === 0 || ids.some((x) => typeof x !== 'string'))
+      problems.push({ path: 'agent_ids', message: 'must be a non-empty list of agent ids' });
+    else if (ids.length > max)
+      problems.push({
+        path: 'agent_ids',
+        message: `has ${ids.length} items; at most ${max} (agent_files.max_agents)`,
+        limit: 'agent_files.max_agents',
+      });
+    if (problems.length) throw validationFailed(problems);
+    const list = [...new Set(ids as string[])];
+    for (const id of list) assertPrefixedId('agent', 'agent', id);
+    return this.files.export(tenant, list, {
+      scrubMessages: flag(b.scrub_messages, 'scrub_messages') ?? false,
+      conversationId: null,
     });
   }
 

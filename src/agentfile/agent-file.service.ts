@@ -55,75 +55,98 @@ export class AgentFileService {
     @Inject(ID_GENERATOR) private readonly ids: IdGenerator,
   ) {}
 
+  /**
+   * The agents as one file (Letta's exporter takes a list too): a block or tool several of them have is
+   * listed once and named by each. `conversationId` (one agent only) exports that conversation's history.
+   */
   async export(
     tenantId: string,
-    agentId: string,
+    agentIds: string[],
     opts: { scrubMessages: boolean; conversationId: string | null },
   ): Promise<Json> {
-    const view = await this.agents.get(tenantId, agentId);
-    let conversationId: string | null = null;
-    if (opts.conversationId) {
-      const target = await this.conversations.target(tenantId, opts.conversationId, agentId);
-      if (target.agentId !== agentId) throw notFound('conversation of agent', opts.conversationId);
-      conversationId = target.conversationId;
-    }
-    const a = view.record;
-    const blocks = a.blocks.map((b, i) => ({
-      id: `block-${i}`,
-      label: b.label,
-      value: b.value,
-      limit: b.limit,
-      description: b.description,
-      read_only: b.read_only,
-      metadata: {},
-    }));
+    const blocks: Json[] = [];
+    const tools: Json[] = [];
+    const blockIds = new Map<string, string>(); // stored id → the file's
+    const toolIds = new Map<string, string>();
     const dropped: string[] = [];
-    const tools = view.tools.map((t, i) => ({ ...this.exportTool(t, dropped), id: `tool-${i}` }));
+    const agents: Json[] = [];
+    for (const [index, agentId] of agentIds.entries()) {
+      const view = await this.agents.get(tenantId, agentId);
+      let conversationId: string | null = null;
+      if (opts.conversationId) {
+        const target = await this.conversations.target(tenantId, opts.conversationId, agentId);
+        if (target.agentId !== agentId)
+          throw notFound('conversation of agent', opts.conversationId);
+        conversationId = target.conversationId;
+      }
+      const a = view.record;
+      for (const b of a.blocks) {
+        if (blockIds.has(b.id)) continue;
+        blockIds.set(b.id, `block-${blocks.length}`);
+        blocks.push({
+          id: `block-${blocks.length}`,
+          label: b.label,
+          value: b.value,
+          limit: b.limit,
+          description: b.description,
+          read_only: b.read_only,
+          metadata: {},
+        });
+      }
+      for (const t of view.tools) {
+        if (toolIds.has(t.id)) continue;
+        toolIds.set(t.id, `tool-${tools.length}`);
+        tools.push({ ...this.exportTool(t, dropped), id: `tool-${tools.length}` });
+      }
 
-    let messages: Json[] = [];
-    let inContext: string[] = [];
-    if (!opts.scrubMessages) {
-      const context = await this.messages.messageContext(agentId, conversationId);
-      const rows = await this.messages.inContextMessages(
-        agentId,
-        conversationId,
-        { start_seq: 0, inherited: context?.inherited ?? null },
-        this.config.agent_files.max_messages,
-      );
-      const system = renderSystemPrompt(a.system, a.blocks);
-      const out = toAfMessages(rows, system, rows[0]?.created_at ?? this.clock.now());
-      messages = out.messages as unknown as Json[];
-      const start = context?.start_seq ?? 0;
-      inContext = [
-        out.messages[0].id,
-        ...new Set(rows.filter((r) => r.seq_id >= start).flatMap((r) => out.idOf.get(r.id) ?? [])),
-      ];
+      let messages: Json[] = [];
+      let inContext: string[] = [];
+      if (!opts.scrubMessages) {
+        const context = await this.messages.messageContext(agentId, conversationId);
+        const rows = await this.messages.inContextMessages(
+          agentId,
+          conversationId,
+          { start_seq: 0, inherited: context?.inherited ?? null },
+          this.config.agent_files.max_messages,
+        );
+        const system = renderSystemPrompt(a.system, a.blocks);
+        const out = toAfMessages(rows, system, rows[0]?.created_at ?? this.clock.now());
+        messages = out.messages as unknown as Json[];
+        const start = context?.start_seq ?? 0;
+        inContext = [
+          out.messages[0].id,
+          ...new Set(
+            rows.filter((r) => r.seq_id >= start).flatMap((r) => out.idOf.get(r.id) ?? []),
+          ),
+        ];
+      }
+      const agent: Json = {
+        id: `agent-${index}`,
+        name: a.name,
+        system: a.system,
+        description: a.description,
+        agent_type: 'letta_v1_agent',
+        llm_config: safeLlmConfig(a.llm_config),
+        tags: a.tags,
+        metadata: a.metadata,
+        tool_rules: a.tool_rules,
+        tool_ids: view.tools.map((t) => toolIds.get(t.id)),
+        block_ids: a.blocks.map((b) => blockIds.get(b.id)),
+        source_ids: [],
+        memory_blocks: [],
+        tools: [],
+        include_base_tools: false,
+        include_base_tool_rules: false,
+        messages,
+        in_context_message_ids: inContext,
+        files_agents: [],
+        group_ids: [],
+      };
+      for (const f of EXTENSION_FIELDS) if (a[f] != null) agent[f] = a[f];
+      agents.push(agent);
     }
-    const agent: Json = {
-      id: 'agent-0',
-      name: a.name,
-      system: a.system,
-      description: a.description,
-      agent_type: 'letta_v1_agent',
-      llm_config: safeLlmConfig(a.llm_config),
-      tags: a.tags,
-      metadata: a.metadata,
-      tool_rules: a.tool_rules,
-      tool_ids: tools.map((t) => t.id),
-      block_ids: blocks.map((b) => b.id),
-      source_ids: [],
-      memory_blocks: [],
-      tools: [],
-      include_base_tools: false,
-      include_base_tool_rules: false,
-      messages,
-      in_context_message_ids: inContext,
-      files_agents: [],
-      group_ids: [],
-    };
-    for (const f of EXTENSION_FIELDS) if (a[f] != null) agent[f] = a[f];
     return {
-      agents: [agent],
+      agents,
       groups: [],
       blocks,
       files: [],
@@ -153,75 +176,41 @@ export class AgentFileService {
     return out;
   }
 
+  /**
+   * Creates the file's agents (several when Letta wrote a group, or another server several agents): a
+   * block or tool the file lists once is created once, and a block several agents name is one shared
+   * block. Everything is checked before anything is created; a failure while creating removes what this
+   * import created.
+   */
   async import(
     tenantId: string,
     file: Buffer,
     opts: ImportOptions,
   ): Promise<{ agent_ids: string[] }> {
-    const af = parseAgentFile(file);
-    const agent = af.agents[0];
+    const limits = this.config.agent_files;
+    const af = parseAgentFile(file, limits.max_agents);
     const problems: ValidationProblem[] = [];
-
-    const rawMessages = opts.stripMessages || !Array.isArray(agent.messages) ? [] : agent.messages;
-    const maxMessages = this.config.agent_files.max_messages;
-    if (rawMessages.length > maxMessages)
+    const total = opts.stripMessages
+      ? 0
+      : af.agents.reduce((n, a) => n + (Array.isArray(a.messages) ? a.messages.length : 0), 0);
+    if (total > limits.max_messages)
       throw validationFailed([
         {
-          path: 'agents[0].messages',
-          message: `has ${rawMessages.length} items; at most ${maxMessages} (agent_files.max_messages)`,
+          path: af.agents.length === 1 ? 'agents[0].messages' : 'agents',
+          message: `carry ${total} messages; at most ${limits.max_messages} (agent_files.max_messages)`,
           limit: 'agent_files.max_messages',
         },
       ]);
-    const inContextIds = Array.isArray(agent.in_context_message_ids)
-      ? agent.in_context_message_ids.filter((x): x is string => typeof x === 'string')
-      : [];
-    const imported = fromAfMessages(rawMessages, {
-      systemPromptId: inContextIds[0] ?? null,
-      path: 'agents[0].messages',
-      images: {
-        maxImages: this.config.processing.max_images_per_message,
-        maxImageBytes: this.config.processing.max_image_bytes,
-      },
-      innerThoughts: typeof agent.agent_type === 'string' && agent.agent_type.startsWith('memgpt'),
-    });
-    problems.push(...imported.problems);
-
-    const byId = <T extends Json>(list: T[], ids: unknown, path: string): T[] =>
-      (Array.isArray(ids) ? ids : []).flatMap((id, i) => {
-        const found = list.find((x) => x.id === id);
-        if (!found) problems.push({ path: `${path}[${i}]`, message: `names no entry of the file` });
-        return found ? [found] : [];
-      });
-    const fileTools = byId(af.tools, agent.tool_ids, 'agents[0].tool_ids');
-    const fileBlocks = byId(af.blocks, agent.block_ids, 'agents[0].block_ids');
+    const plans = af.agents.map((agent, i) => this.planAgent(af, agent, i, opts, problems));
     if (problems.length) throw validationFailed(problems, 'agent file is invalid');
 
     // the file's http tools the tenant lacks are created (validated as POST /v1/tools/ does)
     const known = await this.tools.availableNames(tenantId);
-    const created: string[] = [];
-    const body: Json = {
-      name: opts.name ?? (opts.appendCopySuffix ? `${str(agent.name)}_copy` : agent.name),
-      system: agent.system,
-      description: agent.description ?? null,
-      tool_rules: agent.tool_rules ?? [],
-      tags: agent.tags ?? [],
-      metadata: agent.metadata ?? null,
-      memory_blocks: fileBlocks.map((b) => ({
-        label: b.label,
-        value: b.value,
-        limit: b.limit,
-        description: b.description ?? null,
-        read_only: b.read_only ?? false,
-      })),
-      tools: fileTools.map((t) => t.name),
-      include_base_tools: false,
-      ...(opts.model ? { model: opts.model } : { llm_config: agent.llm_config }),
-      ...(opts.secrets ? { secrets: opts.secrets } : {}),
-    };
-    for (const f of EXTENSION_FIELDS) if (agent[f] != null) body[f] = agent[f];
-    let agentId: string;
+    const createdTools: string[] = [];
+    const createdAgents: string[] = [];
+    const storedBlock = new Map<unknown, string>(); // the file's block id → the stored block's id
     try {
-      for (const t of fileTools) {
+      for (const t of new Set(plans.flatMap((p) => p.tools))) {
         if (typeof t.name !== 'string' || known.has(t.name) || t.kind !== 'http') continue;
         const parameters = (t.json_schema as Json | undefined)?.parameters ?? t.args_json_schema;
         const tool = await this.tools
@@ -236,16 +225,90 @@ export class AgentFileService {
           .catch((e: unknown) => {
             throw prefixProblems(e, `tools[${af.tools.indexOf(t)}]`);
           });
-        created.push(tool.id);
+        known.add(t.name);
+        createdTools.push(tool.id);
       }
-      agentId = (await this.agents.create(tenantId, body)).record.id;
+      for (const plan of plans) {
+        const fresh = plan.blocks.filter((b) => !storedBlock.has(b.id));
+        const shared = plan.blocks.flatMap((b) => storedBlock.get(b.id) ?? []);
+        const view = await this.agents.create(tenantId, {
+          ...plan.body,
+          memory_blocks: fresh.map((b) => ({
+            label: b.label,
+            value: b.value,
+            limit: b.limit,
+            description: b.description ?? null,
+            read_only: b.read_only ?? false,
+          })),
+          ...(shared.length ? { block_ids: shared } : {}),
+        });
+        createdAgents.push(view.record.id);
+        for (const b of fresh) {
+          const stored = view.record.blocks.find((x) => x.label === b.label);
+          if (stored) storedBlock.set(b.id, stored.id);
+        }
+      }
     } catch (e) {
-      for (const id of created) await this.tools.delete(tenantId, id);
+      for (const id of createdAgents.reverse()) await this.agents.delete(tenantId, id);
+      for (const id of createdTools) await this.tools.delete(tenantId, id);
       throw e;
     }
+    for (const [i, plan] of plans.entries())
+      await this.storeMessages(tenantId, createdAgents[i], plan);
+    return { agent_ids: createdAgents };
+  }
 
+  /** One agent of the file, checked: its creation body, tools, blocks and messages. */
+  private planAgent(
+    af: AgentFile,
+    agent: Json,
+    index: number,
+    opts: ImportOptions,
+    problems: ValidationProblem[],
+  ): AgentPlan {
+    const at = `agents[${index}]`;
+    const rawMessages = opts.stripMessages || !Array.isArray(agent.messages) ? [] : agent.messages;
+    const inContextIds = Array.isArray(agent.in_context_message_ids)
+      ? agent.in_context_message_ids.filter((x): x is string => typeof x === 'string')
+      : [];
+    const imported = fromAfMessages(rawMessages, {
+      systemPromptId: inContextIds[0] ?? null,
+      path: `${at}.messages`,
+      images: {
+        maxImages: this.config.processing.max_images_per_message,
+        maxImageBytes: this.config.processing.max_image_bytes,
+      },
+      innerThoughts: typeof agent.agent_type === 'string' && agent.agent_type.startsWith('memgpt'),
+    });
+    problems.push(...imported.problems);
+    const byId = <T extends Json>(list: T[], ids: unknown, path: string): T[] =>
+      (Array.isArray(ids) ? ids : []).flatMap((id, i) => {
+        const found = list.find((x) => x.id === id);
+        if (!found) problems.push({ path: `${path}[${i}]`, message: `names no entry of the file` });
+        return found ? [found] : [];
+      });
+    const tools = byId(af.tools, agent.tool_ids, `${at}.tool_ids`);
+    const blocks = byId(af.blocks, agent.block_ids, `${at}.block_ids`);
+    const body: Json = {
+      name: opts.name ?? (opts.appendCopySuffix ? `${str(agent.name)}_copy` : agent.name),
+      system: agent.system,
+      description: agent.description ?? null,
+      tool_rules: agent.tool_rules ?? [],
+      tags: agent.tags ?? [],
+      metadata: agent.metadata ?? null,
+      tools: tools.map((t) => t.name),
+      include_base_tools: false,
+      ...(opts.model ? { model: opts.model } : { llm_config: agent.llm_config }),
+      ...(opts.secrets ? { secrets: opts.secrets } : {}),
+    };
+    for (const f of EXTENSION_FIELDS) if (agent[f] != null) body[f] = agent[f];
+    return { body, tools, blocks, messages: imported.messages, inContextIds };
+  }
+
+  /** The agent's imported history, and Letta's in-context list as its context start. */
+  private async storeMessages(tenantId: string, agentId: string, plan: AgentPlan): Promise<void> {
     const turnSteps = new Map<number, string>();
-    const rows: NewMessage[] = imported.messages.map((m) => {
+    const rows: NewMessage[] = plan.messages.map((m) => {
       let step: string | null = null;
       if (m.turn !== null) {
         step = turnSteps.get(m.turn) ?? this.ids.prefixed('step');
@@ -266,9 +329,9 @@ export class AgentFileService {
     });
     const stored = await this.messages.append(agentId, rows);
     // Letta's in-context list: what is not in it is history only (the system prompt first, skipped)
-    if (inContextIds.length > 0 && stored.length > 0) {
-      const inContext = new Set(inContextIds);
-      const first = imported.messages.findIndex((m) => inContext.has(m.fileId));
+    if (plan.inContextIds.length > 0 && stored.length > 0) {
+      const inContext = new Set(plan.inContextIds);
+      const first = plan.messages.findIndex((m) => inContext.has(m.fileId));
       const start = first < 0 ? stored.at(-1)!.seq_id + 1 : stored[first].seq_id;
       if (start > stored[0].seq_id)
         await this.messages.setMessageContext(
@@ -279,8 +342,15 @@ export class AgentFileService {
           this.clock.now(),
         );
     }
-    return { agent_ids: [agentId] };
   }
+}
+
+interface AgentPlan {
+  body: Json;
+  tools: Json[];
+  blocks: Json[];
+  messages: ReturnType<typeof fromAfMessages>['messages'];
+  inContextIds: string[];
 }
 
 const str = (v: unknown) => (typeof v === 'string' ? v : '');
@@ -291,8 +361,11 @@ interface AgentFile {
   blocks: Json[];
 }
 
-/** The file's JSON (double-encoded JSON too, as Letta accepts), with exactly one agent and no data sources. */
-function parseAgentFile(file: Buffer): AgentFile {
+/**
+ * The file's JSON (double-encoded JSON too, as Letta accepts): one agent or several, ids unique, no data
+ * sources; `groups` are read past (their agents are imported on their own).
+ */
+function parseAgentFile(file: Buffer, maxAgents: number): AgentFile {
   let json: unknown;
   try {
     json = JSON.parse(file.toString('utf8'));
@@ -324,16 +397,28 @@ function parseAgentFile(file: Buffer): AgentFile {
     return v as Json[];
   };
   const agents = list('agents');
-  if (agents.length !== 1)
+  if (agents.length === 0) problems.push({ path: 'agents', message: 'holds no agent' });
+  if (agents.length > maxAgents)
     problems.push({
       path: 'agents',
-      message: `must hold exactly one agent (has ${agents.length})`,
+      message: `has ${agents.length} agents; at most ${maxAgents} (agent_files.max_agents)`,
+      limit: 'agent_files.max_agents',
     });
-  for (const k of ['groups', 'files', 'sources'])
+  // ids are how the file's agents, blocks and tools name each other
+  for (const k of ['agents', 'blocks', 'tools']) {
+    const seen = new Set<unknown>();
+    list(k).forEach((x, i) => {
+      if (seen.has(x.id))
+        problems.push({ path: `${k}[${i}].id`, message: 'is not unique in the file' });
+      seen.add(x.id);
+    });
+  }
+  // a group's agents are imported on their own: this server has no multi-agent groups
+  for (const k of ['files', 'sources'])
     if (list(k).length > 0)
       problems.push({
         path: k,
-        message: 'is not supported: no groups or data sources on this server',
+        message: 'is not supported: no data sources on this server',
       });
   const out = { agents, tools: list('tools'), blocks: list('blocks') };
   if (problems.length) throw validationFailed(problems, 'agent file is invalid');

@@ -59,7 +59,7 @@ export interface AppConfig {
   };
   webhooks: WebhookSettings;
   /** Letta's agent files (`.af`): the largest upload and the most messages one carries either way. */
-  agent_files: { max_bytes: number; max_messages: number };
+  agent_files: { max_bytes: number; max_messages: number; max_agents: number };
   rate_limit: { requests_per_second: number; burst: number };
   websocket: {
     max_connections_per_key: number;
@@ -566,6 +566,7 @@ function validate(
     agent_files: {
       max_bytes: int('agent_files.max_bytes', 1024, 1_000_000_000),
       max_messages: int('agent_files.max_messages', 0, 100_000),
+      max_agents: int('agent_files.max_agents', 1, 1000),
     },
     rate_limit: {
       requests_per_second: int('rate_limit.requests_per_second', 0),

@@ -475,6 +475,13 @@ export const REQUEST_BODIES: Record<string, Schema> = {
   },
   ConversationsController_compact: COMPACTION,
   ConversationsController_recompile: obj({ agent_id: nullable('string') }),
+  AgentFileController_exportMany: obj(
+    {
+      agent_ids: { type: 'array', items: str, minItems: 1 },
+      scrub_messages: { type: 'boolean' },
+    },
+    ['agent_ids'],
+  ),
   AgentFileController_import: obj(
     {
       file: { type: 'string', contentMediaType: 'application/json' },

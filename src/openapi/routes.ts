@@ -341,9 +341,14 @@ export const ROUTES: Record<string, RouteDoc> = {
       "Export an agent as Letta's agent file (.af v2): blocks, tools (no secret values), rules, newest messages",
     response: { type: 'object', required: ['agents', 'tools', 'blocks'] },
   },
+  AgentFileController_exportMany: {
+    summary:
+      'Export several agents as one agent file (ours; agent_ids, scrub_messages): shared blocks and tools listed once',
+    response: { type: 'object', required: ['agents', 'tools', 'blocks'] },
+  },
   AgentFileController_import: {
     summary:
-      "Import an agent file (multipart field `file`; name, model, strip_messages, secrets) into the caller's tenant",
+      "Import an agent file, one agent or several (multipart field `file`; name, model, strip_messages, secrets) into the caller's tenant",
     response: {
       type: 'object',
       required: ['agent_ids'],

@@ -283,6 +283,18 @@ describe('clients: the Letta SDK walk', () => {
       name: 'imported-by-sdk',
       memory: { blocks: [expect.objectContaining({ label: 'persona', value: 'exported' })] },
     });
+    // a file of two agents sharing the block (as Letta writes a group's agents): both ids answered
+    const pair = {
+      ...file,
+      agents: [file.agents[0], { ...file.agents[0], id: 'agent-1', name: 'second' }],
+      groups: [{ id: 'group-0', agent_ids: ['agent-0', 'agent-1'] }],
+    };
+    const both = await client.agents.importFile({
+      file: await toFile(Buffer.from(JSON.stringify(pair)), 'pair.af'),
+    });
+    expect(both.agent_ids).toHaveLength(2);
+    const [one, two] = await Promise.all(both.agent_ids.map((id) => client.agents.retrieve(id)));
+    expect(one.memory.blocks[0].id).toBe(two.memory.blocks[0].id);
   });
 
   it('runs, steps, messages, tags', async () => {

@@ -29,7 +29,7 @@ describe('agent files (.af): export and import', () => {
     env = await startLoopEnv([], {
       overrides: {
         ...TWO_TENANTS,
-        agent_files: { max_bytes: 200_000, max_messages: 50 },
+        agent_files: { max_bytes: 200_000, max_messages: 50, max_agents: 3 },
       },
     });
     ({ t, fake, tools } = env);
@@ -276,6 +276,113 @@ describe('agent files (.af): export and import', () => {
     ]);
   });
 
+  it('several agents in one file (as Letta writes a group): one shared block, each tool created once, a failure creates nothing; exported together', async () => {
+    const source = await newAgent({ name: 'first' });
+    fake.push({ content: 'hello' });
+    await api(t, 'POST', `/v1/agents/${source}/messages`, say('hi'), A);
+    const good = (await exportOf(source)).body;
+    const lookup = good.tools.find((x: any) => x.name === 'lookup');
+    const tools = [...good.tools, { ...lookup, id: 'tool-7', name: 'shared_lookup' }];
+    const a0 = { ...good.agents[0], tool_ids: [...good.agents[0].tool_ids, 'tool-7'] };
+    const a1 = {
+      ...a0,
+      id: 'agent-1',
+      name: 'second',
+      messages: [],
+      in_context_message_ids: [],
+    };
+    const multi = {
+      ...good,
+      tools,
+      agents: [a0, a1],
+      groups: [{ id: 'group-0', agent_ids: ['agent-0', 'agent-1'], manager_type: 'round_robin' }],
+    };
+    const before = (await api(t, 'GET', '/v1/agents/', undefined, B)).body.length;
+
+    const failing = await importFile({
+      ...multi,
+      agents: [a0, { ...a1, tool_rules: [{ type: 'cooldown', tool_name: 'lookup' }] }],
+    });
+    expect(failing.status).toBe(400);
+    expect((await api(t, 'GET', '/v1/agents/', undefined, B)).body.length).toBe(before);
+    expect((await api(t, 'GET', '/v1/tools/?name=shared_lookup', undefined, B)).body).toEqual([]);
+
+    const res = await importFile(multi);
+    expect(res.status).toBe(200);
+    expect(res.body.agent_ids).toHaveLength(2);
+    const [first, second] = await Promise.all(
+      res.body.agent_ids.map(
+        async (id: string) => (await api(t, 'GET', `/v1/agents/${id}`, undefined, B)).body,
+      ),
+    );
+    expect([first.name, second.name]).toEqual(['first', 'second']);
+    expect(first.memory.blocks[0].id).toBe(second.memory.blocks[0].id);
+    expect((await api(t, 'GET', '/v1/tools/?name=shared_lookup', undefined, B)).body).toHaveLength(
+      1,
+    );
+    for (const a of [first, second])
+      expect(a.tools.map((x: any) => x.name).sort()).toEqual([
+        'lookup',
+        'send_message',
+        'shared_lookup',
+      ]);
+    expect((await history(first.id, B)).length).toBeGreaterThan(0);
+    expect(await history(second.id, B)).toEqual([]);
+    // an edit through one agent is what the other sees
+    const edit = await api(
+      t,
+      'PATCH',
+      `/v1/agents/${first.id}/core-memory/blocks/human`,
+      { value: 'Ada Lovelace' },
+      B,
+    );
+    expect(edit.status).toBe(200);
+    const seen = (await api(t, 'GET', `/v1/agents/${second.id}`, undefined, B)).body;
+    expect(seen.memory.blocks[0].value).toBe('Ada Lovelace');
+
+    // the pair exported as one file (POST /v1/agents/export): the shared block and tools listed once
+    const pair = await api(t, 'POST', '/v1/agents/export', { agent_ids: res.body.agent_ids }, B);
+    expect(pair.status).toBe(200);
+    expect(pair.body.agents.map((a: any) => [a.id, a.name, a.block_ids])).toEqual([
+      ['agent-0', 'first', ['block-0']],
+      ['agent-1', 'second', ['block-0']],
+    ]);
+    expect(pair.body.blocks).toEqual([expect.objectContaining({ value: 'Ada Lovelace' })]);
+    expect(pair.body.tools.map((x: any) => x.name).sort()).toEqual([
+      'lookup',
+      'send_message',
+      'shared_lookup',
+    ]);
+    expect(pair.body.agents[1].tool_ids).toEqual(pair.body.agents[0].tool_ids);
+    const back = await importFile(pair.body, { append_copy_suffix: 'true' }, A);
+    expect(back.status).toBe(200);
+    const copies = await Promise.all(
+      back.body.agent_ids.map(
+        async (id: string) => (await api(t, 'GET', `/v1/agents/${id}`, undefined, A)).body,
+      ),
+    );
+    expect(copies.map((c) => c.name)).toEqual(['first_copy', 'second_copy']);
+    expect(copies[0].memory.blocks[0].id).toBe(copies[1].memory.blocks[0].id);
+    expect(await history(copies[0].id, A)).toEqual(await history(first.id, B));
+    expect((await api(t, 'POST', '/v1/agents/export', { agent_ids: [first.id] }, A)).status).toBe(
+      404,
+    );
+    const tooMany = await api(
+      t,
+      'POST',
+      '/v1/agents/export',
+      { agent_ids: ['a', 'b', 'c', 'd'] },
+      B,
+    );
+    expect(tooMany).toMatchObject({ status: 400, body: { code: 'LIMIT_EXCEEDED' } });
+
+    const crowd = await importFile({
+      ...multi,
+      agents: Array.from({ length: 4 }, (_, i) => ({ ...a1, id: `agent-${i}` })),
+    });
+    expect(crowd).toMatchObject({ status: 400, body: { code: 'LIMIT_EXCEEDED' } });
+  });
+
   it('hostile and malformed files: clear 4xx, nothing created, never another tenant', async () => {
     const id = await newAgent();
     expect((await exportOf(id, '', B)).status).toBe(404);
@@ -284,9 +391,11 @@ describe('agent files (.af): export and import', () => {
 
     const notJson = await importFile('{not json');
     expect(notJson).toMatchObject({ status: 400, body: { code: 'AGENT_FILE_INVALID' } });
-    const two = await importFile({ ...good, agents: [good.agents[0], good.agents[0]] });
-    expect(two.status).toBe(400);
-    expect(two.body.details.problems[0].path).toBe('agents');
+    const twice = await importFile({ ...good, agents: [good.agents[0], good.agents[0]] });
+    expect(twice.status).toBe(400);
+    expect(twice.body.details.problems[0].path).toBe('agents[1].id');
+    const none = await importFile({ ...good, agents: [] });
+    expect(none.body.details.problems[0].path).toBe('agents');
     // a Letta Python tool the tenant does not have: agent creation refuses the unknown tool
     const python = {
       ...good,
