@@ -10,6 +10,9 @@
  * decision listener called, and this process's CPU time (the server and the WebSocket client) per decision
  * over the decision phase. Prints one line.
  *
+ * TOOL_DELAY_MS=<ms>: the tool answers after that long, so the measured phase holds the resumptions' way to
+ * the tool alone (the rest of each run comes after it).
+ *
  * BENCH_CPU_PROF=<path>: writes <path>.cpuprofile, a V8 CPU profile of the measured decision phases only
  * (read it with bench/profile-buckets.ts).
  */
@@ -117,6 +120,12 @@ async function main(): Promise<void> {
   if (CPU_PROF) {
     session.connect();
     await inspect('Profiler.enable');
+    // 100 µs: a decision's way to the tool is about a millisecond
+    await new Promise((resolve, reject) =>
+      session.post('Profiler.setSamplingInterval', { interval: 100 }, (err) =>
+        err ? reject(err) : resolve(undefined),
+      ),
+    );
   }
   const latencies: number[] = [];
   const storeLatencies: number[] = [];

@@ -3,7 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager, In, IsNull } from 'typeorm';
 import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
 import type { ConsentChannel, ConsentDecision } from '../core/permissions/consent-decision';
-import { updateWhere } from '../database/raw-writes';
+import { insertRows, updateWhere } from '../database/raw-writes';
 import {
   AuditEvent,
   ConsentAuditEntity,
@@ -153,18 +153,21 @@ export class ConsentRepository {
     return (res.affected ?? 0) === 1;
   }
 
+  /** A plain bound INSERT (two per decision: the query builder's was a visible share of a resumption). */
   async audit(entry: AuditEntry, em?: EntityManager): Promise<void> {
-    await this.m(em).insert(ConsentAuditEntity, {
-      requestId: null,
-      grantId: null,
-      runId: null,
-      toolCallId: null,
-      toolName: null,
-      scope: null,
-      decision: null,
-      reason: null,
-      ...entry,
-    });
+    await insertRows(this.m(em), ConsentAuditEntity, [
+      {
+        requestId: null,
+        grantId: null,
+        runId: null,
+        toolCallId: null,
+        toolName: null,
+        scope: null,
+        decision: null,
+        reason: null,
+        ...entry,
+      },
+    ]);
   }
 
   listAudit(tenantId: string, opts: AuditQuery) {
