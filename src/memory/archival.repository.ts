@@ -68,9 +68,10 @@ export function bytesToVector(b: Uint8Array): Float32Array {
   return new Float32Array(aligned.buffer, aligned.byteOffset, aligned.byteLength / 4);
 }
 
-/** A passage with its vector, a candidate of a vector search. */
+/** A passage's id with its vector, a candidate of a vector search. */
 export interface VectorCandidate {
-  passage: PassageEntity;
+  id: string;
+  created_at: number;
   vector: Float32Array;
 }
 
@@ -323,8 +324,9 @@ export class ArchivalRepository {
   }
 
   /**
-   * The newest `max` passages embedded by `handle` that pass the search's filters (archives, tags,
-   * dates), with their vectors: what a vector search compares the query with.
+   * A page of vector-search candidates: ids and vectors of the newest `max` passages embedded by
+   * `handle` that pass the search's filters (archives, tags, dates), older than `before` when given.
+   * Only these columns are read; `passagesByIds` reads the few that rank.
    */
   async vectorCandidates(
     tenantId: string,
@@ -332,19 +334,36 @@ export class ArchivalRepository {
     s: PassageSearch,
     handle: string,
     max: number,
+    before: VectorCandidate | null,
   ): Promise<VectorCandidate[]> {
     if (archiveIds !== null && archiveIds.length === 0) return [];
     const sql = new Sql(this.pg);
     sql.add(
-      `SELECT ${COLUMNS} FROM ${this.table('passages')} p ${this.joins()} WHERE e.handle = ${sql.p(handle)} AND `,
+      `SELECT p.id, p.created_at, e.vector FROM ${this.table('passages')} p JOIN ${this.table('passage_embeddings')} e ON e.passage_id = p.id WHERE e.handle = ${sql.p(handle)} AND `,
     );
     this.filters(sql, tenantId, archiveIds, s);
+    if (before)
+      sql.add(` AND (p.created_at, p.id) < (${sql.p(before.created_at)}, ${sql.p(before.id)})`);
     sql.add(` ORDER BY p.created_at DESC, p.id DESC LIMIT ${sql.p(max)}`);
-    const rows = await this.ds.query<Record<string, unknown>[]>(sql.text, sql.params);
+    const rows = await this.ds.query<{ id: string; created_at: unknown; vector: Uint8Array }[]>(
+      sql.text,
+      sql.params,
+    );
     return rows.map((r) => ({
-      passage: toPassage(r),
-      vector: bytesToVector(r.vector as Uint8Array),
+      id: r.id,
+      created_at: Number(r.created_at),
+      vector: bytesToVector(r.vector),
     }));
+  }
+
+  /** The tenant's passages of these ids (any order; ids not found are left out). */
+  async passagesByIds(tenantId: string, ids: string[]): Promise<PassageEntity[]> {
+    if (ids.length === 0) return [];
+    const sql = new Sql(this.pg);
+    sql.add(
+      `SELECT ${COLUMNS} FROM ${this.table('passages')} p ${this.joins()} WHERE p.tenant_id = ${sql.p(tenantId)} AND p.id IN (${sql.list(ids)})`,
+    );
+    return (await this.ds.query<Record<string, unknown>[]>(sql.text, sql.params)).map(toPassage);
   }
 
   /** The embedding models of the tenant's archives (of `archiveIds` when given), distinct. */

@@ -26,10 +26,12 @@ import { ArchiveEntity, PassageEntity } from './archival.entities';
 import { cosine, reciprocalRankFusion, topByScore } from '../core/memory/vectors';
 import type { EmbeddingConfig } from '../models/embeddings/embedding-catalog';
 import { EmbeddingsService } from '../models/embeddings/embeddings.service';
-import { ArchivalRepository, ScoredPassage } from './archival.repository';
+import { ArchivalRepository, ScoredPassage, type VectorCandidate } from './archival.repository';
 
 const NAME_MAX = 200;
 const DESCRIPTION_MAX = 10_000;
+/** Vectors read per query of a vector search's scan. */
+const SCAN_PAGE = 500;
 
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -179,31 +181,62 @@ export class ArchivalService {
           : `search_mode ${s.mode} needs an embedding model, and none is configured (models.embeddings); search_mode fts searches by full text`,
       );
     if (handles.length === 0) return this.repo.search(tenantId, archiveIds, s);
-    const perModel: ScoredPassage[][] = [];
+    const perModel: { id: string; score: number }[][] = [];
     for (const handle of handles) {
       const [query] = await this.embeddings.embed(handle, [s.query!]);
-      const candidates = await this.repo.vectorCandidates(
-        tenantId,
-        archiveIds,
-        s,
-        handle,
-        this.config.models.embeddings.max_scan_passages,
-      );
-      const scored = candidates.map((c) => ({
-        passage: c.passage,
-        score: cosine(query, c.vector),
-      }));
-      perModel.push(topByScore(scored, (x) => x.score, s.limit));
+      perModel.push(await this.nearest(tenantId, archiveIds, s, handle, query));
     }
-    const lists =
+    const fts =
       s.mode === 'hybrid'
-        ? [await this.repo.search(tenantId, archiveIds, s), ...perModel]
-        : perModel;
-    if (lists.length === 1) return lists[0];
-    const byId = new Map(lists.flat().map((x) => [x.passage.id, x.passage]));
-    return reciprocalRankFusion(lists.map((l) => l.map((x) => x.passage.id)))
-      .slice(0, s.limit)
-      .map((f) => ({ passage: byId.get(f.id)!, score: f.score }));
+        ? (await this.repo.search(tenantId, archiveIds, s)).map((x) => ({
+            id: x.passage.id,
+            score: x.score,
+          }))
+        : null;
+    const lists = fts ? [fts, ...perModel] : perModel;
+    const ranked =
+      lists.length === 1
+        ? lists[0]
+        : reciprocalRankFusion(lists.map((l) => l.map((x) => x.id))).slice(0, s.limit);
+    const byId = new Map(
+      (
+        await this.repo.passagesByIds(
+          tenantId,
+          ranked.map((r) => r.id),
+        )
+      ).map((p) => [p.id, p]),
+    );
+    // a passage deleted between the scan and the read is left out
+    return ranked.flatMap((r) => {
+      const passage = byId.get(r.id);
+      return passage ? [{ passage, score: r.score }] : [];
+    });
+  }
+
+  /**
+   * The `s.limit` passages of `handle` nearest to `query` by cosine, over the newest `max_scan_passages`,
+   * read in pages so the event loop breathes between them and only one page of vectors is held.
+   */
+  private async nearest(
+    tenantId: string,
+    archiveIds: string[] | null,
+    s: PassageSearch,
+    handle: string,
+    query: number[],
+  ): Promise<{ id: string; score: number }[]> {
+    const max = this.config.models.embeddings.max_scan_passages;
+    let best: { id: string; score: number }[] = [];
+    let last: VectorCandidate | null = null;
+    for (let seen = 0; seen < max;) {
+      const size = Math.min(SCAN_PAGE, max - seen);
+      const page = await this.repo.vectorCandidates(tenantId, archiveIds, s, handle, size, last);
+      const scored = page.map((c) => ({ id: c.id, score: cosine(query, c.vector) }));
+      best = topByScore([...best, ...scored], (x) => x.score, s.limit);
+      seen += page.length;
+      if (page.length < size) break;
+      last = page[page.length - 1];
+    }
+    return best;
   }
 
   // ------------------------------------------------------------ archives

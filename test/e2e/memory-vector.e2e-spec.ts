@@ -35,6 +35,8 @@ describe('archival memory with an embedding provider', () => {
               { name: 'local', type: 'hashed', models: [{ name: 'bow-64', dimensions: 64 }] },
             ],
             default_model: 'fake/fake-embed',
+            // small, so the bound shows: the suite's other archives hold at most 3 passages
+            max_scan_passages: 3,
           },
         },
       },
@@ -230,6 +232,27 @@ describe('archival memory with an embedding provider', () => {
     expect(search.status).toBe(503);
     const listed = await api(t, 'GET', `/v1/agents/${agent}/archival-memory`);
     expect(listed.body.map((p: any) => p.text)).toEqual(['stored at last']);
+  });
+
+  it('vector search compares the newest max_scan_passages; hybrid still finds older ones by words', async () => {
+    const archive = (await api(t, 'POST', '/v1/archives', { name: 'bounded' })).body;
+    await api(t, 'POST', `/v1/archives/${archive.id}/passages/batch`, {
+      passages: [
+        { text: 'my dog sleeps all day', created_at: '2020-01-01T00:00:00Z' },
+        ...NOTES.slice(1).map((text) => ({ text })),
+        { text: 'a flight to Lisbon' },
+      ],
+    });
+    const search = (mode: string) =>
+      api(t, 'POST', '/v1/passages/search', {
+        archive_id: archive.id,
+        query: 'dog',
+        search_mode: mode,
+      });
+    const vector = (await search('vector')).body.map((x: any) => x.passage.text);
+    expect(vector).toHaveLength(3);
+    expect(vector).not.toContain('my dog sleeps all day');
+    expect((await search('hybrid')).body[0].passage.text).toBe('my dog sleeps all day');
   });
 
   it('deleting a passage and an archive deletes their vectors', async () => {
