@@ -173,31 +173,20 @@ export function selectUnits<U extends Unit>(
         currentIndex = i;
         break;
       }
-  return selectUnitsAt(units.length, (i) => units[i], cost, budget, currentIndex);
-}
-
-/** `selectUnits` over `count` units read by index, the current message's unit already found (-1: none). */
-export function selectUnitsAt<U>(
-  count: number,
-  at: (i: number) => U,
-  cost: (u: U) => number,
-  budget: number,
-  currentIndex: number,
-): U[] {
   const kept: U[] = [];
   // units from the current message on are this batch: kept whole (newest first, the current message last)
-  const firstBatchUnit = currentIndex >= 0 ? currentIndex : count;
-  for (let i = count - 1; i >= firstBatchUnit; i--) {
-    const c = cost(at(i));
+  const firstBatchUnit = currentIndex >= 0 ? currentIndex : units.length;
+  for (let i = units.length - 1; i >= firstBatchUnit; i--) {
+    const c = cost(units[i]);
     if (c > budget && i !== currentIndex) continue;
     budget -= c;
-    kept.push(at(i));
+    kept.push(units[i]);
   }
   for (let i = firstBatchUnit - 1; i >= 0; i--) {
-    const c = cost(at(i));
+    const c = cost(units[i]);
     if (c > budget) break;
     budget -= c;
-    kept.push(at(i));
+    kept.push(units[i]);
   }
   return kept.reverse();
 }

@@ -4,7 +4,6 @@ import {
   HistoryMessage,
   MemoryBlockView,
   renderSystemPrompt,
-  selectUnitsAt,
   toChatUnits,
   Unit,
   unitCost,
@@ -28,6 +27,11 @@ export class ContextWindow {
   /** Units that can no longer change, oldest first (from `start` on; earlier ones are evicted). */
   private closed: CostedUnit[] = [];
   private start = 0;
+  /** `prefix[i]`: the cost of `closed[0..i)`, so any run of closed units is costed in one subtraction. */
+  private prefix: number[] = [0];
+  /** The closed units' messages in order, and where each unit's first one is (`firstMessage[i]`). */
+  private messages: ChatMessage[] = [];
+  private firstMessage: number[] = [0];
   /** Units dropped from the front of `closed` (its compactions): `unitOf` counts them too. */
   private dropped = 0;
   /** Each user or system message's unit, as `dropped` + its index in `closed` (finds the current one). */
@@ -56,10 +60,10 @@ export class ContextWindow {
   append(messages: HistoryMessage[]): void {
     for (const m of messages) {
       if (m.message_type === 'user_message' || m.message_type === 'system_message') {
-        for (const u of this.costedOpen()) this.closed.push(u);
+        for (const u of this.costedOpen()) this.close(u);
         this.open = [];
         this.openCosts = new Map();
-        for (const u of toChatUnits([m])) this.closed.push(this.costed(u));
+        for (const u of toChatUnits([m])) this.close(this.costed(u));
         this.unitOf.set(m.id, this.dropped + this.closed.length - 1);
       } else {
         this.open.push(m);
@@ -68,13 +72,21 @@ export class ContextWindow {
     }
   }
 
+  /**
+   * As `selectUnits` over the kept units, but the older units (before the current batch) are taken by
+   * their prefix sums and their messages as one slice: a step's cost depends on the batch, not on how
+   * many older messages the window holds.
+   */
   build(input: WindowInput): ChatMessage[] {
     this.evict(input.currentMessageId);
     const current = this.closedIndexOf(input.currentMessageId);
     const system = this.systemPrompt(input.system, input.blocks);
     const open = this.costedOpen();
     const closedCount = this.closed.length - this.start;
-    let currentIndex = current >= 0 && current >= this.start ? current - this.start : -1;
+    const count = closedCount + open.length;
+    const unit = (i: number) =>
+      i < closedCount ? this.closed[this.start + i] : open[i - closedCount];
+    let currentIndex = current >= this.start ? current - this.start : -1;
     // the current message is a user message, so it is closed; an id of an open unit is later still
     if (input.currentMessageId !== null)
       for (let i = open.length - 1; i >= 0; i--)
@@ -82,15 +94,42 @@ export class ContextWindow {
           currentIndex = closedCount + i;
           break;
         }
-    const kept = selectUnitsAt(
-      closedCount + open.length,
-      (i) => (i < closedCount ? this.closed[this.start + i] : open[i - closedCount]),
-      (u) => u.cost,
-      input.contextWindow - input.reserveTokens - system.tokens,
-      currentIndex,
-    );
+    let budget = input.contextWindow - input.reserveTokens - system.tokens;
+    // the current batch's units, newest first, skipping one that does not fit unless it is the current
+    const firstBatchUnit = currentIndex >= 0 ? currentIndex : count;
+    const batch: CostedUnit[] = [];
+    for (let i = count - 1; i >= firstBatchUnit; i--) {
+      const u = unit(i);
+      if (u.cost > budget && i !== currentIndex) continue;
+      budget -= u.cost;
+      batch.push(u);
+    }
+    // older units, newest first, up to the first that does not fit: open ones one by one, then closed ones
+    const olderOpen: CostedUnit[] = [];
+    let i = firstBatchUnit - 1;
+    for (; i >= closedCount; i--) {
+      const u = open[i - closedCount];
+      if (u.cost > budget) break;
+      budget -= u.cost;
+      olderOpen.push(u);
+    }
+    const end = this.start + Math.min(firstBatchUnit, closedCount);
+    let from = end;
+    if (i < closedCount) {
+      // the oldest `from` whose units up to `end` fit: costs are positive, so the sums only grow
+      const least = this.prefix[end] - budget;
+      let lo = this.start;
+      while (lo < from) {
+        const mid = (lo + from) >> 1;
+        if (this.prefix[mid] >= least) from = mid;
+        else lo = mid + 1;
+      }
+    }
     const out: ChatMessage[] = [{ role: 'system', content: system.text }];
-    for (const u of kept) for (const m of u.messages) out.push(m);
+    for (let m = this.firstMessage[from]; m < this.firstMessage[end]; m++)
+      out.push(this.messages[m]);
+    for (let u = olderOpen.length - 1; u >= 0; u--) out.push(...olderOpen[u].messages);
+    for (let u = batch.length - 1; u >= 0; u--) out.push(...batch[u].messages);
     return out;
   }
 
@@ -119,6 +158,13 @@ export class ContextWindow {
     return { ...u, cost: unitCost(u, this.countTokens) };
   }
 
+  private close(u: CostedUnit): void {
+    this.closed.push(u);
+    this.prefix.push(this.prefix[this.prefix.length - 1] + u.cost);
+    for (const m of u.messages) this.messages.push(m);
+    this.firstMessage.push(this.messages.length);
+  }
+
   /** Where the unit of a user or system message is in `closed`; -1 when it is not (or no longer). */
   private closedIndexOf(id: string | null): number {
     const at = id === null ? undefined : this.unitOf.get(id);
@@ -134,20 +180,28 @@ export class ContextWindow {
     const e = this.evicted;
     if (e && e.closed === this.closed.length && e.current === currentMessageId) return;
     this.evicted = { closed: this.closed.length, current: currentMessageId };
-    const current = this.closedIndexOf(currentMessageId);
-    let passedCurrent = current < this.start;
-    let newer = 0;
-    let i = this.closed.length - 1;
-    for (; i >= this.start; i--) {
-      if (newer >= this.keepTokens && passedCurrent) break;
-      if (i === current) passedCurrent = true;
-      newer += this.closed[i].cost;
+    // the newest `k` whose units from `k` on alone fill keepTokens; never past the current message's unit
+    const n = this.closed.length;
+    const most = this.prefix[n] - this.keepTokens;
+    if (this.prefix[this.start] > most) return;
+    let lo = this.start;
+    let hi = n;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (this.prefix[mid] <= most) lo = mid;
+      else hi = mid - 1;
     }
-    if (i < this.start) return;
-    this.start = i + 1;
+    const current = this.closedIndexOf(currentMessageId);
+    const keepFrom = current >= this.start ? Math.min(lo, current) : lo;
+    if (keepFrom <= this.start) return;
+    this.start = keepFrom;
     // compact now and then, not on every step
     if (this.start > 256 && this.start * 2 > this.closed.length) {
+      const firstKept = this.firstMessage[this.start];
       this.closed = this.closed.slice(this.start);
+      this.prefix = this.prefix.slice(this.start);
+      this.messages = this.messages.slice(firstKept);
+      this.firstMessage = this.firstMessage.slice(this.start).map((m) => m - firstKept);
       this.dropped += this.start;
       this.start = 0;
       for (const [id, at] of this.unitOf) if (at < this.dropped) this.unitOf.delete(id);
