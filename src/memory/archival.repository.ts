@@ -366,22 +366,26 @@ export class ArchivalRepository {
     return (await this.ds.query<Record<string, unknown>[]>(sql.text, sql.params)).map(toPassage);
   }
 
-  /** The embedding models of the tenant's archives (of `archiveIds` when given), distinct. */
-  async embeddingHandles(tenantId: string, archiveIds: string[] | null): Promise<string[]> {
+  /** The embedding models of the tenant's archives (of `archiveIds` when given), distinct; null: an archive without one. */
+  async embeddingHandles(
+    tenantId: string,
+    archiveIds: string[] | null,
+  ): Promise<(string | null)[]> {
+    if (archiveIds !== null && archiveIds.length === 0) return [];
     const qb = this.ds
       .getRepository(ArchiveEntity)
       .createQueryBuilder('a')
       .select('a.embedding_config', 'embedding_config')
       .distinct(true)
-      .where('a.tenant_id = :tenantId', { tenantId })
-      .andWhere('a.embedding_config IS NOT NULL');
-    if (archiveIds !== null) {
-      if (archiveIds.length === 0) return [];
-      qb.andWhere('a.id IN (:...archiveIds)', { archiveIds });
-    }
-    const rows = await qb.getRawMany<{ embedding_config: string }>();
-    const handles = rows.map((r) => (JSON.parse(r.embedding_config) as { handle: string }).handle);
-    return [...new Set(handles)].sort();
+      .where('a.tenant_id = :tenantId', { tenantId });
+    if (archiveIds !== null) qb.andWhere('a.id IN (:...archiveIds)', { archiveIds });
+    const rows = await qb.getRawMany<{ embedding_config: string | null }>();
+    const handles = rows.map((r) =>
+      r.embedding_config === null
+        ? null
+        : (JSON.parse(r.embedding_config) as { handle: string }).handle,
+    );
+    return [...new Set(handles)];
   }
 
   /** The conditions every search shares: tenant, archives, tags, dates. */

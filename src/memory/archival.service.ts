@@ -159,8 +159,9 @@ export class ArchivalService {
   }
 
   /**
-   * Full text, vector, or both fused (reciprocal rank fusion). No mode asked: vector when the searched
-   * archives have an embedding model, else full text. Vector search compares the query with the newest
+   * Full text, vector, or both fused (reciprocal rank fusion). No mode asked: vector when every searched
+   * archive has an embedding model, hybrid when only some have (the others are still found by words),
+   * full text when none has. Vector search compares the query with the newest
    * `models.embeddings.max_scan_passages` passages per embedding model that pass the filters; archives
    * of several models are ranked per model and fused.
    */
@@ -169,10 +170,11 @@ export class ArchivalService {
     archiveIds: string[] | null,
     s: PassageSearch,
   ): Promise<ScoredPassage[]> {
-    const handles =
+    const models =
       s.mode === 'fts' || s.query === null
         ? []
         : await this.repo.embeddingHandles(tenantId, archiveIds);
+    const handles = models.filter((h): h is string => h !== null).sort();
     if (s.mode !== null && s.mode !== 'fts' && s.query !== null && handles.length === 0)
       throw badRequest(
         'VECTOR_SEARCH_UNAVAILABLE',
@@ -181,13 +183,14 @@ export class ArchivalService {
           : `search_mode ${s.mode} needs an embedding model, and none is configured (models.embeddings); search_mode fts searches by full text`,
       );
     if (handles.length === 0) return this.repo.search(tenantId, archiveIds, s);
+    const mode = s.mode ?? (models.includes(null) ? 'hybrid' : 'vector');
     const perModel: { id: string; score: number }[][] = [];
     for (const handle of handles) {
       const [query] = await this.embeddings.embed(handle, [s.query!]);
       perModel.push(await this.nearest(tenantId, archiveIds, s, handle, query));
     }
     const fts =
-      s.mode === 'hybrid'
+      mode === 'hybrid'
         ? (await this.repo.search(tenantId, archiveIds, s)).map((x) => ({
             id: x.passage.id,
             score: x.score,

@@ -1,4 +1,5 @@
 /* eslint-disable @typescript-eslint/no-explicit-any */
+import { rmSync } from 'node:fs';
 import { startApp, TestApp } from '../support/app-harness';
 import {
   FAKE_EMBEDDING_DIM,
@@ -268,5 +269,59 @@ describe('archival memory with an embedding provider', () => {
     });
     expect(r.body.map((x: any) => x.passage.text)).toEqual(['a cat']);
     expect((await api(t, 'DELETE', `/v1/archives/${archive.id}`)).status).toBe(204);
+  });
+});
+
+describe('an embedding model added to a running deployment', () => {
+  it('old archives keep full text; a search without a mode fuses them with the new vectors', async () => {
+    const fake = await startFakeModelServer();
+    const before = await startApp({ modelBaseUrl: fake.baseUrl, keepDir: true });
+    const old = (await api(before, 'POST', '/v1/archives', { name: 'old' })).body;
+    expect(old.embedding_config).toBeNull();
+    await api(before, 'POST', `/v1/archives/${old.id}/passages`, { text: 'my dog sleeps all day' });
+    await before.close();
+
+    const t = await startApp({
+      dir: before.dir,
+      modelBaseUrl: fake.baseUrl,
+      overrides: {
+        models: {
+          embeddings: {
+            providers: [
+              {
+                name: 'fake',
+                base_url: fake.baseUrl,
+                models: [{ name: 'fake-embed', dimensions: FAKE_EMBEDDING_DIM }],
+              },
+            ],
+            default_model: 'fake/fake-embed',
+          },
+        },
+      },
+    });
+    try {
+      const fresh = (await api(t, 'POST', '/v1/archives', { name: 'new' })).body;
+      await api(t, 'POST', `/v1/archives/${fresh.id}/passages`, { text: 'a kitten plays' });
+      const added = await api(t, 'POST', `/v1/archives/${old.id}/passages`, { text: 'dog days' });
+      expect(added.body).toMatchObject({ embedding: null, embedding_config: null });
+
+      const all = await api(t, 'POST', '/v1/passages/search', { query: 'dog' });
+      expect(all.body.map((x: any) => x.passage.text).sort()).toEqual([
+        'a kitten plays',
+        'dog days',
+        'my dog sleeps all day',
+      ]);
+      const refused = await api(t, 'POST', '/v1/passages/search', {
+        query: 'dog',
+        archive_id: old.id,
+        search_mode: 'vector',
+      });
+      expect(refused).toMatchObject({ status: 400, body: { code: 'VECTOR_SEARCH_UNAVAILABLE' } });
+      expect(refused.body.message).toContain('the searched archives have none');
+    } finally {
+      await t.close();
+      rmSync(before.dir, { recursive: true, force: true });
+      await fake.close();
+    }
   });
 });
