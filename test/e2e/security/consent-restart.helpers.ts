@@ -55,7 +55,16 @@ export async function parkedAgent(t: TestApp, n: number): Promise<Parked> {
  */
 export async function approveThenCrashAt(t: TestApp, p: Parked, point: CrashPoint): Promise<void> {
   const messaging = t.app.get(MessagingService);
-  const hold = jest.spyOn(messaging, 'resumeIfDecided').mockResolvedValue(undefined);
+  // both ways a decision continues its batch: from memory (parked here) and from the database
+  const holds = [
+    jest.spyOn(messaging, 'resumeIfDecided').mockResolvedValue(undefined),
+    jest
+      .spyOn(
+        messaging as unknown as { resumeAfterDecision: () => Promise<void> },
+        'resumeAfterDecision',
+      )
+      .mockResolvedValue(undefined),
+  ];
   try {
     const decided = await api(t, 'POST', `/v1/consent/requests/${p.requestId}/decision`, {
       decision: 'approve_once',
@@ -98,7 +107,7 @@ export async function approveThenCrashAt(t: TestApp, p: Parked, point: CrashPoin
     const store = t.app.get(ToolExecutorService).store;
     expect(await store.claimToolCall(p.agentId, p.toolCallId, now, 'default')).toBe(true);
   } finally {
-    hold.mockRestore();
+    for (const h of holds) h.mockRestore();
   }
 }
 
