@@ -9,6 +9,9 @@ import { GLOBAL_TOOL_TENANT, ToolEntity } from './tool.entity';
 /** Declared tools: a tenant sees its own (API) tools and the global (file) ones. */
 @Injectable()
 export class ToolsRepository {
+  /** Counts this process's tool writes (each after it is stored): a cached read older than one is stale. */
+  private writeCount = 0;
+
   constructor(
     @InjectRepository(ToolEntity) private readonly repo: Repository<ToolEntity>,
     private readonly tx: Transactor,
@@ -50,6 +53,7 @@ export class ToolsRepository {
   async insertIfNameFree(tool: ToolEntity): Promise<boolean> {
     try {
       await answeringConflicts(() => this.repo.insert(tool as QueryDeepPartialEntity<ToolEntity>));
+      this.writeCount++;
       return true;
     } catch (e) {
       if (isUniqueViolation(e)) return false;
@@ -58,11 +62,19 @@ export class ToolsRepository {
   }
 
   /** Inserts or updates a tool (file tools at boot). */
-  save(tool: ToolEntity): Promise<ToolEntity> {
-    return this.tx.run((em) => em.save(ToolEntity, tool));
+  async save(tool: ToolEntity): Promise<ToolEntity> {
+    const saved = await this.tx.run((em) => em.save(ToolEntity, tool));
+    this.writeCount++;
+    return saved;
   }
 
   async remove(id: string): Promise<void> {
     await this.repo.delete({ id });
+    this.writeCount++;
+  }
+
+  /** How many tool writes this process has made; every write of the tools table goes through here. */
+  get writes(): number {
+    return this.writeCount;
   }
 }

@@ -14,11 +14,13 @@ describe('consent: resuming a batch parked in this process', () => {
   let t: TestApp;
   let ws: WsClient;
 
+  let toolId: string;
+
   beforeAll(async () => {
     fake = await startFakeModelServer();
     tools = await startToolServer();
     t = await startApp({ modelBaseUrl: fake.baseUrl });
-    await api(t, 'POST', '/v1/tools/', {
+    const tool = await api(t, 'POST', '/v1/tools/', {
       name: 'pay',
       description: 'Pays',
       safety: 'side_effecting',
@@ -26,6 +28,7 @@ describe('consent: resuming a batch parked in this process', () => {
       parameters: { type: 'object', properties: { amount: { type: 'number' } } },
       http: { url: `${tools.url}/pay`, method: 'POST', timeout_ms: 5000 },
     });
+    toolId = tool.body.id as string;
     ws = await WsClient.connect(t.baseUrl);
     await ws.subscribe();
   });
@@ -133,5 +136,26 @@ describe('consent: resuming a batch parked in this process', () => {
       await ws.sync();
     }
     expect(tools.calls.map((c) => c.body.tool_call_id)).toEqual(['call_m3']);
+  });
+
+  it('a tool changed while the batch waits: the resumed call runs the tool as it is now', async () => {
+    const agentId = await agentCalling(['call_m4']);
+    const res = await api(t, 'POST', `/v1/agents/${agentId}/messages`, {
+      messages: [{ role: 'user', content: 'pay' }],
+    });
+    expect(res.body.stop_reason.stop_reason).toBe('requires_approval');
+    const [req] = await requestsFor(agentId, 1);
+    const patched = await api(t, 'PATCH', `/v1/tools/${toolId}`, {
+      http: { url: `${tools.url}/pay-v2`, method: 'POST', timeout_ms: 5000 },
+    });
+    expect(patched.status).toBe(200);
+    const from = ws.frames.length;
+    decide(req.id, 'approve_once');
+    await ws.next(
+      (f) => f.type === 'run.event' && f.event === 'run.completed' && f.agent_id === agentId,
+      from,
+      10_000,
+    );
+    expect(tools.calls.map((c) => [c.path, c.body.tool_call_id])).toEqual([['/pay-v2', 'call_m4']]);
   });
 });
