@@ -7,6 +7,7 @@ import { ConversationsModule } from '../conversations/conversations.module';
 import { ProcessingModule } from '../processing/processing.module';
 import { ToolsModule } from '../tools/tools.module';
 import { AgentFileController } from './agent-file.controller';
+import { ModelsModule } from '../models/models.module';
 import { AgentFileService } from './agent-file.service';
 
 /** Letta's agent files (`.af`): export and import of one agent. */
@@ -16,6 +17,7 @@ import { AgentFileService } from './agent-file.service';
     ToolsModule,
     ProcessingModule,
     ConversationsModule,
+    ModelsModule,
     // the upload stays in memory: bounded by agent_files.max_bytes, one file, a few short fields
     MulterModule.registerAsync({
       inject: [APP_CONFIG],

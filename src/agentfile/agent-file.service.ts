@@ -11,6 +11,7 @@ import { ConversationsService } from '../conversations/conversations.service';
 import { fromAfMessages, toAfMessages } from '../core/agentfile/agent-file-messages';
 import { renderSystemPrompt } from '../core/loop/context-builder';
 import type { Clock, IdGenerator } from '../core/ports';
+import { EmbeddingsService } from '../models/embeddings/embeddings.service';
 import { NewMessage, ProcessingRepository } from '../processing/processing.repository';
 import { headerPlaceholders } from '../tools/tool-declaration';
 import { toToolResponse } from '../tools/tool-response.mapper';
@@ -50,10 +51,17 @@ export class AgentFileService {
     private readonly tools: ToolsService,
     private readonly messages: ProcessingRepository,
     private readonly conversations: ConversationsService,
+    private readonly embeddings: EmbeddingsService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(ID_GENERATOR) private readonly ids: IdGenerator,
   ) {}
+
+  /** The file's embedding model when it is one configured here; else the default (never a 400). */
+  private embeddingOf(agent: Json): Json {
+    const chosen = this.embeddings.choose({ embedding_config: agent.embedding_config });
+    return 'ok' in chosen && chosen.ok ? { embedding: chosen.ok.handle } : {};
+  }
 
   /**
    * The agents as one file (Letta's exporter takes a list too): a block or tool several of them have is
@@ -127,6 +135,7 @@ export class AgentFileService {
         description: a.description,
         agent_type: 'letta_v1_agent',
         llm_config: safeLlmConfig(a.llm_config),
+        embedding_config: a.embedding_config,
         tags: a.tags,
         metadata: a.metadata,
         tool_rules: a.tool_rules,
@@ -300,6 +309,7 @@ export class AgentFileService {
       include_base_tools: false,
       ...(opts.model ? { model: opts.model } : { llm_config: agent.llm_config }),
       ...(opts.secrets ? { secrets: opts.secrets } : {}),
+      ...this.embeddingOf(agent),
     };
     for (const f of EXTENSION_FIELDS) if (agent[f] != null) body[f] = agent[f];
     return { body, tools, blocks, messages: imported.messages, inContextIds };

@@ -235,6 +235,25 @@ describe('archival memory with an embedding provider', () => {
     expect(listed.body.map((p: any) => p.text)).toEqual(['stored at last']);
   });
 
+  it('an agent file carries the embedding model; an import keeps it when it is configured here', async () => {
+    const agent = await agentWith({ embedding: 'local/bow-64' });
+    const af = (await api(t, 'GET', `/v1/agents/${agent.id}/export`)).body;
+    expect(af.agents[0].embedding_config).toMatchObject({ handle: 'local/bow-64' });
+    const importAs = async (embeddingConfig: unknown) => {
+      const form = new FormData();
+      const file = { ...af, agents: [{ ...af.agents[0], embedding_config: embeddingConfig }] };
+      form.append('file', new Blob([JSON.stringify(file)], { type: 'application/json' }), 'a.af');
+      const res = await fetch(`${t.baseUrl}/v1/agents/import`, { method: 'POST', body: form });
+      const id = ((await res.json()) as any).agent_ids[0];
+      return (await api(t, 'GET', `/v1/agents/${id}`)).body.embedding;
+    };
+    expect(await importAs(af.agents[0].embedding_config)).toBe('local/bow-64');
+    // Letta's own model, not configured here: the default, not a refusal
+    expect(await importAs({ handle: 'openai/text-embedding-3-small', embedding_dim: 2000 })).toBe(
+      'fake/fake-embed',
+    );
+  });
+
   it('vector search compares the newest max_scan_passages; hybrid still finds older ones by words', async () => {
     const archive = (await api(t, 'POST', '/v1/archives', { name: 'bounded' })).body;
     await api(t, 'POST', `/v1/archives/${archive.id}/passages/batch`, {
