@@ -205,9 +205,10 @@ export class AgentProcessor {
 
   private async load(ctx: RunContext): Promise<void> {
     const { run } = ctx;
-    ctx.agent = await this.agents.get(run.tenant_id, run.agent_id);
+    // taken first: a continuation that fails to load (its agent deleted) leaves nothing behind
     if (run.input.kind === 'resume')
       ctx.resumed = this.repo.takeParked(run.agent_id, run.input.resumes_run_id ?? '') ?? null;
+    ctx.agent = await this.agents.get(run.tenant_id, run.agent_id);
     ctx.messageContext = ctx.resumed
       ? ctx.resumed.messageContext
       : await this.repo.messageContext(run.agent_id, run.conversation_id);
