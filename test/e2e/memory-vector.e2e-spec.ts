@@ -235,6 +235,25 @@ describe('archival memory with an embedding provider', () => {
     expect(listed.body.map((p: any) => p.text)).toEqual(['stored at last']);
   });
 
+  it('the tools read a provider failure as their error return, never a failed run', async () => {
+    const agent = (await agentWith({ tools: ['archival_memory_insert', 'archival_memory_search'] }))
+      .id;
+    await insert(agent, 'an earlier note');
+    fake.failEmbeddings(503);
+    fake.push(
+      { tool_calls: [{ name: 'archival_memory_insert', arguments: { content: 'a note' } }] },
+      { tool_calls: [{ name: 'archival_memory_search', arguments: { query: 'note' } }] },
+      { content: 'sorry' },
+    );
+    const res = await api(t, 'POST', `/v1/agents/${agent}/messages`, say('remember'));
+    expect(res.status).toBe(200);
+    const returns = res.body.messages.filter((m: any) => m.message_type === 'tool_return_message');
+    expect(returns.map((m: any) => m.status)).toEqual(['error', 'error']);
+    expect(returns[0].tool_return).toContain('the embedding endpoint answered 503');
+    const kept = (await api(t, 'GET', `/v1/agents/${agent}/archival-memory`)).body;
+    expect(kept.map((p: any) => p.text)).toEqual(['an earlier note']);
+  });
+
   it('an agent file carries the embedding model; an import keeps it when it is configured here', async () => {
     const agent = await agentWith({ embedding: 'local/bow-64' });
     const af = (await api(t, 'GET', `/v1/agents/${agent.id}/export`)).body;
