@@ -201,14 +201,11 @@ export class ArchivalService {
       lists.length === 1
         ? lists[0]
         : reciprocalRankFusion(lists.map((l) => l.map((x) => x.id))).slice(0, s.limit);
-    const byId = new Map(
-      (
-        await this.repo.passagesByIds(
-          tenantId,
-          ranked.map((r) => r.id),
-        )
-      ).map((p) => [p.id, p]),
+    const found = await this.repo.passagesByIds(
+      tenantId,
+      ranked.map((r) => r.id),
     );
+    const byId = new Map(found.map((p) => [p.id, p]));
     // a passage deleted between the scan and the read is left out
     return ranked.flatMap((r) => {
       const passage = byId.get(r.id);
