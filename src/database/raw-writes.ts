@@ -21,6 +21,9 @@ export async function insertRows(
   const { driver } = em.connection;
   const meta = em.connection.getMetadata(entity);
   const postgres = driver.options.type === 'postgres';
+  // PostgreSQL refuses an upsert that meets one key twice (a group commit merges several jobs' rows):
+  // the last row of a key is the newest write, so it alone goes in, as the rows one after another would
+  if (conflictPaths) rows = lastPerKey(rows, conflictPaths);
   const columns: ColumnMetadata[] = [];
   for (const c of meta.columns) {
     let given = false;
@@ -64,6 +67,17 @@ export async function insertRows(
     sql += ` ON CONFLICT (${keys.map((k) => driver.escape(k)).join(', ')}) DO UPDATE SET ${set.join(', ')}`;
   }
   await em.query(sql, params);
+}
+
+function lastPerKey(rows: ObjectLiteral[], keys: string[]): ObjectLiteral[] {
+  if (rows.length < 2) return rows;
+  const byKey = new Map<string, ObjectLiteral>();
+  for (const r of rows) {
+    const key = JSON.stringify(keys.map((k) => r[k] as unknown));
+    byKey.delete(key); // re-inserted: the map keeps the order of the last writes
+    byKey.set(key, r);
+  }
+  return byKey.size === rows.length ? rows : [...byKey.values()];
 }
 
 /**

@@ -1,5 +1,8 @@
 /* eslint-disable @typescript-eslint/no-explicit-any */
+import { DataSource } from 'typeorm';
 import { AgentsService } from '../../../src/agents/agents.service';
+import { GroupCommit } from '../../../src/database/group-commit';
+import { LastExecutionEntity } from '../../../src/rules/executor-state.entities';
 import { startApp, TestApp } from '../../support/app-harness';
 
 /**
@@ -77,5 +80,32 @@ describe('security: transactions do not interleave', () => {
     expect(loads[0].agent.id).toBe(loads[1].agent.id);
     const listed = await call('GET', '/v1/agents/?name=from-file');
     expect(listed.body).toHaveLength(1);
+  });
+
+  it('one group commit upserting one key twice (two cooldown stamps of one tool): one statement, the newest wins', async () => {
+    // PostgreSQL refuses an ON CONFLICT DO UPDATE that meets a row twice; the group was rolled back and
+    // retried job by job, with a "query failed" in the log, each time two runs stamped the same tool
+    const writes = t.app.get(GroupCommit);
+    const row = (at: number) => ({
+      agent_id: 'agent-upsert',
+      tool_name: 'pay',
+      tenant_id: 'default',
+      at,
+    });
+    const ds = t.app.get(DataSource);
+    const logged = jest.spyOn(ds.logger, 'logQueryError');
+    await Promise.all(
+      [1_000, 2_000, 3_000].map((at) =>
+        writes.insert({
+          entity: LastExecutionEntity,
+          rows: [row(at)],
+          conflictPaths: ['agent_id', 'tool_name'],
+        }),
+      ),
+    );
+    const stored = await ds.getRepository(LastExecutionEntity).findBy({ agent_id: 'agent-upsert' });
+    expect(stored.map((r) => Number(r.at))).toEqual([3_000]);
+    expect(logged).not.toHaveBeenCalled();
+    logged.mockRestore();
   });
 });
