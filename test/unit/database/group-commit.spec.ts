@@ -142,12 +142,12 @@ describe('GroupCommit', () => {
       ),
       g.run(job('update')),
       g.insert({ entity: 'messages', rows: [row('m3')] }),
-      g.insert({ entity: 'batches', rows: [row('b1')], conflictPaths: ['batch_id'] }),
-      g.insert({ entity: 'batches', rows: [row('b2')], conflictPaths: ['batch_id'] }),
+      g.insert({ entity: 'batches', rows: [row('b1')], conflictPaths: ['name'] }),
+      g.insert({ entity: 'batches', rows: [row('b2')], conflictPaths: ['name'] }),
     ]);
     expect(outcomes.every((o) => o.status === 'fulfilled')).toBe(true);
     expect(transactions).toEqual([
-      ['messages m1+m2+m3', 'steps s1', 'batches b1+b2 upsert on batch_id', 'first', 'update'],
+      ['messages m1+m2+m3', 'steps s1', 'batches b1+b2 upsert on name', 'first', 'update'],
     ]);
 
     transactions.length = 0;
