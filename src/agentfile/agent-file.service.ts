@@ -133,7 +133,7 @@ export class AgentFileService {
         name: a.name,
         system: a.system,
         description: a.description,
-        agent_type: 'letta_v1_agent',
+        agent_type: a.agent_type,
         llm_config: safeLlmConfig(a.llm_config),
         embedding_config: a.embedding_config,
         tags: a.tags,
@@ -164,7 +164,7 @@ export class AgentFileService {
       mcp_servers: [],
       skills: [],
       metadata: {
-        exported_by: `rulebound-agent-server ${APP_VERSION}`,
+        exported_by: `${EXPORTED_BY} ${APP_VERSION}`,
         ...(dropped.length ? { dropped_headers: dropped.join(', ') } : {}),
       },
       created_at: new Date(this.clock.now()).toISOString(),
@@ -287,7 +287,10 @@ export class AgentFileService {
         maxImages: this.config.processing.max_images_per_message,
         maxImageBytes: this.config.processing.max_image_bytes,
       },
-      innerThoughts: typeof agent.agent_type === 'string' && agent.agent_type.startsWith('memgpt'),
+      // Letta's MemGPT agents speak through send_message: their text is inner monologue. Ours keep the
+      // reasoning apart (not exported), so a text in our own file is what the agent said.
+      innerThoughts:
+        !af.ours && typeof agent.agent_type === 'string' && agent.agent_type.startsWith('memgpt'),
     });
     problems.push(...imported.problems);
     const byId = <T extends Json>(list: T[], ids: unknown, path: string): T[] =>
@@ -302,6 +305,8 @@ export class AgentFileService {
       name: opts.name ?? (opts.appendCopySuffix ? `${str(agent.name)}_copy` : agent.name),
       system: agent.system,
       description: agent.description ?? null,
+      // absent: the operator's default, as for an agent created over the API
+      agent_type: agent.agent_type ?? null,
       tool_rules: agent.tool_rules ?? [],
       tags: agent.tags ?? [],
       metadata: agent.metadata ?? null,
@@ -369,7 +374,11 @@ interface AgentFile {
   agents: Json[];
   tools: Json[];
   blocks: Json[];
+  /** Written by this server's export: an assistant's text is what it said, whatever its agent_type. */
+  ours: boolean;
 }
+
+const EXPORTED_BY = 'rulebound-agent-server';
 
 /**
  * The file's JSON (double-encoded JSON too, as Letta accepts): one agent or several, ids unique, no data
@@ -430,7 +439,13 @@ function parseAgentFile(file: Buffer, maxAgents: number): AgentFile {
         path: k,
         message: 'is not supported: no data sources on this server',
       });
-  const out = { agents, tools: list('tools'), blocks: list('blocks') };
+  const meta = j.metadata as Json | null | undefined;
+  const out = {
+    agents,
+    tools: list('tools'),
+    blocks: list('blocks'),
+    ours: typeof meta?.exported_by === 'string' && meta.exported_by.startsWith(`${EXPORTED_BY} `),
+  };
   if (problems.length) throw validationFailed(problems, 'agent file is invalid');
   return out;
 }

@@ -46,7 +46,7 @@ export function toAgentResponse(v: AgentView): Record<string, unknown> {
     name: a.name,
     system: a.system,
     description: a.description,
-    agent_type: 'letta_v1_agent',
+    agent_type: a.agent_type,
     tools: v.tools.map(toToolResponse),
     tool_rules: a.tool_rules,
     memory: { blocks },

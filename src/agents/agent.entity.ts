@@ -1,4 +1,5 @@
 import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
+import type { AgentType } from '../core/agents/agent-type';
 import { EpochMsColumn, JsonColumn } from '../database/columns';
 import type { EmbeddingConfig } from '../models/embeddings/embedding-catalog';
 import type { LlmConfig, ScriptedTurn } from '../models/model-provider';
@@ -69,6 +70,10 @@ export class AgentEntity {
   /** The embedding model of the archive made for it (Letta's EmbeddingConfig); null: none. */
   @JsonColumn({ nullable: true })
   embedding_config!: EmbeddingConfig | null;
+
+  /** Letta's agent_type; rows from before it existed are 'memgpt_agent', which is how they behave. */
+  @Column({ type: 'varchar', length: 32 })
+  agent_type!: AgentType;
 
   @Column({ type: 'varchar', length: 64, nullable: true })
   last_stop_reason!: string | null;

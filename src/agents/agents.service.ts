@@ -68,6 +68,7 @@ const draftOf = (a: AgentEntity): AgentDraft => ({
   name: a.name,
   system: a.system,
   description: a.description,
+  agent_type: a.agent_type,
   tools: a.tools,
   tool_rules: a.tool_rules,
   blocks: a.blocks,
@@ -490,6 +491,7 @@ export class AgentsService {
       newBlockId: () => this.ids.prefixed('block'),
       newName: () => `agent-${this.ids.prefixed('x').slice(2, 10)}`,
       limits: this.config.limits,
+      defaultAgentType: this.config.agents.default_agent_type,
     };
     const nul = nulBytePaths(body);
     if (nul.length) throw validationFailed(nul, 'agent is invalid');

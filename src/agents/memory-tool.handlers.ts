@@ -1,3 +1,4 @@
+import { memoryInsert, memoryReplace } from '../core/memory/memory-edits';
 import type { BuiltinToolHandlers } from '../tools/builtin-tool-handlers';
 import type { AgentsService } from './agents.service';
 
@@ -9,7 +10,10 @@ const text = (args: Record<string, unknown>, key: string): string => {
   return v;
 };
 
-/** core_memory_append / core_memory_replace, with Letta's semantics, through AgentsService. */
+/**
+ * core_memory_append / core_memory_replace and memory_insert / memory_replace, with Letta's semantics,
+ * through AgentsService (read-only blocks and block limits are checked there, for all four).
+ */
 export function registerMemoryTools(handlers: BuiltinToolHandlers, agents: AgentsService): void {
   handlers.register('core_memory_append', async (args, ctx) => {
     const label = text(args, 'label');
@@ -30,5 +34,26 @@ export function registerMemoryTools(handlers: BuiltinToolHandlers, agents: Agent
       return v.split(oldContent).join(newContent);
     });
     return null;
+  });
+  // Letta's executor answers these two with the block's new value
+  handlers.register('memory_replace', async (args, ctx) => {
+    const label = text(args, 'label');
+    const oldString = text(args, 'old_string');
+    const newString = text(args, 'new_string');
+    const block = await agents.editMemoryBlock(ctx.tenantId, ctx.agentId, label, (v) =>
+      memoryReplace(v, label, oldString, newString),
+    );
+    return block.value;
+  });
+  handlers.register('memory_insert', async (args, ctx) => {
+    const label = text(args, 'label');
+    const newString = text(args, 'new_string');
+    const line = args.insert_line ?? -1;
+    if (typeof line !== 'number' || !Number.isInteger(line))
+      throw new Error('argument "insert_line" must be an integer');
+    const block = await agents.editMemoryBlock(ctx.tenantId, ctx.agentId, label, (v) =>
+      memoryInsert(v, newString, line),
+    );
+    return block.value;
   });
 }

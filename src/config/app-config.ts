@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import * as path from 'node:path';
 import { parse as parseYaml } from 'yaml';
+import { AGENT_TYPES, type AgentType } from '../core/agents/agent-type';
 import { unknownKeyMessage } from '../core/did-you-mean';
 import type { InputLimits } from '../core/limits';
 import { isHostPattern } from '../core/net/host-policy';
@@ -58,6 +59,8 @@ export interface AppConfig {
     embeddings: EmbeddingSettings;
   };
   webhooks: WebhookSettings;
+  /** The agent_type of an agent created without one (docs/letta-compatibility.md, "Agent types"). */
+  agents: { default_agent_type: AgentType };
   /** Letta's agent files (`.af`): the largest upload and the most messages one carries either way. */
   agent_files: { max_bytes: number; max_messages: number; max_agents: number };
   rate_limit: { requests_per_second: number; burst: number };
@@ -563,6 +566,7 @@ function validate(
       retention_days: int('webhooks.retention_days', 1, 3650),
       public_url: publicUrl(str('webhooks.public_url', true)),
     },
+    agents: { default_agent_type: oneOf('agents.default_agent_type', AGENT_TYPES) },
     agent_files: {
       max_bytes: int('agent_files.max_bytes', 1024, 1_000_000_000),
       max_messages: int('agent_files.max_messages', 0, 100_000),

@@ -92,8 +92,8 @@ export class ModelsService {
     };
   }
 
-  toolSchemaFor(def: ToolDefinition): ToolSchema {
-    return toolSchemaFor(def);
+  toolSchemaFor(def: ToolDefinition, heartbeat = true): ToolSchema {
+    return toolSchemaFor(def, heartbeat);
   }
 
   /** Approximate tokens (chars/4) of a text or a message list. */

@@ -9,12 +9,14 @@ type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
- * The chat-completions schema offered to the model: the tool's parameters plus an optional boolean
- * `request_heartbeat` (not added to `required`; the processor strips it before execution).
+ * The chat-completions schema offered to the model: the tool's parameters plus, for the heartbeat loop
+ * (`heartbeat`), an optional boolean `request_heartbeat` (not added to `required`; the processor strips
+ * it before execution). letta_v1_agent's loop has no heartbeats, so its models are not offered one.
  */
-export function toolSchemaFor(def: ToolDefinition): ToolSchema {
+export function toolSchemaFor(def: ToolDefinition, heartbeat = true): ToolSchema {
   const params = isObj(def.parameters) ? def.parameters : {};
   const properties = isObj(params.properties) ? params.properties : {};
+  const flag = { type: 'boolean', description: REQUEST_HEARTBEAT_DESCRIPTION };
   return {
     type: 'function',
     function: {
@@ -23,10 +25,7 @@ export function toolSchemaFor(def: ToolDefinition): ToolSchema {
       parameters: {
         ...params,
         type: 'object',
-        properties: {
-          ...properties,
-          request_heartbeat: { type: 'boolean', description: REQUEST_HEARTBEAT_DESCRIPTION },
-        },
+        properties: heartbeat ? { ...properties, request_heartbeat: flag } : properties,
       },
     },
   };

@@ -1,4 +1,5 @@
 import { SEARCH_MODES } from '../core/memory/passage-input';
+import { AGENT_TYPES } from '../core/agents/agent-type';
 import { CLIENT_TOOL_NAME } from '../core/agents/validate-agent';
 import { IDENTITY_TYPES, PROPERTY_TYPES } from '../core/identities/validate-identity';
 import { BUDGET_FIELD_NAMES, BUDGET_LIMITS } from '../core/loop/budgets';
@@ -94,6 +95,8 @@ const AGENT = obj({
   name: orNull(text),
   system: nullable('string'),
   description: nullable('string'),
+  // on create only; an update may repeat the agent's own
+  agent_type: orNull({ enum: [...AGENT_TYPES] }),
   model: nullable('string'),
   llm_config: orNull(LLM_CONFIG),
   ...EMBEDDING,

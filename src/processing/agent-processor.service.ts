@@ -7,6 +7,7 @@ import type {
   ToolCallRequest,
   ToolOutcome,
 } from '../core/executor/contracts';
+import { continuesAfterTools, offersHeartbeat } from '../core/agents/agent-type';
 import { modelHandle } from '../core/agents/validate-agent';
 import {
   decideAfterTurn,
@@ -23,6 +24,7 @@ import { ID_GENERATOR } from '../common/ids';
 import { RunEvent, RunEventsBus, ToolOutcomeFacts } from '../common/run-events';
 import type { AppConfig } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
+import { MEMORY_EDIT_TOOLS } from '../tools/builtin-tools';
 import {
   ModelError,
   type ModelProvider,
@@ -364,7 +366,8 @@ export class AgentProcessor {
       this.checkBudgets(ctx);
       const allowed = await this.exec.executor.allowedTools(ctx.setup, pass);
       const offered = ctx.tools.filter((t) => allowed.tools.includes(t.name));
-      const schemas: ToolSchema[] = offered.map((t) => this.models.toolSchemaFor(t));
+      const heartbeat = offersHeartbeat(ctx.agent.agent_type);
+      const schemas: ToolSchema[] = offered.map((t) => this.models.toolSchemaFor(t, heartbeat));
       const toolChoice: 'auto' | 'none' | { name: string } =
         allowed.force && allowed.tools.includes(allowed.force)
           ? { name: allowed.force }
@@ -464,7 +467,7 @@ export class AgentProcessor {
         outcomes = await this.exec.executor.executeBatch(ctx.setup, pass, calls, ctx.meta);
         const parked = await this.persistOutcomes(ctx, outcomes, () => stepId, pass);
         if (parked.length) ctx.parked = parked;
-        if (outcomes.some((o) => o.kind === 'executed' && o.toolName.startsWith('core_memory'))) {
+        if (outcomes.some((o) => o.kind === 'executed' && MEMORY_EDIT_TOOLS.has(o.toolName))) {
           ctx.agent = await this.agents.get(ctx.run.tenant_id, ctx.run.agent_id);
         }
       }
@@ -474,6 +477,7 @@ export class AgentProcessor {
         outcomes,
         pendingExitRequirements: await this.exec.executor.pendingExitRequirements(ctx.setup, pass),
         rules: ctx.agent.tool_rules,
+        continueAfterTools: continuesAfterTools(ctx.agent.agent_type),
         remindersGiven: reminders,
         maxReminders: this.config.processing.max_reminders,
       });

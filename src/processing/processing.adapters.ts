@@ -45,7 +45,7 @@ export const PROCESSING_ADAPTERS: Provider[] = [
     inject: [ModelsService],
     useFactory: (models: ModelsService): ModelsPort => ({
       providerFor: (llm, tenantId) => models.providerFor(llm, tenantId),
-      toolSchemaFor: (def) => models.toolSchemaFor(def),
+      toolSchemaFor: (def, heartbeat) => models.toolSchemaFor(def, heartbeat),
       countTokens: (text) => models.countTokens(text),
       acceptsImages: (llm) => models.acceptsImages(llm),
     }),

@@ -25,8 +25,8 @@ export interface ToolsPort {
 
 export interface ModelsPort {
   providerFor(llm: LlmConfig, tenantId: string): ModelProvider;
-  /** The schema offered to the model (gains the optional `request_heartbeat`). */
-  toolSchemaFor(def: ToolDefinition): ToolSchema;
+  /** The schema offered to the model (with `heartbeat`, it gains the optional `request_heartbeat`). */
+  toolSchemaFor(def: ToolDefinition, heartbeat: boolean): ToolSchema;
   countTokens(text: string): number;
   /** Whether the model accepts image content (its provider's `vision_models`). */
   acceptsImages(llm: LlmConfig): boolean;

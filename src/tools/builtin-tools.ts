@@ -1,6 +1,12 @@
 import { createHash } from 'node:crypto';
 import type { ToolDefinition } from '../core/tools/tool-definition';
 
+/** The `label` argument of Letta's v2 memory tools. */
+const BLOCK_LABEL_PARAM = {
+  type: 'string',
+  description: 'Section of the memory to be edited, identified by its label.',
+};
+
 /** The built-in tools, declared in code (their handlers live in BuiltinToolHandlers). */
 export const BUILTIN_TOOLS: readonly ToolDefinition[] = [
   {
@@ -45,6 +51,54 @@ export const BUILTIN_TOOLS: readonly ToolDefinition[] = [
         new_content: { type: 'string', description: 'Content to write to the memory.' },
       },
       required: ['label', 'old_content', 'new_content'],
+    },
+    safety: 'side_effecting',
+    kind: 'builtin',
+  },
+  // Letta's v2 memory tools (memgpt_v2_agent, letta_v1_agent), with its descriptions
+  {
+    name: 'memory_replace',
+    description:
+      'The memory_replace command allows you to replace a specific string in a memory block with a new string. This is used for making precise edits. Do NOT attempt to replace long strings, e.g. do not attempt to replace the entire contents of a memory block with a new string.',
+    parameters: {
+      type: 'object',
+      properties: {
+        label: BLOCK_LABEL_PARAM,
+        old_string: {
+          type: 'string',
+          description:
+            'The text to replace (must match exactly, including whitespace and indentation).',
+        },
+        new_string: {
+          type: 'string',
+          description:
+            'The new text to insert in place of the old text. Do not include line number prefixes.',
+        },
+      },
+      required: ['label', 'old_string', 'new_string'],
+    },
+    safety: 'side_effecting',
+    kind: 'builtin',
+  },
+  {
+    name: 'memory_insert',
+    description:
+      'The memory_insert command allows you to insert text at a specific location in a memory block.',
+    parameters: {
+      type: 'object',
+      properties: {
+        label: BLOCK_LABEL_PARAM,
+        new_string: {
+          type: 'string',
+          description: 'The text to insert. Do not include line number prefixes.',
+        },
+        insert_line: {
+          type: 'integer',
+          description:
+            'The line number after which to insert the text (0 for beginning of file). Defaults to -1 (end of the file).',
+        },
+      },
+      required: ['label', 'new_string'],
     },
     safety: 'side_effecting',
     kind: 'builtin',
@@ -148,6 +202,14 @@ export const BUILTIN_TOOLS: readonly ToolDefinition[] = [
   },
 ];
 
+/** The built-ins that edit the agent's memory blocks: after one ran, the agent's blocks are read again. */
+export const MEMORY_EDIT_TOOLS: ReadonlySet<string> = new Set([
+  'core_memory_append',
+  'core_memory_replace',
+  'memory_replace',
+  'memory_insert',
+]);
+
 /** The built-ins that only exist so Letta's clients can name them: a call is an error return. */
 export const UNAVAILABLE_BUILTINS = ['web_search', 'fetch_webpage'] as const;
 
@@ -159,6 +221,8 @@ export const BUILTIN_TOOL_TYPES: Record<string, string> = {
   conversation_search: 'letta_core',
   core_memory_append: 'letta_memory_core',
   core_memory_replace: 'letta_memory_core',
+  memory_replace: 'letta_sleeptime_core',
+  memory_insert: 'letta_sleeptime_core',
   archival_memory_insert: 'letta_core',
   archival_memory_search: 'letta_core',
   web_search: 'letta_builtin',

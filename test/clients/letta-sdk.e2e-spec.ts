@@ -127,6 +127,42 @@ describe('clients: the Letta SDK walk', () => {
     ).rejects.toMatchObject({ status: 400 });
   });
 
+  it("agents: agent_type letta_v1_agent (Letta's default): v1 base tools, the loop runs on after a tool call", async () => {
+    const agent = await client.agents.create({
+      name: 'v1-agent',
+      agent_type: 'letta_v1_agent',
+      model: 'openai/fake',
+      memory_blocks: [{ label: 'human', value: 'Name: Ann' }],
+    });
+    expect(agent.agent_type).toBe('letta_v1_agent');
+    expect(agent.tools.map((x) => x.name)).toEqual([
+      'memory_replace',
+      'memory_insert',
+      'conversation_search',
+    ]);
+    fake.push(
+      {
+        tool_calls: [
+          { name: 'memory_insert', arguments: { label: 'human', new_string: 'Likes tea' } },
+        ],
+      },
+      { content: 'noted' },
+    );
+    const res = await client.agents.messages.create(agent.id, {
+      messages: [{ role: 'user', content: 'I like tea' }],
+    });
+    expect(res.messages.map((m) => m.message_type)).toEqual([
+      'tool_call_message',
+      'tool_return_message',
+      'assistant_message',
+    ]);
+    expect((res.messages[2] as any).content).toBe('noted');
+    expect(res.stop_reason.stop_reason).toBe('end_turn');
+    const human = await client.agents.blocks.retrieve('human', { agent_id: agent.id });
+    expect(human.value).toBe('Name: Ann\nLikes tea');
+    expect((await client.agents.retrieve(agent.id)).agent_type).toBe('letta_v1_agent');
+  });
+
   it('conversations: create, retrieve, update, list, messages, fork, cancel, compact, delete', async () => {
     const agentId = await createAgent(t, fake, { include_base_tools: false });
     const conv: Letta.Conversations.Conversation = await client.conversations.create({

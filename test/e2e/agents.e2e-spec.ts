@@ -46,7 +46,7 @@ describe('agents API (Letta SDK)', () => {
     expect(created).toMatchObject({
       name: 'support',
       system: 'Be kind.',
-      agent_type: 'letta_v1_agent',
+      agent_type: 'memgpt_agent',
       tags: ['a', 'b'],
       metadata: { team: 'x' },
       model: 'openai/gpt-4o-mini',

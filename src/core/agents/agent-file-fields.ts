@@ -9,6 +9,7 @@ import type { ValidationProblem } from '../rules/validate-tool-rules';
 export const AGENT_FILE_FIELDS = [
   'name',
   'description',
+  'agent_type',
   'system',
   'model',
   'llm_config',

@@ -2,14 +2,7 @@ import type { EmbeddingConfig } from '../../models/embeddings/embedding-catalog'
 import type { LlmConfig, ScriptedTurn } from '../../models/model-provider';
 import type { BudgetFields } from '../loop/budgets';
 import type { StoredToolRule } from '../rules/validate-tool-rules';
-
-/** Built-in tools every agent gets unless created with `include_base_tools: false`. */
-export const BASE_TOOL_NAMES = [
-  'send_message',
-  'core_memory_append',
-  'core_memory_replace',
-  'conversation_search',
-] as const;
+import type { AgentType } from './agent-type';
 
 /** Letta's default block size limit (characters). */
 export const DEFAULT_BLOCK_LIMIT = 5000;
@@ -41,6 +34,8 @@ export interface AgentRecord {
   name: string;
   system: string;
   description: string | null;
+  /** Letta's agent_type: its base tools (on create) and its loop; fixed once created. */
+  agent_type: AgentType;
   /** Tool names, built-ins included. */
   tools: string[];
   tool_rules: StoredToolRule[];

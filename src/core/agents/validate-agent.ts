@@ -4,12 +4,14 @@ import type { ProviderCatalog } from '../../models/providers/provider-catalog';
 import { NO_BUDGETS, parseBudgets } from '../loop/budgets';
 import { countProblem, type InputLimits } from '../limits';
 import { ValidationProblem, validateToolRules } from '../rules/validate-tool-rules';
+import { AgentRecord, AgentToolExecutorSettings, MemoryBlock } from './agent-record';
 import {
-  AgentRecord,
-  AgentToolExecutorSettings,
-  BASE_TOOL_NAMES,
-  MemoryBlock,
-} from './agent-record';
+  AGENT_TYPES,
+  AgentType,
+  BASE_TOOLS_BY_TYPE,
+  defaultSystemPrompt,
+  isAgentType,
+} from './agent-type';
 import { parseNewBlock } from './validate-block';
 
 /** The editable part of an agent, after validation. `tool_executor` holds only the agent's overrides. */
@@ -36,10 +38,9 @@ export interface AgentValidationContext {
   /** Used when create gives no name. */
   newName: () => string;
   limits: InputLimits;
+  /** The operator's `agents.default_agent_type`: the type of an agent created without one. */
+  defaultAgentType: AgentType;
 }
-
-export const DEFAULT_SYSTEM_PROMPT =
-  'You are a helpful assistant. Use the tools you have; answer the user with send_message.';
 
 const MAX_NAME = 200;
 /** A client tool's name (Letta's client_tools, on the agent or a request). */
@@ -92,12 +93,29 @@ export function validateAgentInput(
     return [...new Set(v.filter((s): s is string => typeof s === 'string'))];
   };
 
+  // Letta's UpdateAgent has no agent_type: it is chosen on create only (a file agent is re-created from its file)
+  let agent_type = current?.agent_type ?? ctx.defaultAgentType;
+  if (given(input, 'agent_type')) {
+    const t = input.agent_type;
+    if (!isAgentType(t))
+      bad(
+        'agent_type',
+        `must be one of ${AGENT_TYPES.join(', ')} (Letta's other types need sleep-time or voice agents, which this server does not have)`,
+      );
+    else if (current && t !== current.agent_type)
+      bad(
+        'agent_type',
+        `cannot be changed once the agent is created (it is ${current.agent_type})`,
+      );
+    else agent_type = t;
+  }
+
   const name = given(input, 'name')
     ? str('name', { nonEmpty: true, max: MAX_NAME })
     : (current?.name ?? ctx.newName());
   const system = has(input, 'system')
     ? str('system', { nullable: true })
-    : (current?.system ?? DEFAULT_SYSTEM_PROMPT);
+    : (current?.system ?? defaultSystemPrompt(agent_type));
   const description = has(input, 'description')
     ? str('description', { nullable: true })
     : (current?.description ?? null);
@@ -115,7 +133,7 @@ export function validateAgentInput(
     const includeBase = input.include_base_tools;
     if (includeBase !== undefined && includeBase !== null && typeof includeBase !== 'boolean')
       bad('include_base_tools', 'must be true or false');
-    if (includeBase !== false) tools = [...new Set([...BASE_TOOL_NAMES, ...tools])];
+    if (includeBase !== false) tools = [...new Set([...BASE_TOOLS_BY_TYPE[agent_type], ...tools])];
   }
   const tooManyTools = countProblem('tools', tools.length, 'max_tools_per_agent', ctx.limits);
   if (tooManyTools) problems.push(tooManyTools);
@@ -209,6 +227,7 @@ export function validateAgentInput(
       name: name as string,
       system: system ?? '',
       description,
+      agent_type,
       tools,
       tool_rules,
       blocks,

@@ -25,12 +25,17 @@ export interface TurnView {
   pendingExitRequirements: string[];
   /** The agent's rules, to find a required next tool after the last call. */
   rules: ToolRule[];
+  /**
+   * letta_v1_agent's loop: no heartbeats; after calls that ran the model is called again, and the batch
+   * ends when it answers without a call (or a rule ends it). False: the MemGPT heartbeat loop.
+   */
+  continueAfterTools: boolean;
   /** Reminders already given in this pass. */
   remindersGiven: number;
   maxReminders: number;
 }
 
-export type ContinueReason = 'continue_loop' | 'child_rule' | 'self_correction';
+export type ContinueReason = 'continue_loop' | 'child_rule' | 'self_correction' | 'after_tools';
 
 export type LoopDecision =
   /** A call waits for a person, or for the client to run it: the run parks, the batch state is kept. */
@@ -116,7 +121,9 @@ export function decideAfterTurn(view: TurnView): LoopDecision {
   if (outcomes.every((o) => ran(o) && o.continueLoop)) {
     return { kind: 'continue', reason: 'continue_loop' };
   }
-  // 3. a call that ran asked for a heartbeat
+  // 3. the v1 loop goes on after any call that ran; the heartbeat loop only when one asked for it
+  if (view.continueAfterTools && outcomes.some(ran))
+    return { kind: 'continue', reason: 'after_tools' };
   const hb = outcomes.find((o) => ran(o) && o.requestHeartbeat);
   if (hb) return { kind: 'heartbeat', toolName: hb.toolName };
   // 4. otherwise the turn ends

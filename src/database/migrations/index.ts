@@ -20,6 +20,7 @@ import { ParkedRunIndex1764950000000 } from './1764950000000-ParkedRunIndex';
 import { Embeddings1765010000000 } from './1765010000000-Embeddings';
 import { ConversationForks1765020000000 } from './1765020000000-ConversationForks';
 import { StepFeedback1765020001000 } from './1765020001000-StepFeedback';
+import { AgentTypes1765050000000 } from './1765050000000-AgentTypes';
 /**
  * Every migration, in order. Named `<epoch>-<What>.ts`; the app runs them at boot. Those that seal data
  * are built with the secrets key.
@@ -47,4 +48,5 @@ export const migrations = (secretsKey: Buffer | null): Function[] => [
   Embeddings1765010000000,
   ConversationForks1765020000000,
   StepFeedback1765020001000,
+  AgentTypes1765050000000,
 ];

@@ -16,6 +16,8 @@ const ctx: AgentValidationContext = {
     'core_memory_append',
     'core_memory_replace',
     'conversation_search',
+    'memory_replace',
+    'memory_insert',
     'issue_refund',
   ]),
   models: new ProviderCatalog(
@@ -23,6 +25,7 @@ const ctx: AgentValidationContext = {
   ),
   embeddings: new EmbeddingCatalog({ providers: [], default_model: null, max_scan_passages: 1 }),
   newBlockId: () => `block-${++n}`,
+  defaultAgentType: 'memgpt_agent',
   newName: () => 'generated',
   limits: LIMITS,
 };
@@ -357,5 +360,31 @@ describe('parseListAgentsQuery', () => {
     [{ tags: Array.from({ length: LIMITS.max_filter_values + 1 }, (_, i) => `t${i}`) }, 'tags'],
   ])('%j → problem at %s', (q, path) => {
     expect(parseListAgentsQuery(q, LIMITS).problems.map((p) => p.path)).toContain(path);
+  });
+});
+
+describe('validateAgentInput: agent_type', () => {
+  const tools = (input: Record<string, unknown>, c: AgentValidationContext = ctx) =>
+    validateAgentInput({ name: 'a', ...input }, c).draft;
+
+  it("an agent created without one gets the operator's default type, its base tools and prompt", () => {
+    const v1 = tools({}, { ...ctx, defaultAgentType: 'letta_v1_agent' });
+    expect(v1?.agent_type).toBe('letta_v1_agent');
+    expect(v1?.tools).toEqual(['memory_replace', 'memory_insert', 'conversation_search']);
+    expect(v1?.system).not.toContain('send_message');
+    expect(tools({})?.agent_type).toBe('memgpt_agent');
+    expect(tools({ agent_type: null })?.agent_type).toBe('memgpt_agent');
+  });
+
+  it('include_base_tools: false gives no base tools whatever the type', () => {
+    expect(tools({ agent_type: 'memgpt_v2_agent', include_base_tools: false })?.tools).toEqual([]);
+  });
+
+  it('an update keeps the type; another one is a problem at agent_type', () => {
+    const current = tools({ agent_type: 'react_agent' })!;
+    expect(validateAgentInput({ tags: ['x'] }, ctx, current).draft?.agent_type).toBe('react_agent');
+    expect(validateAgentInput({ agent_type: 'memgpt_agent' }, ctx, current).problems).toEqual([
+      expect.objectContaining({ path: 'agent_type' }),
+    ]);
   });
 });

@@ -120,6 +120,15 @@ describe('loadConfig', () => {
     expect(loadConfig({}).models.embeddings.providers).toEqual([]);
   });
 
+  it('agents.default_agent_type: memgpt_agent unless set; a type the server does not run stops the boot', () => {
+    expect(loadConfig({}).agents.default_agent_type).toBe('memgpt_agent');
+    const v1 = loadConfig({}, { agents: { default_agent_type: 'letta_v1_agent' } });
+    expect(v1.agents.default_agent_type).toBe('letta_v1_agent');
+    expect(() => loadConfig({}, { agents: { default_agent_type: 'sleeptime_agent' } })).toThrow(
+      /agents\.default_agent_type: must be one of memgpt_agent, memgpt_v2_agent, letta_v1_agent/,
+    );
+  });
+
   it('rejects a bad override with the key path', () => {
     expect(() => loadConfig({}, { tool_executor: { tool_timeout_seconds: -1 } })).toThrow(
       /tool_executor\.tool_timeout_seconds/,

@@ -22,6 +22,7 @@ const view = (outcomes: OutcomeView[], o: Partial<TurnView> = {}): TurnView => (
   outcomes,
   pendingExitRequirements: [],
   rules: [],
+  continueAfterTools: false,
   remindersGiven: 0,
   maxReminders: 3,
   ...o,
@@ -106,6 +107,64 @@ describe('decideAfterTurn', () => {
       'a cached answer counts as ran (heartbeat honoured)',
       view([ran('a', { kind: 'cached', requestHeartbeat: true })]),
       { kind: 'heartbeat', toolName: 'a' },
+    ],
+  ];
+  it.each(rows)('%s', (_name, input, expected) => {
+    expect(decideAfterTurn(input)).toEqual(expected);
+  });
+});
+
+describe('decideAfterTurn, letta_v1_agent loop (continueAfterTools)', () => {
+  const v1 = (outcomes: OutcomeView[], o: Partial<TurnView> = {}) =>
+    view(outcomes, { continueAfterTools: true, ...o });
+  const rows: [string, TurnView, LoopDecision][] = [
+    ['a text answer ends the batch', v1([]), { kind: 'end', stopReason: 'end_turn' }],
+    [
+      'a call that ran → the model is called again in the same pass',
+      v1([ran('search')]),
+      { kind: 'continue', reason: 'after_tools' },
+    ],
+    [
+      'a cached answer or a timeout counts as ran',
+      v1([ran('a', { kind: 'cached' })]),
+      { kind: 'continue', reason: 'after_tools' },
+    ],
+    [
+      'request_heartbeat changes nothing: continue, never a heartbeat pass',
+      v1([ran('search', { requestHeartbeat: true })]),
+      { kind: 'continue', reason: 'after_tools' },
+    ],
+    [
+      'a refused call → self-correction, as before',
+      v1([ran('a', { kind: 'refused', status: 'error' })]),
+      { kind: 'continue', reason: 'self_correction' },
+    ],
+    [
+      'exit_loop ran → the batch ends with tool_rule',
+      v1([ran('done', { exitLoop: true })]),
+      { kind: 'end', stopReason: 'tool_rule' },
+    ],
+    [
+      'exit_loop with required_before_exit pending → reminder',
+      v1([ran('done', { exitLoop: true })], { pendingExitRequirements: ['save'] }),
+      { kind: 'remind', missing: ['save'] },
+    ],
+    [
+      'a text answer with requirements pending → reminder',
+      v1([], { pendingExitRequirements: ['save'] }),
+      { kind: 'remind', missing: ['save'] },
+    ],
+    [
+      'a child rule still names the next tool',
+      v1([ran('plan')], {
+        rules: [{ type: 'constrain_child_tools', tool_name: 'plan', children: ['act'] }],
+      }),
+      { kind: 'continue', reason: 'child_rule', requiredNext: ['act'] },
+    ],
+    [
+      'consent or a client tool → park',
+      v1([ran('a'), ran('pay', { kind: 'client_required' })]),
+      { kind: 'park' },
     ],
   ];
   it.each(rows)('%s', (_name, input, expected) => {
