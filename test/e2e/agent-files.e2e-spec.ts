@@ -72,8 +72,30 @@ describe('agent files', () => {
     await t.close();
   });
 
+  it('a file names its agent_type: its base tools and loop', async () => {
+    const dir = newDir();
+    writeFileSync(
+      path.join(dir, 'agents', 'v1.yaml'),
+      'name: v1\nagent_type: letta_v1_agent\nmodel: scripted/helper\n',
+    );
+    const t = await startApp({ dir });
+    const [agent] = await listAll(t.baseUrl);
+    expect(agent.agent_type).toBe('letta_v1_agent');
+    expect((agent.tools as Json[]).map((x) => x.name)).toEqual([
+      'memory_replace',
+      'memory_insert',
+      'conversation_search',
+    ]);
+    await t.close();
+  });
+
   it.each([
     ['yaml syntax', 'name: [oops', /bad\.yaml.*yaml/],
+    [
+      'an agent_type this server does not run',
+      'name: x\nagent_type: sleeptime_agent',
+      /bad\.yaml: agent_type: must be one of memgpt_agent, memgpt_v2_agent, letta_v1_agent/,
+    ],
     ['missing name', 'description: nameless', /bad\.yaml: name: is required/],
     [
       'unknown rule type',

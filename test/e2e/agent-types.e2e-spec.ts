@@ -118,6 +118,43 @@ describe('agent types', () => {
     expect(fake.requests).toHaveLength(1);
   });
 
+  it('letta_v1_agent: a client tool parks the batch; its ToolReturn continues it to the text answer', async () => {
+    const a = await agentOf({ agent_type: 'letta_v1_agent', include_base_tools: false });
+    const BASH = {
+      name: 'Bash',
+      description: 'Runs a command on the client',
+      parameters: { type: 'object', properties: { command: { type: 'string' } } },
+    };
+    fake.push(
+      { tool_calls: [{ id: 'call_1', name: 'Bash', arguments: { command: 'ls' } }] },
+      { content: 'two files' },
+    );
+    const first = await api(
+      t,
+      'POST',
+      `/v1/agents/${a.id}/messages`,
+      say('list', { client_tools: [BASH] }),
+    );
+    expect(first.body.stop_reason.stop_reason).toBe('requires_approval');
+    expect(hasHeartbeat(fake.requests[0])).toBe(false);
+    const second = await api(t, 'POST', `/v1/agents/${a.id}/messages`, {
+      messages: [
+        {
+          type: 'approval',
+          approvals: [
+            { type: 'tool', tool_call_id: 'call_1', tool_return: 'a b', status: 'success' },
+          ],
+        },
+      ],
+      client_tools: [BASH],
+    });
+    expect(types(second.body.messages).slice(-2)).toEqual([
+      'tool_return_message',
+      'assistant_message',
+    ]);
+    expect(second.body.stop_reason.stop_reason).toBe('end_turn');
+  });
+
   it('memory_replace and memory_insert edit blocks with Letta texts; read-only blocks refuse', async () => {
     const a = await agentOf({
       agent_type: 'letta_v1_agent',
