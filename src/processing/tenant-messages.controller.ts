@@ -42,9 +42,17 @@ export class TenantMessagesController {
   @HttpCode(200)
   async search(@Tenant() tenant: string, @Body() body: unknown) {
     const b = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
-    if (typeof b.query !== 'string' || b.query.length === 0 || b.query.length > SEARCH_QUERY_MAX) {
+    if (
+      typeof b.query !== 'string' ||
+      b.query.length === 0 ||
+      b.query.length > SEARCH_QUERY_MAX ||
+      b.query.includes('\u0000') // PostgreSQL refuses a NUL in a parameter
+    ) {
       throw validationFailed([
-        { path: 'query', message: `must be a text of 1 to ${SEARCH_QUERY_MAX} characters` },
+        {
+          path: 'query',
+          message: `must be a text of 1 to ${SEARCH_QUERY_MAX} characters, without NUL`,
+        },
       ]);
     }
     const limit = pageLimit(b.limit, 50, this.config.limits);
@@ -52,6 +60,10 @@ export class TenantMessagesController {
     const problems: ValidationProblem[] = [];
     const after = readInstant(b.start_date, 'start_date', problems);
     const upTo = readInstant(b.end_date, 'end_date', problems);
+    // a filter of another type would otherwise be dropped, widening the search to every agent
+    for (const k of ['agent_id', 'conversation_id'])
+      if (b[k] !== undefined && b[k] !== null && typeof b[k] !== 'string')
+        problems.push({ path: k, message: 'must be an id (a string)' });
     if (problems.length) throw validationFailed(problems);
     const rows = await this.history.search(tenant, b.query, limit, str(b.agent_id), {
       conversationId: str(b.conversation_id),
