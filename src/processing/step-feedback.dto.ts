@@ -31,10 +31,16 @@ export function parseStepFeedback(
       const tooMany = countProblem('tags', b.tags.length, 'max_tags_per_agent', limits);
       if (tooMany) problems.push(tooMany);
       b.tags.forEach((t, i) => {
-        if (typeof t !== 'string' || t.length === 0 || t.length > STEP_TAG_MAX)
+        // a NUL is refused as everywhere else (PostgreSQL text cannot hold one)
+        if (
+          typeof t !== 'string' ||
+          t.length === 0 ||
+          t.length > STEP_TAG_MAX ||
+          t.includes('\u0000')
+        )
           problems.push({
             path: `tags[${i}]`,
-            message: `must be a text of 1 to ${STEP_TAG_MAX} characters`,
+            message: `must be a text of 1 to ${STEP_TAG_MAX} characters, without NUL`,
           });
       });
       if (b.tags.length > 0) tags = [...new Set(b.tags as string[])];
