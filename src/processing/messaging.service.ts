@@ -523,6 +523,14 @@ export class MessagingService implements OnModuleInit {
 
   /** Queues a stored run here when this instance holds (or can take) its agent, else wakes the holder. */
   enqueue(run: RunEntity, priority: boolean): void {
+    // lease work already under way for the agent (taking it, then queueing its stored runs) goes first:
+    // a run queued here in between would start before the older runs that work is about to queue
+    if (this.agentWork.has(run.agent_id))
+      void this.serially(run.agent_id, () => Promise.resolve(this.enqueueNow(run, priority)));
+    else this.enqueueNow(run, priority);
+  }
+
+  private enqueueNow(run: RunEntity, priority: boolean): void {
     if (this.leases.holds(run.agent_id)) return this.enqueueHere(run, priority);
     void this.serially(run.agent_id, () => this.take(run.tenant_id, run.agent_id));
   }

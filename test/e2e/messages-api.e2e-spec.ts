@@ -1,5 +1,6 @@
 /* eslint-disable @typescript-eslint/no-explicit-any */
 import Letta from '@letta-ai/letta-client';
+import { MessagingService } from '../../src/processing/messaging.service';
 import type { TestApp } from '../support/app-harness';
 import type { FakeModelServer } from '../support/fake-model-server';
 import {
@@ -329,6 +330,37 @@ describe('messages API', () => {
     const run = await runEnded(queued.body.id);
     expect(run.status).toBe('cancelled');
     expect(fake.requests).toHaveLength(1);
+  });
+
+  it('a message arriving while the agent is being taken waits behind the runs being taken with it', async () => {
+    // with leases (PostgreSQL), the first message takes the agent, then queues its stored runs; a second
+    // message that found the lease already held was queued at once and ran first
+    const id = await agent();
+    fake.respond((req) => {
+      const last = req.messages.filter((m: any) => m.role === 'user').at(-1);
+      return { content: `echo ${last.content}` };
+    });
+    const messaging = t.app.get(MessagingService) as unknown as {
+      adopt: (agentId: string) => Promise<void>;
+    };
+    const adopt = messaging.adopt.bind(messaging);
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const slow = jest.spyOn(messaging, 'adopt').mockImplementation(async (agentId) => {
+      await held;
+      return adopt(agentId);
+    });
+    try {
+      const first = (await api(t, 'POST', `/v1/agents/${id}/messages/async`, say('m0'))).body.id;
+      const second = (await api(t, 'POST', `/v1/agents/${id}/messages/async`, say('m1'))).body.id;
+      release();
+      await runEnded(first);
+      await runEnded(second);
+    } finally {
+      slow.mockRestore();
+    }
+    const history = (await api(t, 'GET', `/v1/agents/${id}/messages?order=asc`)).body;
+    expect(history.map((m: any) => m.content)).toEqual(['m0', 'echo m0', 'm1', 'echo m1']);
   });
 
   it('concurrent messages to one agent: processed one at a time, in order, none lost', async () => {
