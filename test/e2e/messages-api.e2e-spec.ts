@@ -340,9 +340,8 @@ describe('messages API', () => {
       const last = req.messages.filter((m: any) => m.role === 'user').at(-1);
       return { content: `echo ${last.content}` };
     });
-    const messaging = t.app.get(MessagingService) as unknown as {
-      adopt: (agentId: string) => Promise<void>;
-    };
+    const messaging: { adopt: (agentId: string) => Promise<void> } =
+      t.app.get<any>(MessagingService);
     const adopt = messaging.adopt.bind(messaging);
     let release!: () => void;
     const held = new Promise<void>((r) => (release = r));
