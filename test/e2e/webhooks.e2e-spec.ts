@@ -384,6 +384,42 @@ describe('webhooks', () => {
       });
     });
 
+    it('a webhook deleted after a delivery gets no more, and one added next gets the next (the subscriptions cached on SQLite)', async () => {
+      const rxNext = await startReceiver();
+      try {
+        const gone = await aWebhook('sk-a', ['run.completed']);
+        const agent = await api(
+          t,
+          'POST',
+          '/v1/agents/',
+          { name: 'wh-stale', system: 's' },
+          'sk-a',
+        );
+        const run = () =>
+          api(
+            t,
+            'POST',
+            `/v1/agents/${agent.body.id}/messages`,
+            { messages: [{ role: 'user', content: 'hi' }] },
+            'sk-a',
+          );
+        expect((await run()).status).toBe(200);
+        await rx.count(1);
+        expect((await api(t, 'DELETE', `/v1/webhooks/${gone.id}`, undefined, 'sk-a')).status).toBe(
+          200,
+        );
+        // a run with no webhook left, then one with a new webhook: a stale cache would post to the old one
+        expect((await run()).status).toBe(200);
+        await aWebhook('sk-a', ['run.completed'], rxNext.url);
+        expect((await run()).status).toBe(200);
+        await rxNext.count(1);
+        await dispatcher().deliverDue();
+        expect(rx.got).toHaveLength(1);
+      } finally {
+        await rxNext.close();
+      }
+    });
+
     it("never delivers one tenant's events to another tenant's webhook", async () => {
       const rxB = await startReceiver();
       try {
