@@ -222,4 +222,39 @@ describe('security: hostile tenant on forks, steps, agent files, search', () => 
     const toolsA = (await api(t, 'GET', '/v1/tools/', undefined, A)).body;
     expect(toolsA.map((x: any) => x.name)).not.toContain('imported_http');
   });
+
+  it('a tool moved or deleted while an agent uses it: the next run calls the new URL, then none (no stale cache)', async () => {
+    const tools = env.tools;
+    const decl = (url: string) => ({
+      name: 'moving',
+      parameters: { type: 'object', properties: {} },
+      safety: 'read_only',
+      kind: 'http',
+      http: { url, method: 'POST' },
+    });
+    const created = await api(t, 'POST', '/v1/tools/', decl(`${tools.baseUrl}/tool/old`), A);
+    expect(created.status).toBe(200);
+    const agent = await createAgent(t, fake, { include_base_tools: false, tools: ['moving'] }, A);
+    const call = async () => {
+      fake.reset(); // a turn ended by the tool leaves the closing reply unread
+      fake.push({ tool_calls: [{ name: 'moving', arguments: {} }] }, { content: 'done' });
+      const r = await api(t, 'POST', `/v1/agents/${agent}/messages`, say('go'), A);
+      expect(r.status).toBe(200);
+      return r.body.messages.find((m: any) => m.message_type === 'tool_return_message');
+    };
+    tools.calls.length = 0;
+    await call();
+    const moved = await api(
+      t,
+      'PATCH',
+      `/v1/tools/${created.body.id}`,
+      { http: { url: `${tools.baseUrl}/tool/new`, method: 'POST' } },
+      A,
+    );
+    expect(moved.status).toBe(200);
+    await call();
+    expect((await api(t, 'DELETE', `/v1/tools/${created.body.id}`, undefined, A)).status).toBe(200);
+    expect((await call()).tool_return).toContain('ToolNotFound');
+    expect(tools.calls.map((c) => c.name)).toEqual(['old', 'new']);
+  });
 });
