@@ -257,4 +257,34 @@ describe('security: hostile tenant on forks, steps, agent files, search', () => 
     expect((await call()).tool_return).toContain('ToolNotFound');
     expect(tools.calls.map((c) => c.name)).toEqual(['old', 'new']);
   });
+
+  it('forks racing a run of their source, and each other: 200 or 409 CONVERSATION_BUSY, never a 500', async () => {
+    const conv = (await api(t, 'POST', `/v1/conversations/?agent_id=${agentB}`, {}, B)).body.id;
+    for (let i = 0; i < 5; i++) {
+      fake.reset();
+      fake.push({ content: `turn ${i}` });
+      const [run, ...forks] = await Promise.all([
+        api(t, 'POST', `/v1/conversations/${conv}/messages`, say(`m${i}`, { streaming: false }), B),
+        api(t, 'POST', `/v1/conversations/${conv}/fork`, undefined, B),
+        api(t, 'POST', `/v1/conversations/${conv}/fork?hidden=true`, undefined, B),
+      ]);
+      expect(run.status).toBe(200);
+      for (const f of forks) {
+        expect([200, 409]).toContain(f.status);
+        if (f.status === 409) expect(f.body.code).toBe('CONVERSATION_BUSY');
+        else {
+          // the fork holds whole turns: never the run's user message without its reply
+          const seen = await api(
+            t,
+            'GET',
+            `/v1/conversations/${f.body.id}/messages?order=asc`,
+            undefined,
+            B,
+          );
+          expect(seen.status).toBe(200);
+          expect(seen.body.at(-1)?.message_type ?? 'none').not.toBe('user_message');
+        }
+      }
+    }
+  });
 });
