@@ -374,9 +374,11 @@ describeBrowser('web console at /console/ (Chromium)', () => {
     await page.getByRole('link', { name: 'Grants' }).click();
     await page.getByRole('combobox', { name: 'Agent' }).selectOption({ label: agent.key });
     const table = page.getByRole('table', { name: 'Grants' });
-    await table.getByText('any arguments').waitFor();
-    await table.getByRole('button', { name: 'Revoke grant for pay' }).click();
-    await table.getByText('revoked').waitFor();
+    // the row of this agent's grant: until the filter's answer arrives, the page lists every agent's
+    const row = table.getByRole('row', { name: new RegExp(`^${agent.key} `) });
+    await row.getByText('any arguments').waitFor();
+    await row.getByRole('button', { name: 'Revoke grant for pay' }).click();
+    await row.getByText('revoked').waitFor();
     expect(
       (await api(t, 'GET', `/v1/grants?agent_id=${agent.id}`)).body[0].revoked_at,
     ).not.toBeNull();

@@ -160,7 +160,7 @@ describe('security: hostile tenant on forks, steps, agent files, search', () => 
       { query: 'x\u0000y' },
     ])
       bad(await search(body), body);
-    expect((await search({ query: 'x', start_date: '0000-01-01' })).status).toBe(200);
+    expect((await search({ query: 'x', start_date: '0000-01-01T00:00:00Z' })).status).toBe(200);
   });
 
   it("multi-agent export: A's agent among B's ids, or A's conversation, → 404 and nothing of A's", async () => {
