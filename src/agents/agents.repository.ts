@@ -65,6 +65,10 @@ export class AgentsRepository {
     return rows.filter((a) => a.tools.includes(toolName));
   }
 
+  countForTenant(tenantId: string): Promise<number> {
+    return this.agents.countBy({ tenant_id: tenantId });
+  }
+
   /** Which of these ids are agents of the tenant. */
   async existing(tenantId: string, ids: string[]): Promise<Set<string>> {
     if (ids.length === 0) return new Set();

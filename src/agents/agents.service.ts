@@ -234,6 +234,16 @@ export class AgentsService {
   // ------------------------------------------------------------ the REST API
 
   async create(tenantId: string, body: unknown): Promise<AgentView> {
+    const max = this.config.limits.max_agents_per_tenant;
+    // counted before the insert: concurrent creates may pass it together by a few, never without bound
+    if ((await this.agents.countForTenant(tenantId)) >= max)
+      throw conflict(
+        'AGENT_LIMIT',
+        `a tenant may have at most ${max} agents (limits.max_agents_per_tenant)`,
+        {
+          max,
+        },
+      );
     const draft = await this.validate(tenantId, body);
     const shared = await this.blocksById(tenantId, body);
     if (shared) draft.blocks = this.joinBlocks([...draft.blocks, ...shared]);

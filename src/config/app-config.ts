@@ -596,6 +596,8 @@ function validate(
       max_passages_per_request: int('limits.max_passages_per_request', 1, 10_000),
       max_search_results: int('limits.max_search_results', 1, 10_000),
       max_page_size: int('limits.max_page_size', 1, 10_000),
+      max_agents_per_tenant: int('limits.max_agents_per_tenant', 1, 10_000_000),
+      max_conversations_per_agent: int('limits.max_conversations_per_agent', 1, 10_000_000),
     },
     cluster: clusterSettings(str('cluster.instance_id', true), int, fail),
     secrets: {

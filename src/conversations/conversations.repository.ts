@@ -24,6 +24,10 @@ export class ConversationsRepository {
     return this.repo.insert(c);
   }
 
+  countForAgent(tenantId: string, agentId: string): Promise<number> {
+    return this.repo.countBy({ tenant_id: tenantId, agent_id: agentId });
+  }
+
   find(tenantId: string, id: string): Promise<ConversationEntity | null> {
     return this.repo.findOneBy({ id, tenant_id: tenantId });
   }

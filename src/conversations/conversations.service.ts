@@ -1,11 +1,14 @@
 import { Inject, Injectable } from '@nestjs/common';
 import {
   badRequest,
+  conflict,
   notFound,
   validationFailed,
   type ValidationProblem,
 } from '../common/domain-error';
 import { CLOCK } from '../common/clock';
+import type { AppConfig } from '../config/app-config';
+import { APP_CONFIG } from '../config/config.module';
 import { ID_GENERATOR, isPrefixedId } from '../common/ids';
 import type { Clock, IdGenerator } from '../core/ports';
 import { AgentsService } from '../agents/agents.service';
@@ -39,6 +42,7 @@ export class ConversationsService {
   constructor(
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(ID_GENERATOR) private readonly ids: IdGenerator,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly repo: ConversationsRepository,
     private readonly agents: AgentsService,
     private readonly history: HistoryService,
@@ -54,6 +58,7 @@ export class ConversationsService {
       });
     }
     await this.agents.get(tenantId, agentId);
+    await this.assertRoom(tenantId, agentId);
     const fields = parseFields(body);
     const row = this.newRow(tenantId, agentId, fields.summary ?? null, false);
     await this.repo.insert(row);
@@ -69,6 +74,7 @@ export class ConversationsService {
     source: ConversationTarget,
     opts: { messageId: string | null; hidden: boolean },
   ): Promise<ConversationEntity> {
+    await this.assertRoom(tenantId, source.agentId);
     const row = this.newRow(tenantId, source.agentId, null, opts.hidden);
     await this.contexts.fork(
       tenantId,
@@ -79,6 +85,17 @@ export class ConversationsService {
     );
     await this.repo.insert(row);
     return row;
+  }
+
+  /** `limits.max_conversations_per_agent`, counted before the insert (as the other stored counts). */
+  private async assertRoom(tenantId: string, agentId: string): Promise<void> {
+    const max = this.config.limits.max_conversations_per_agent;
+    if ((await this.repo.countForAgent(tenantId, agentId)) >= max)
+      throw conflict(
+        'CONVERSATION_LIMIT',
+        `an agent may have at most ${max} conversations (limits.max_conversations_per_agent)`,
+        { max },
+      );
   }
 
   private newRow(

@@ -25,6 +25,10 @@ export interface InputLimits {
   max_search_results: number;
   /** Items of one page of any other list (`limit` of agents, messages, runs, grants, audit, …). */
   max_page_size: number;
+  /** Agents one tenant stores (created over the API or imported; the operator's config files do not count against it). */
+  max_agents_per_tenant: number;
+  /** Conversations (created or forked) of one agent, besides its default one. */
+  max_conversations_per_agent: number;
 }
 
 /** A list longer than its bound; `setting` names the key under `limits`. */

@@ -287,3 +287,41 @@ describe('security: bounded numbers and counts', () => {
     });
   });
 });
+
+describe('security: stored counts per tenant and agent', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startApp({
+      overrides: { limits: { max_agents_per_tenant: 2, max_conversations_per_agent: 2 } },
+    });
+  });
+  afterAll(() => t.close());
+
+  it('agents past limits.max_agents_per_tenant → 409 AGENT_LIMIT; a deletion makes room', async () => {
+    const made = [];
+    for (let i = 0; i < 2; i++) made.push(await api(t, 'POST', '/v1/agents/', { name: `a${i}` }));
+    expect(made.map((r) => r.status)).toEqual([200, 200]);
+    const third = await api(t, 'POST', '/v1/agents/', { name: 'a2' });
+    expect(third.status).toBe(409);
+    expect(third.body).toMatchObject({ code: 'AGENT_LIMIT', details: { max: 2 } });
+    expect(third.body.message).toContain('limits.max_agents_per_tenant');
+    // deleting one makes room again
+    expect((await api(t, 'DELETE', `/v1/agents/${made[0].body.id}`)).status).toBe(200);
+    expect((await api(t, 'POST', '/v1/agents/', { name: 'a3' })).status).toBe(200);
+  });
+
+  it('conversations past limits.max_conversations_per_agent → 409 CONVERSATION_LIMIT, also by fork', async () => {
+    const agents = (await api(t, 'GET', '/v1/agents/')).body;
+    const agentId = agents[0].id;
+    const made = [];
+    for (let i = 0; i < 2; i++)
+      made.push(await api(t, 'POST', `/v1/conversations/?agent_id=${agentId}`, {}));
+    expect(made.map((r) => r.status)).toEqual([200, 200]);
+    const third = await api(t, 'POST', `/v1/conversations/?agent_id=${agentId}`, {});
+    expect(third.status).toBe(409);
+    expect(third.body).toMatchObject({ code: 'CONVERSATION_LIMIT', details: { max: 2 } });
+    const fork = await api(t, 'POST', `/v1/conversations/${made[0].body.id}/fork`);
+    expect(fork.status).toBe(409);
+    expect(fork.body.code).toBe('CONVERSATION_LIMIT');
+  });
+});
