@@ -71,21 +71,6 @@ export class EmbeddingCatalog {
     return this.byHandle.get(handle);
   }
 
-  configOf(m: EmbeddingModelInfo): EmbeddingConfig {
-    return {
-      handle: m.handle,
-      embedding_endpoint_type: m.type,
-      embedding_endpoint: m.base_url,
-      embedding_model: m.model,
-      embedding_dim: m.dimensions,
-      embedding_chunk_size: m.chunk_size,
-      batch_size: m.batch_size,
-      azure_endpoint: null,
-      azure_version: null,
-      azure_deployment: null,
-    };
-  }
-
   /**
    * The embedding a create asks for: Letta's `embedding` (a handle) or `embedding_config` (by its
    * handle, else its `embedding_model` name), else the operator's default. With no embedding model
@@ -102,7 +87,7 @@ export class EmbeddingCatalog {
           path: 'embedding',
           error: `must be a configured embedding model handle; configured: ${handles()}`,
         };
-      return { ok: this.configOf(m) };
+      return { ok: embeddingConfigOf(m) };
     }
     if (cfg !== undefined && cfg !== null) {
       if (!isObj(cfg)) return { path: 'embedding_config', error: 'must be an object or null' };
@@ -120,9 +105,25 @@ export class EmbeddingCatalog {
           path: 'embedding_config.embedding_dim',
           error: `${m.handle} has ${m.dimensions} dimensions, got ${cfg.embedding_dim}`,
         };
-      return { ok: this.configOf(m) };
+      return { ok: embeddingConfigOf(m) };
     }
     const d = this.defaultHandle === null ? undefined : this.byHandle.get(this.defaultHandle);
-    return { ok: d ? this.configOf(d) : null };
+    return { ok: d ? embeddingConfigOf(d) : null };
   }
+}
+
+/** A configured model as Letta's `EmbeddingConfig` (what agents and archives keep and answer). */
+export function embeddingConfigOf(m: EmbeddingModelInfo): EmbeddingConfig {
+  return {
+    handle: m.handle,
+    embedding_endpoint_type: m.type,
+    embedding_endpoint: m.base_url,
+    embedding_model: m.model,
+    embedding_dim: m.dimensions,
+    embedding_chunk_size: m.chunk_size,
+    batch_size: m.batch_size,
+    azure_endpoint: null,
+    azure_version: null,
+    azure_deployment: null,
+  };
 }
