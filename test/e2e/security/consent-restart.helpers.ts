@@ -55,6 +55,9 @@ export async function parkedAgent(t: TestApp, n: number): Promise<Parked> {
  */
 export async function approveThenCrashAt(t: TestApp, p: Parked, point: CrashPoint): Promise<void> {
   const messaging = t.app.get(MessagingService);
+  // the parked run's own check for decisions (made as its run ends, after the answer was sent) must be
+  // over first: begun before the holds below, it would read this decision and continue the batch itself
+  await messaging.mailbox.whenIdle();
   // both ways a decision continues its batch: from memory (parked here) and from the database
   const holds = [
     jest.spyOn(messaging, 'resumeIfDecided').mockResolvedValue(undefined),
