@@ -1,21 +1,31 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { In, Repository } from 'typeorm';
 import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
+import type { AppConfig } from '../config/app-config';
+import { APP_CONFIG } from '../config/config.module';
+import type { ToolDefinition } from '../core/tools/tool-definition';
 import { Transactor } from '../database/transactor';
 import { answeringConflicts, isUniqueViolation } from '../database/unique-violation';
+import { WriteCountedCache } from '../database/write-counted-cache';
 import { GLOBAL_TOOL_TENANT, ToolEntity } from './tool.entity';
 
 /** Declared tools: a tenant sees its own (API) tools and the global (file) ones. */
 @Injectable()
 export class ToolsRepository {
-  /** Counts this process's tool writes (each after it is stored): a cached read older than one is stale. */
-  private writeCount = 0;
+  /**
+   * Reads derived from the tools table (an agent's resolved tools, read by every run and every consent
+   * resumption); every write below goes through it.
+   */
+  readonly cache: WriteCountedCache<ToolDefinition[]>;
 
   constructor(
     @InjectRepository(ToolEntity) private readonly repo: Repository<ToolEntity>,
     private readonly tx: Transactor,
-  ) {}
+    @Inject(APP_CONFIG) config: AppConfig,
+  ) {
+    this.cache = new WriteCountedCache(!config.database.url);
+  }
 
   listVisible(tenantId: string): Promise<ToolEntity[]> {
     return this.repo.find({
@@ -52,8 +62,9 @@ export class ToolsRepository {
   /** Inserts a new tool; false when its tenant already has a tool of that name (the unique index decides). */
   async insertIfNameFree(tool: ToolEntity): Promise<boolean> {
     try {
-      await answeringConflicts(() => this.repo.insert(tool as QueryDeepPartialEntity<ToolEntity>));
-      this.writeCount++;
+      await this.cache.write(() =>
+        answeringConflicts(() => this.repo.insert(tool as QueryDeepPartialEntity<ToolEntity>)),
+      );
       return true;
     } catch (e) {
       if (isUniqueViolation(e)) return false;
@@ -62,19 +73,11 @@ export class ToolsRepository {
   }
 
   /** Inserts or updates a tool (file tools at boot). */
-  async save(tool: ToolEntity): Promise<ToolEntity> {
-    const saved = await this.tx.run((em) => em.save(ToolEntity, tool));
-    this.writeCount++;
-    return saved;
+  save(tool: ToolEntity): Promise<ToolEntity> {
+    return this.cache.write(() => this.tx.run((em) => em.save(ToolEntity, tool)));
   }
 
   async remove(id: string): Promise<void> {
-    await this.repo.delete({ id });
-    this.writeCount++;
-  }
-
-  /** How many tool writes this process has made; every write of the tools table goes through here. */
-  get writes(): number {
-    return this.writeCount;
+    await this.cache.write(() => this.repo.delete({ id }));
   }
 }

@@ -1,4 +1,3 @@
-import { LRUCache } from 'lru-cache';
 import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { CLOCK } from '../common/clock';
 import {
@@ -64,12 +63,6 @@ const BUILTIN_VIEWS: ToolView[] = BUILTIN_TOOLS.map((t) => ({
 @Injectable()
 export class ToolsService implements OnModuleInit {
   private readonly logger = new Logger('Tools');
-  /**
-   * An agent's resolved tools by tenant and names, with the tool-write count they were read at: every run
-   * (and every consent resumption) resolves its agent's tools. Off on PostgreSQL, where another instance's
-   * write would not reach it.
-   */
-  private readonly resolved: LRUCache<string, { writes: number; defs: ToolDefinition[] }> | null;
 
   constructor(
     private readonly tools: ToolsRepository,
@@ -77,9 +70,7 @@ export class ToolsService implements OnModuleInit {
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(ID_GENERATOR) private readonly ids: IdGenerator,
     private readonly secrets: SecretsService,
-  ) {
-    this.resolved = config.database.url ? null : new LRUCache({ max: 10_000 });
-  }
+  ) {}
 
   /** Runs before any onApplicationBootstrap, so agent files can name file tools. */
   async onModuleInit(): Promise<void> {
@@ -108,15 +99,15 @@ export class ToolsService implements OnModuleInit {
 
   /** The definitions behind an agent's tool names, in the agent's order; unknown names are skipped. */
   async resolveAgentTools(tenantId: string, toolNames: string[]): Promise<ToolDefinition[]> {
-    const key = `${tenantId}\u0000${toolNames.join('\u0000')}`;
-    const hit = this.resolved?.get(key);
-    if (hit && hit.writes === this.tools.writes) return [...hit.defs];
-    // the count before the read: a write that lands during it makes this entry stale at once
-    const writes = this.tools.writes;
-    const defs = (await this.resolveViews(tenantId, toolNames)).map(
-      ({ id: _id, source: _s, created_at: _c, updated_at: _u, ...def }) => def,
+    // every run (and every consent resumption) resolves its agent's tools: cached where this process is
+    // the only writer, until the next tool write
+    const defs = await this.tools.cache.read(
+      `${tenantId}\u0000${toolNames.join('\u0000')}`,
+      async () =>
+        (await this.resolveViews(tenantId, toolNames)).map(
+          ({ id: _id, source: _s, created_at: _c, updated_at: _u, ...def }) => def,
+        ),
     );
-    this.resolved?.set(key, { writes, defs });
     return [...defs];
   }
 

@@ -1,12 +1,12 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { LRUCache } from 'lru-cache';
 import { DataSource, EntityManager, In, IsNull, LessThan, LessThanOrEqual } from 'typeorm';
 import type { AppConfig } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
 import { RowReader } from '../database/raw-reads';
 import { Transactor } from '../database/transactor';
 import { answeringConflicts } from '../database/unique-violation';
+import { WriteCountedCache } from '../database/write-counted-cache';
 import {
   WebhookDecisionTokenEntity,
   WebhookDeliveryEntity,
@@ -28,16 +28,14 @@ export class WebhooksRepository {
    * the database's only writer (SQLite): with several instances, a webhook added or deleted through
    * another one would not reach this cache (the event bus between them is best effort).
    */
-  private readonly subscribed: LRUCache<string, WebhookEntity[]> | null;
-  /** Bumped at every webhook write: a read that overlapped one is not kept. */
-  private writes = 0;
+  private readonly subscribed: WriteCountedCache<WebhookEntity[]>;
 
   constructor(
     @InjectDataSource() private readonly ds: DataSource,
     private readonly tx: Transactor,
     @Inject(APP_CONFIG) config: AppConfig,
   ) {
-    this.subscribed = config.database.url ? null : new LRUCache({ max: 10_000 });
+    this.subscribed = new WriteCountedCache(!config.database.url);
   }
 
   countForTenant(tenantId: string): Promise<number> {
@@ -45,13 +43,7 @@ export class WebhooksRepository {
   }
 
   async insertWebhook(row: WebhookEntity): Promise<void> {
-    this.writes++;
-    try {
-      await this.ds.manager.insert(WebhookEntity, row);
-    } finally {
-      this.writes++;
-      this.subscribed?.delete(row.tenantId);
-    }
+    await this.subscribed.write(() => this.ds.manager.insert(WebhookEntity, row));
   }
 
   listForTenant(tenantId: string): Promise<WebhookEntity[]> {
@@ -63,12 +55,7 @@ export class WebhooksRepository {
 
   /** The tenant's webhooks, oldest first, for the dispatcher (shared objects: not to be changed). */
   async subscriptions(tenantId: string): Promise<readonly WebhookEntity[]> {
-    const hit = this.subscribed?.get(tenantId);
-    if (hit) return hit;
-    const before = this.writes;
-    const rows = await webhooksOf.all(this.ds, [tenantId]);
-    if (this.writes === before) this.subscribed?.set(tenantId, rows);
-    return rows;
+    return this.subscribed.read(tenantId, () => webhooksOf.all(this.ds, [tenantId]));
   }
 
   find(tenantId: string, id: string): Promise<WebhookEntity | null> {
@@ -81,17 +68,13 @@ export class WebhooksRepository {
 
   /** The webhook, its deliveries and its decision tokens go together. */
   async deleteWebhook(tenantId: string, id: string): Promise<void> {
-    this.writes++;
-    try {
-      await this.tx.run(async (em) => {
+    await this.subscribed.write(() =>
+      this.tx.run(async (em) => {
         await em.delete(WebhookDecisionTokenEntity, { tenantId, webhookId: id });
         await em.delete(WebhookDeliveryEntity, { tenantId, webhookId: id });
         await em.delete(WebhookEntity, { tenantId, id });
-      });
-    } finally {
-      this.writes++;
-      this.subscribed?.delete(tenantId);
-    }
+      }),
+    );
   }
 
   /**
