@@ -1,4 +1,5 @@
 import { validationFailed, type ValidationProblem } from '../common/domain-error';
+import { nulBytePaths } from '../core/agents/nul-bytes';
 import { countProblem, type InputLimits } from '../core/limits';
 import type { StepFeedback } from './entities/step.entity';
 import { STEP_FEEDBACK } from './query.dto';
@@ -16,7 +17,8 @@ export function parseStepFeedback(
   if (typeof body !== 'object' || body === null || Array.isArray(body))
     throw validationFailed([{ path: '', message: 'body must be a JSON object' }]);
   const b = body as Record<string, unknown>;
-  const problems: ValidationProblem[] = [];
+  // a NUL is refused as everywhere else (PostgreSQL text cannot hold one)
+  const problems: ValidationProblem[] = nulBytePaths(b);
   let feedback: StepFeedback | null = null;
   if (b.feedback !== undefined && b.feedback !== null) {
     if (!STEP_FEEDBACK.includes(b.feedback as StepFeedback))
@@ -31,16 +33,10 @@ export function parseStepFeedback(
       const tooMany = countProblem('tags', b.tags.length, 'max_tags_per_agent', limits);
       if (tooMany) problems.push(tooMany);
       b.tags.forEach((t, i) => {
-        // a NUL is refused as everywhere else (PostgreSQL text cannot hold one)
-        if (
-          typeof t !== 'string' ||
-          t.length === 0 ||
-          t.length > STEP_TAG_MAX ||
-          t.includes('\u0000')
-        )
+        if (typeof t !== 'string' || t.length === 0 || t.length > STEP_TAG_MAX)
           problems.push({
             path: `tags[${i}]`,
-            message: `must be a text of 1 to ${STEP_TAG_MAX} characters, without NUL`,
+            message: `must be a text of 1 to ${STEP_TAG_MAX} characters`,
           });
       });
       if (b.tags.length > 0) tags = [...new Set(b.tags as string[])];

@@ -3,6 +3,7 @@ import { Tenant } from '../auth/tenant.guard';
 import type { AppConfig } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
 import { validationFailed, type ValidationProblem } from '../common/domain-error';
+import { nulBytePaths } from '../core/agents/nul-bytes';
 import { readInstant } from '../core/limits';
 import { pageLimit } from '../common/page-limit';
 import { HistoryService } from './history.service';
@@ -42,29 +43,22 @@ export class TenantMessagesController {
   @HttpCode(200)
   async search(@Tenant() tenant: string, @Body() body: unknown) {
     const b = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
-    if (
-      typeof b.query !== 'string' ||
-      b.query.length === 0 ||
-      b.query.length > SEARCH_QUERY_MAX ||
-      b.query.includes('\u0000') // PostgreSQL refuses a NUL in a parameter
-    ) {
-      throw validationFailed([
-        {
-          path: 'query',
-          message: `must be a text of 1 to ${SEARCH_QUERY_MAX} characters, without NUL`,
-        },
-      ]);
-    }
+    // PostgreSQL refuses a NUL in any parameter: the query, an id, a date
+    const problems: ValidationProblem[] = nulBytePaths(b);
+    if (typeof b.query !== 'string' || b.query.length === 0 || b.query.length > SEARCH_QUERY_MAX)
+      problems.push({
+        path: 'query',
+        message: `must be a text of 1 to ${SEARCH_QUERY_MAX} characters`,
+      });
     const limit = pageLimit(b.limit, 50, this.config.limits);
     const str = (v: unknown) => (typeof v === 'string' && v !== '' ? v : undefined);
-    const problems: ValidationProblem[] = [];
     const after = readInstant(b.start_date, 'start_date', problems);
     const upTo = readInstant(b.end_date, 'end_date', problems);
     // a filter of another type would otherwise be dropped, widening the search to every agent
     for (const k of ['agent_id', 'conversation_id'])
       if (b[k] !== undefined && b[k] !== null && typeof b[k] !== 'string')
         problems.push({ path: k, message: 'must be an id (a string)' });
-    if (problems.length) throw validationFailed(problems);
+    if (problems.length || typeof b.query !== 'string') throw validationFailed(problems);
     const rows = await this.history.search(tenant, b.query, limit, str(b.agent_id), {
       conversationId: str(b.conversation_id),
       afterMs: after ?? undefined,

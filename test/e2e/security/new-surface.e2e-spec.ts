@@ -158,6 +158,8 @@ describe('security: hostile tenant on forks, steps, agent files, search', () => 
       { query: 'x', limit: '10; DROP TABLE messages' },
       { query: 'x', agent_id: ['a', 'b'] },
       { query: 'x\u0000y' },
+      { query: 'x', agent_id: `${agentA}\u0000` },
+      { query: 'x', end_date: '2026-01-01\u0000' },
     ])
       bad(await search(body), body);
     expect((await search({ query: 'x', start_date: '0000-01-01T00:00:00Z' })).status).toBe(200);
