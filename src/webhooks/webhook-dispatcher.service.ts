@@ -60,6 +60,8 @@ export class WebhookDispatcher
   private runEvents: Subscription | null = null;
   private timer: NodeJS.Timeout | null = null;
   private pass: Promise<number> | null = null;
+  /** Events being stored: shutdown waits for them, or an event seen just before it would be lost. */
+  private readonly storing = new Set<Promise<void>>();
   private lastPrune = 0;
   private stopped = false;
   /** The http tools' outbound policy, applied to every attempt after DNS resolution. */
@@ -80,13 +82,13 @@ export class WebhookDispatcher
 
   onModuleInit(): void {
     this.unsubscribe.push(
-      this.broker.onRequest((r) => this.onConsentRequest(r)),
-      this.broker.onDecision((e) => this.onConsentResolved(e)),
-      this.broker.onCancelled((e) => this.onConsentResolved(e)),
+      this.broker.onRequest((r) => this.store(this.onConsentRequest(r))),
+      this.broker.onDecision((e) => this.store(this.onConsentResolved(e))),
+      this.broker.onCancelled((e) => this.store(this.onConsentResolved(e))),
     );
     // the instance that ran the run stores its delivery; the unique (webhook, event) row covers any overlap
     this.runEvents = this.bus.local$.subscribe((e) => {
-      if (e.type === 'run.completed') this.guard(this.onRunCompleted(e));
+      if (e.type === 'run.completed') this.store(this.onRunCompleted(e));
     });
   }
 
@@ -103,7 +105,14 @@ export class WebhookDispatcher
     this.unsubscribe.forEach((u) => u());
     this.runEvents?.unsubscribe();
     if (this.timer) clearInterval(this.timer);
+    await Promise.all(this.storing);
     await this.pass?.catch(() => undefined);
+  }
+
+  private store(p: Promise<void>): void {
+    const kept = p.catch((e: unknown) => this.logger.error(`webhooks: ${String(e)}`));
+    this.storing.add(kept);
+    void kept.finally(() => this.storing.delete(kept));
   }
 
   // ------------------------------------------------------------ events in

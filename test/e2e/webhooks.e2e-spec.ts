@@ -1,5 +1,6 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- deliveries and response bodies are free-form JSON that tests inspect */
 import { createHmac } from 'node:crypto';
+import { rmSync } from 'node:fs';
 import { createServer, IncomingHttpHeaders } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { DataSource } from 'typeorm';
@@ -650,6 +651,57 @@ describe('webhooks: the outbound host policy against a hostile tenant', () => {
     } finally {
       rx.redirect.to = null;
       await api(t, 'DELETE', `/v1/webhooks/${hook.body.id}`, undefined, 'sk-a');
+    }
+  });
+});
+
+describe('webhooks across a shutdown', () => {
+  it('a run that ends just before the server closes still has its run.completed delivery stored', async () => {
+    const rx = await startReceiver();
+    const first = await startApp({ overrides: KEYS, keepDir: true });
+    let second: TestApp | null = null;
+    try {
+      const hook = await api(
+        first,
+        'POST',
+        '/v1/webhooks',
+        { url: rx.url, events: ['run.completed'] },
+        'sk-a',
+      );
+      expect(hook.status).toBe(201);
+      const agent = await api(
+        first,
+        'POST',
+        '/v1/agents/',
+        { name: 'closing', system: 's' },
+        'sk-a',
+      );
+      const sent = await api(
+        first,
+        'POST',
+        `/v1/agents/${agent.body.id}/messages`,
+        { messages: [{ role: 'user', content: 'hi' }] },
+        'sk-a',
+      );
+      expect(sent.status).toBe(200);
+      // closed at once: the event's delivery was still being stored (it was lost, the database closed under it)
+      await first.close();
+      second = await startApp({ overrides: KEYS, dir: first.dir });
+      const deliveries = await api(
+        second,
+        'GET',
+        `/v1/webhooks/${hook.body.id}/deliveries`,
+        undefined,
+        'sk-a',
+      );
+      expect(deliveries.status).toBe(200);
+      expect(deliveries.body).toEqual(
+        expect.arrayContaining([expect.objectContaining({ event: 'run.completed' })]),
+      );
+    } finally {
+      await second?.close();
+      rmSync(first.dir, { recursive: true, force: true });
+      await rx.close();
     }
   });
 });
