@@ -1,7 +1,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
+import type { Database } from 'better-sqlite3';
 import { DataSource } from 'typeorm';
+import { isUniqueViolation } from '../../../src/database/unique-violation';
 import { Transactor } from '../../../src/database/transactor';
 
 /** SQLite's one connection: a statement outside a unit never lands in (or is lost with) that unit. */
@@ -69,6 +71,29 @@ describe('Transactor on SQLite', () => {
     ]);
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
     expect(await rows()).toEqual(['one', 'three']);
+  });
+
+  it("a failed statement rejects as TypeORM's runner does (a unique conflict is recognised)", async () => {
+    await ds.query("INSERT INTO t (v) VALUES ('a')");
+    const failed = await tx
+      .run((em) => em.query("INSERT INTO t (v) VALUES ('a')"))
+      .catch((e: unknown) => e);
+    expect(isUniqueViolation(failed)).toBe(true);
+  });
+
+  it('keeps the prepared statements of many statement texts (the multi-row inserts, one per row count)', async () => {
+    const insert = (n: number) =>
+      tx.run((em) =>
+        em.query(
+          `INSERT INTO t (v) VALUES ${Array.from({ length: n }, () => '(?)').join(', ')}`,
+          Array.from({ length: n }, (_, i) => `${n}-${i}-${Math.random()}`),
+        ),
+      );
+    for (let n = 1; n <= 150; n++) await insert(n);
+    const db = ds.driver as unknown as { databaseConnection: Database };
+    const prepare = jest.spyOn(db.databaseConnection, 'prepare');
+    for (let n = 1; n <= 150; n++) await insert(n);
+    expect(prepare).not.toHaveBeenCalled();
   });
 
   it("refuses TypeORM's implicit transaction outside a unit (it would hold the connection unguarded)", async () => {
