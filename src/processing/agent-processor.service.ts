@@ -34,7 +34,7 @@ import {
 import type { MessageEntity, MessageType } from './entities/message.entity';
 import type { ClientToolSpec, ParkedCall, RunEntity, RunUsage } from './entities/run.entity';
 import type { StepEntity } from './entities/step.entity';
-import { EMPTY_USAGE, sendMessageForm, toLettaMessage } from './message.mapper';
+import { EMPTY_USAGE, mapMessage, MappedMessage, toLettaMessage } from './message.mapper';
 import { withoutImages } from '../core/loop/content-parts';
 import { parseArgs, sendMessageText } from '../core/loop/tool-arguments';
 import {
@@ -92,7 +92,7 @@ interface RunContext {
   parked: ParkedCall[] | null;
   /** The parked batch this continuation resumes, when it parked in this process (else read back). */
   resumed: ParkedBatch | null;
-  produced: MessageEntity[];
+  produced: MappedMessage[];
   /** Set by a graceful shutdown: end at the next step boundary. */
   stopAtBoundary: boolean;
 }
@@ -101,7 +101,7 @@ export interface RunResult {
   /** The run as it ended. */
   run: RunEntity;
   /** What the run produced (the request's own messages left out). */
-  messages: MessageEntity[];
+  messages: MappedMessage[];
 }
 
 /**
@@ -707,13 +707,9 @@ export class AgentProcessor {
   ): Promise<MessageEntity[]> {
     const stored = await this.repo.append(ctx.run.agent_id, rows, step);
     for (const m of stored) {
-      if (!m.payload._input) ctx.produced.push(m);
-      this.publish(
-        ctx,
-        m.payload._input ? 'input_message' : 'message',
-        toLettaMessage(m),
-        sendMessageForm(m),
-      );
+      const mapped = mapMessage(m);
+      if (!m.payload._input) ctx.produced.push(mapped);
+      this.publish(ctx, m.payload._input ? 'input_message' : 'message', mapped.letta, mapped.form);
     }
     return stored;
   }

@@ -3,7 +3,7 @@ import type { Response } from 'express';
 import { RunEventsBus } from '../common/run-events';
 import type { AppConfig } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
-import { LettaView, toLettaMessages, toLettaUsage } from './message.mapper';
+import { LettaView, shownMessages, toLettaUsage } from './message.mapper';
 import { BatchResult, MessagingService } from './messaging.service';
 import type { RunEntity } from './entities/run.entity';
 import { HistoryService } from './history.service';
@@ -63,7 +63,7 @@ export class MessageResponder {
 
 export function toBatchResponse({ run, messages }: BatchResult, view: LettaView) {
   return {
-    messages: toLettaMessages(messages, view),
+    messages: shownMessages(messages, view),
     stop_reason: { message_type: 'stop_reason', stop_reason: run.stop_reason },
     usage: toLettaUsage(run.usage),
     run_id: run.id,

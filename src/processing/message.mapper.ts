@@ -78,6 +78,26 @@ export function toLettaMessages(rows: MessageEntity[], view: LettaView): LettaMe
   return rows.filter((m) => shownIn(view, m.message_type, sendMessageForm(m))).map(toLettaMessage);
 }
 
+/**
+ * A stored message in its Letta form with its send_message form, mapped once: a run publishes it and
+ * answers with it (nobody may change it afterwards).
+ */
+export interface MappedMessage {
+  letta: LettaMessage;
+  form: 'assistant' | 'tool' | null;
+}
+
+export function mapMessage(m: MessageEntity): MappedMessage {
+  return { letta: toLettaMessage(m), form: sendMessageForm(m) };
+}
+
+/** The mapped messages the view shows. */
+export function shownMessages(mapped: MappedMessage[], view: LettaView): LettaMessage[] {
+  const out: LettaMessage[] = [];
+  for (const m of mapped) if (shownIn(view, m.letta.message_type, m.form)) out.push(m.letta);
+  return out;
+}
+
 function toolCallName(payload: Record<string, unknown>): string | null {
   const call = payload.tool_call as { name?: unknown } | undefined;
   return typeof call?.name === 'string' ? call.name : null;

@@ -12,7 +12,7 @@ import { hasImages } from '../core/loop/content-parts';
 import type { Clock, IdGenerator } from '../core/ports';
 import type { StopReason } from '../core/loop/stop-reason';
 import { AgentProcessor } from './agent-processor.service';
-import type { MessageEntity } from './entities/message.entity';
+import { mapMessage, MappedMessage } from './message.mapper';
 import type { ClientToolSpec, ParkedCall, RunEntity, RunInput } from './entities/run.entity';
 import { Mailbox } from './mailbox';
 import { ProcessingRepository } from './processing.repository';
@@ -34,7 +34,7 @@ import type { SendMessageRequest } from './send-message.dto';
 export interface BatchResult {
   run: RunEntity;
   /** What the batch produced (the request's own messages left out). */
-  messages: MessageEntity[];
+  messages: MappedMessage[];
 }
 
 /**
@@ -194,7 +194,7 @@ export class MessagingService implements OnModuleInit {
     if (done) return done;
     const run = (await this.repo.findRunById(runId))!;
     const messages = await this.repo.runMessages(run.tenant_id, runId);
-    return { run, messages: messages.filter((m) => !m.payload._input) };
+    return { run, messages: messages.filter((m) => !m.payload._input).map(mapMessage) };
   }
 
   /** Cancels the agent's queued and running runs (all, or the given ones); a parked batch has its calls denied. */
