@@ -34,7 +34,7 @@ export class MessageResponder {
   async respond(tenant: string, agentId: string, req: SendMessageRequest, res: Response) {
     if (req.streaming) return this.stream(tenant, agentId, req, res);
     const run = await this.messaging.submit(tenant, agentId, req, 'sync');
-    res.status(200).json(toBatchResponse(await this.messaging.waitFor(run.id), req.view));
+    sendJson(res, toBatchResponse(await this.messaging.waitFor(run.id), req.view));
   }
 
   /**
@@ -59,6 +59,18 @@ export class MessageResponder {
       new RunStream(res, this.bus, agentId, req).follow(run.id);
     });
   }
+}
+
+/**
+ * `res.json` without Express's work per answer that a POST does not use: parsing and re-formatting the
+ * content type, and a weak ETag (a sha1 of the body) that no cache validates for a POST. GET routes keep it.
+ */
+function sendJson(res: Response, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.statusCode = 200;
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.setHeader('Content-Length', Buffer.byteLength(text));
+  res.end(text);
 }
 
 export function toBatchResponse({ run, messages }: BatchResult, view: LettaView) {
