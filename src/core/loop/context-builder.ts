@@ -70,39 +70,29 @@ export interface Unit {
 
 /** Turns stored messages into chat units; tool calls without a result are dropped (providers reject them). */
 export function toChatUnits(history: HistoryMessage[]): Unit[] {
-  const units: Unit[] = [];
-  let turn = null as Turn | null;
+  const grouper = new UnitGrouper();
+  for (const m of history) grouper.add(m);
+  return grouper.end();
+}
 
-  const flush = (t: Turn | null) => {
-    if (!t) return;
-    const calls = t.calls.filter((c) => t.results.has(c.id));
-    if (t.content !== null || calls.length > 0) {
-      const messages: ChatMessage[] = [
-        { role: 'assistant', content: t.content, ...(calls.length ? { tool_calls: calls } : {}) },
-      ];
-      for (const c of calls) {
-        messages.push({ role: 'tool', tool_call_id: c.id, content: t.results.get(c.id)! });
-      }
-      units.push({ messages, ids: t.ids });
-    }
-  };
-  const turnFor = (m: HistoryMessage): Turn => {
-    if (turn && (turn.stepId !== m.step_id || m.step_id === null)) {
-      flush(turn);
-      turn = null;
-    }
-    turn ??= { stepId: m.step_id, content: null, calls: [], results: new Map(), ids: [] };
-    turn.ids.push(m.id);
-    return turn;
-  };
+/**
+ * Groups stored messages into chat units one message at a time. A message only ever joins the current
+ * turn (a tool return of an earlier step too), so the units of the turns before it are final: the
+ * context window's open batch adds its messages here instead of regrouping the batch at every step.
+ */
+export class UnitGrouper {
+  /** The units of the turns that ended, in order: they no longer change. */
+  readonly units: Unit[] = [];
+  private turn: Turn | null = null;
+  /** The current turn's unit, built once per change of the turn (undefined: not built). */
+  private current: Unit | null | undefined = undefined;
 
-  for (const m of history) {
+  add(m: HistoryMessage): void {
     switch (m.message_type) {
       case 'user_message':
       case 'system_message': {
-        flush(turn);
-        turn = null;
-        units.push({
+        this.flush();
+        this.units.push({
           messages: [{ role: 'user', content: toChatContent(m.payload.content) }],
           ids: [m.id],
         });
@@ -110,7 +100,7 @@ export function toChatUnits(history: HistoryMessage[]): Unit[] {
       }
       case 'assistant_message': {
         if (m.payload._derived) break; // the send_message text: already in the tool call
-        const t = turnFor(m);
+        const t = this.turnFor(m);
         t.content = (t.content ?? '') + str(m.payload.content);
         break;
       }
@@ -118,15 +108,18 @@ export function toChatUnits(history: HistoryMessage[]): Unit[] {
       case 'approval_request_message': {
         const call = toolCallOf(m.payload);
         // a parked call is stored as tool_call_message and approval_request_message: offered once
-        if (call && !turn?.calls.some((c) => c.id === call.id)) turnFor(m).calls.push(call);
+        if (call && !this.turn?.calls.some((c) => c.id === call.id))
+          this.turnFor(m).calls.push(call);
         break;
       }
       case 'tool_return_message': {
         // a tool return of an earlier step (a resumed call) still belongs to its turn
         const id = str(m.payload.tool_call_id);
+        const turn = this.turn;
         if (turn?.calls.some((c) => c.id === id)) {
           turn.results.set(id, str(m.payload.tool_return));
           turn.ids.push(m.id);
+          this.current = undefined;
         }
         break;
       }
@@ -134,8 +127,49 @@ export function toChatUnits(history: HistoryMessage[]): Unit[] {
         break; // reasoning and approval responses are not replayed
     }
   }
-  flush(turn);
-  return units;
+
+  /** The current turn's unit as it stands (null: none, or nothing in it to show); the same object until it changes. */
+  pending(): Unit | null {
+    if (this.current === undefined)
+      this.current = this.turn && unitOf(this.turn, [...this.turn.ids]);
+    return this.current;
+  }
+
+  /** Ends the current turn: every unit. */
+  end(): Unit[] {
+    this.flush();
+    return this.units;
+  }
+
+  private flush(): void {
+    // the current unit, when built, is the turn as it stands: kept, so that its cost is reused too
+    const unit =
+      this.current !== undefined ? this.current : this.turn && unitOf(this.turn, this.turn.ids);
+    if (unit) this.units.push(unit);
+    this.turn = null;
+    this.current = undefined;
+  }
+
+  private turnFor(m: HistoryMessage): Turn {
+    if (this.turn && (this.turn.stepId !== m.step_id || m.step_id === null)) this.flush();
+    this.turn ??= { stepId: m.step_id, content: null, calls: [], results: new Map(), ids: [] };
+    this.turn.ids.push(m.id);
+    this.current = undefined;
+    return this.turn;
+  }
+}
+
+/** A turn's unit: its text and the calls that have a result, each followed by it. */
+function unitOf(t: Turn, ids: string[]): Unit | null {
+  const calls = t.calls.filter((c) => t.results.has(c.id));
+  if (t.content === null && calls.length === 0) return null;
+  const messages: ChatMessage[] = [
+    { role: 'assistant', content: t.content, ...(calls.length ? { tool_calls: calls } : {}) },
+  ];
+  for (const c of calls) {
+    messages.push({ role: 'tool', tool_call_id: c.id, content: t.results.get(c.id)! });
+  }
+  return { messages, ids };
 }
 
 /** Everything the model gets: system prompt, then the newest history that fits. */

@@ -7,6 +7,7 @@ import {
   toChatUnits,
   Unit,
   unitCost,
+  UnitGrouper,
 } from './context-builder';
 
 /** A chat unit with its token cost, counted once. */
@@ -36,12 +37,12 @@ export class ContextWindow {
   private dropped = 0;
   /** Each user or system message's unit, as `dropped` + its index in `closed` (finds the current one). */
   private readonly unitOf = new Map<string, number>();
-  /** Messages after the last user/system message: their grouping may still change. */
-  private open: HistoryMessage[] = [];
-  /** `open` as costed units; null once `open` changed. */
-  private openUnits: CostedUnit[] | null = [];
-  /** The open units' costs by their message ids (a unit's messages decide its content). */
-  private openCosts = new Map<string, number>();
+  /** Messages after the last user/system message, grouped as they come: only the last turn may change. */
+  private open = new UnitGrouper();
+  /** The open batch's ended turns, costed (as many as `open.units` once built). */
+  private openEnded: CostedUnit[] = [];
+  /** The open batch's current turn, costed: kept while `open.pending()` returns the same unit. */
+  private openCurrent: CostedUnit | null = null;
   /** What the last eviction was for: unchanged, another one would evict nothing. */
   private evicted: { closed: number; current: string | null } | null = null;
   private system: {
@@ -61,14 +62,14 @@ export class ContextWindow {
     for (const m of messages) {
       if (m.message_type === 'user_message' || m.message_type === 'system_message') {
         for (const u of this.costedOpen()) this.close(u);
-        this.open = [];
-        this.openCosts = new Map();
+        this.open = new UnitGrouper();
+        this.openEnded = [];
+        this.openCurrent = null;
         for (const u of toChatUnits([m])) this.close(this.costed(u));
         this.unitOf.set(m.id, this.dropped + this.closed.length - 1);
       } else {
-        this.open.push(m);
+        this.open.add(m);
       }
-      this.openUnits = null;
     }
   }
 
@@ -141,17 +142,17 @@ export class ContextWindow {
     return (this.system = { system, blocks, text, tokens: this.countTokens(text) });
   }
 
+  /** The open batch as costed units: each ended turn costed once, the current one once per change. */
   private costedOpen(): CostedUnit[] {
-    if (this.openUnits) return this.openUnits;
-    const costs = new Map<string, number>();
-    this.openUnits = toChatUnits(this.open).map((u) => {
-      const key = u.ids.join('\n');
-      const cost = this.openCosts.get(key) ?? unitCost(u, this.countTokens);
-      costs.set(key, cost);
-      return { ...u, cost };
-    });
-    this.openCosts = costs;
-    return this.openUnits;
+    const ended = this.open.units;
+    for (let i = this.openEnded.length; i < ended.length; i++) {
+      const u = ended[i];
+      this.openEnded.push(this.openCurrent?.ids === u.ids ? this.openCurrent : this.costed(u));
+    }
+    const current = this.open.pending();
+    if (!current) return this.openEnded;
+    if (this.openCurrent?.ids !== current.ids) this.openCurrent = this.costed(current);
+    return [...this.openEnded, this.openCurrent];
   }
 
   private costed(u: Unit): CostedUnit {
