@@ -173,29 +173,30 @@ export class ContextWindow {
   }
 
   /**
-   * Drops the oldest closed units that no build can use any more: older than the current batch's
-   * message (a batch's units are kept whole, batches only move forward) and older than units that
-   * alone already fill `keepTokens` (every budget is at most the context window).
+   * Drops the oldest closed units that no build can use any more. The units before the current batch's
+   * message are taken newest first up to the first that does not fit, so the units older than a run of
+   * them that alone fills `keepTokens` (every budget is at most the context window) are never reached.
+   * The batch's own units do not count: one that does not fit is skipped, and the older ones still come.
+   * Batches only move forward, so a later build's older units include these.
    */
   private evict(currentMessageId: string | null): void {
     const e = this.evicted;
     if (e && e.closed === this.closed.length && e.current === currentMessageId) return;
     this.evicted = { closed: this.closed.length, current: currentMessageId };
-    // the newest `k` whose units from `k` on alone fill keepTokens; never past the current message's unit
-    const n = this.closed.length;
-    const most = this.prefix[n] - this.keepTokens;
+    const current = this.closedIndexOf(currentMessageId);
+    const end = current >= this.start ? current : this.closed.length;
+    // the newest `k` whose units from `k` up to `end` alone fill keepTokens
+    const most = this.prefix[end] - this.keepTokens;
     if (this.prefix[this.start] > most) return;
     let lo = this.start;
-    let hi = n;
+    let hi = end;
     while (lo < hi) {
       const mid = (lo + hi + 1) >> 1;
       if (this.prefix[mid] <= most) lo = mid;
       else hi = mid - 1;
     }
-    const current = this.closedIndexOf(currentMessageId);
-    const keepFrom = current >= this.start ? Math.min(lo, current) : lo;
-    if (keepFrom <= this.start) return;
-    this.start = keepFrom;
+    if (lo <= this.start) return;
+    this.start = lo;
     // compact now and then, not on every step
     if (this.start > 256 && this.start * 2 > this.closed.length) {
       const firstKept = this.firstMessage[this.start];

@@ -171,4 +171,31 @@ describe('ContextWindow', () => {
       buildContext({ ...input, history: msgs, countTokens: chars }),
     );
   });
+
+  it('evicts no older unit that the batch leaves room for, when a unit of the batch is skipped', () => {
+    // found by the first property (seed -1420370718): the batch's tool turn does not fit and is skipped,
+    // so the assistant turn before the current message still does; eviction had counted the skipped turn
+    const msgs: HistoryMessage[] = [
+      { message_type: 'assistant_message', payload: { content: '' } },
+      { message_type: 'user_message', payload: { content: '' } },
+      {
+        message_type: 'tool_call_message',
+        payload: { tool_call: { name: 'search', arguments: '{"q":"c1"}', tool_call_id: 'c1' } },
+      },
+      { message_type: 'tool_return_message', payload: { tool_return: '', tool_call_id: 'c1' } },
+      { message_type: 'user_message', payload: { content: '' } },
+    ].map((m, i) => ({ id: `m${i}`, step_id: 's1', ...m }));
+    const window = new ContextWindow(chars, 40);
+    for (const m of msgs) window.append([m]);
+    const input = {
+      system: 'You are a test.',
+      blocks: [{ label: 'human', value: 'Ann' }],
+      currentMessageId: 'm1',
+      contextWindow: 40,
+      reserveTokens: 0,
+    };
+    const built = window.build(input);
+    expect(built).toEqual(buildContext({ ...input, history: msgs, countTokens: chars }));
+    expect(built.map((m) => m.role)).toEqual(['system', 'assistant', 'user', 'user']);
+  });
 });
