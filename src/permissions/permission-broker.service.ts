@@ -74,6 +74,16 @@ export interface ToolCallDecision {
 
 type Listener<T> = (event: T) => void | Promise<void>;
 
+/**
+ * A decision listener with a part in the decision's own transaction: `write` runs there once the decision
+ * won (it may run more than once: a group commit retries job by job), `after` after the commit, with what
+ * the committed `write` returned.
+ */
+export interface DecisionFollower<T> {
+  write(event: ConsentResolved, em: EntityManager): Promise<T>;
+  after(event: ConsentResolved, written: T): void;
+}
+
 /** How often pending requests are checked for expiry. */
 const SWEEP_INTERVAL_MS = 1000;
 const SYSTEM = 'system';
@@ -91,6 +101,7 @@ export class PermissionBrokerService
   private readonly logger = new Logger('Permissions');
   private readonly constraints = new ConstraintCompiler();
   private readonly decisionListeners: Listener<ConsentResolved>[] = [];
+  private readonly decisionFollowers: DecisionFollower<unknown>[] = [];
   private readonly requestListeners: Listener<ConsentRequestEntity>[] = [];
   private readonly cancelListeners: Listener<ConsentResolved>[] = [];
   private timer: NodeJS.Timeout | null = null;
@@ -131,6 +142,11 @@ export class PermissionBrokerService
    */
   onDecision(listener: Listener<ConsentResolved>): () => void {
     return add(this.decisionListeners, listener);
+  }
+
+  /** Like onDecision, with writes in the decision's transaction (processing: the batch's continuation). */
+  followDecisions<T>(follower: DecisionFollower<T>): () => void {
+    return add(this.decisionFollowers, follower as DecisionFollower<unknown>);
   }
 
   /** Called for every new pending request made in this instance (after it is stored). */
@@ -359,8 +375,10 @@ export class PermissionBrokerService
       decidedAt: now,
       grantId: grant?.id ?? null,
     };
-    const won = await this.writes.run(async (em) => {
-      if (!(await this.repo.resolveIfPending(row.id, resolution, em))) return false;
+    const request = { ...row, ...resolution };
+    const event = toResolved(request, 'decision');
+    const written = await this.writes.run(async (em) => {
+      if (!(await this.repo.resolveIfPending(row.id, resolution, em))) return null;
       await this.repo.audit(
         {
           ...this.requestAudit('request.decided', row, actor, channel, now),
@@ -381,13 +399,12 @@ export class PermissionBrokerService
           em,
         );
       }
-      return true;
+      return this.writeFollowUps(event, em);
     });
     this.pendingById.delete(row.id);
-    if (!won) throw alreadyResolved((await this.repo.findRequest(row.tenantId, row.id)) ?? row);
-    const request = { ...row, ...resolution };
+    if (!written) throw alreadyResolved((await this.repo.findRequest(row.tenantId, row.id)) ?? row);
     this.rememberResolved(request);
-    this.resolved(toResolved(request, 'decision'));
+    this.resolved(event, written);
     return { request, grant };
   }
 
@@ -397,26 +414,28 @@ export class PermissionBrokerService
     reason: string,
     cause: 'timeout' | 'cancelled',
     now: number,
-  ): Promise<ConsentResolved | null> {
+  ): Promise<{ event: ConsentResolved; written: unknown[] } | null> {
     const resolution = systemDenial(reason, now);
-    const event: AuditEvent = cause === 'timeout' ? 'request.expired' : 'request.cancelled';
-    const won = await this.writes.run(async (em) => {
-      if (!(await this.repo.resolveIfPending(row.id, resolution, em))) return false;
+    const audited: AuditEvent = cause === 'timeout' ? 'request.expired' : 'request.cancelled';
+    const event = toResolved({ ...row, ...resolution }, cause);
+    const written = await this.writes.run(async (em) => {
+      if (!(await this.repo.resolveIfPending(row.id, resolution, em))) return null;
       await this.repo.audit(
-        { ...this.requestAudit(event, row, SYSTEM, 'system', now), decision: 'deny', reason },
+        { ...this.requestAudit(audited, row, SYSTEM, 'system', now), decision: 'deny', reason },
         em,
       );
-      return true;
+      // a cancellation's caller continues the batch itself; decision followers only hear of timeouts
+      return cause === 'timeout' ? this.writeFollowUps(event, em) : [];
     });
     this.pendingById.delete(row.id);
-    if (!won) return null;
+    if (!written) return null;
     this.rememberResolved({ ...row, ...resolution });
-    return toResolved({ ...row, ...resolution }, cause);
+    return { event, written };
   }
 
   private async expire(row: ConsentRequestEntity, now: number): Promise<void> {
-    const resolved = await this.resolveBySystem(row, TIMEOUT_REASON, 'timeout', now);
-    if (resolved) this.resolved(resolved);
+    const r = await this.resolveBySystem(row, TIMEOUT_REASON, 'timeout', now);
+    if (r) this.resolved(r.event, r.written);
   }
 
   /** Denies every pending request whose expiry has passed (the timer calls this; tests call it with a fake now). */
@@ -519,10 +538,10 @@ export class PermissionBrokerService
     const now = this.clock.now();
     let n = 0;
     for (const row of rows) {
-      const resolved = await this.resolveBySystem(row, reason, 'cancelled', now);
-      if (resolved) {
+      const r = await this.resolveBySystem(row, reason, 'cancelled', now);
+      if (r) {
         n++;
-        this.announceCancelled(resolved);
+        this.announceCancelled(r.event);
       }
     }
     return n;
@@ -653,9 +672,23 @@ export class PermissionBrokerService
   // ------------------------------------------------------------ helpers
 
   /** A decision or expiry: this instance's listeners continue the batch; every instance's clients are told. */
-  private resolved(event: ConsentResolved): void {
+  private resolved(event: ConsentResolved, written: unknown[]): void {
+    this.decisionFollowers.forEach((f, i) => {
+      try {
+        f.after(event, written[i]);
+      } catch (e) {
+        this.logger.error(`consent listener: ${String(e)}`);
+      }
+    });
     this.emit(this.decisionListeners, event);
     this.bus.publish('consent.resolved', event);
+  }
+
+  /** The followers' writes in a decision's transaction, in their order. */
+  private async writeFollowUps(event: ConsentResolved, em: EntityManager): Promise<unknown[]> {
+    const written: unknown[] = [];
+    for (const f of this.decisionFollowers) written.push(await f.write(event, em));
+    return written;
   }
 
   private rememberResolved(row: ConsentRequestEntity): void {

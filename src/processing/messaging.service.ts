@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { filter } from 'rxjs';
+import type { EntityManager } from 'typeorm';
 import { AGENT_LEASES, type AgentLeases } from '../cluster/agent-leases';
 import { EVENT_BUS, type EventBus } from '../cluster/event-bus';
 import { badRequest, conflict, DomainError } from '../common/domain-error';
@@ -21,6 +22,7 @@ import {
   AgentPort,
   CONSENT_BRIDGE,
   ConsentBridge,
+  ConsentDecisionEvent,
   DecidedCall,
   EXECUTOR_PORT,
   ExecutorPort,
@@ -97,10 +99,18 @@ export class MessagingService implements OnModuleInit {
   }
 
   onModuleInit(): void {
-    this.consent.onDecision((e) => {
-      this.resumeAfterDecision(e.tenantId, e.agentId, e.toolCallId).catch((err: unknown) =>
-        this.logger.error(`resume after a decision for ${e.agentId}: ${String(err)}`),
-      );
+    this.consent.onDecision({
+      inTransaction: (e, em) => this.continueWithDecision(e, em),
+      after: (e, continuation) => {
+        if (continuation) {
+          this.repo.parkedHere(e.agentId)?.undecided.delete(e.toolCallId);
+          this.enqueue(continuation, true);
+          return;
+        }
+        this.resumeAfterDecision(e.tenantId, e.agentId, e.toolCallId).catch((err: unknown) =>
+          this.logger.error(`resume after a decision for ${e.agentId}: ${String(err)}`),
+        );
+      },
     });
     this.events.subscribe('agent.wake', ({ agentId }) => {
       if (this.leases.holds(agentId)) void this.serially(agentId, () => this.syncQueue(agentId));
@@ -443,6 +453,28 @@ export class MessagingService implements OnModuleInit {
       return;
     }
     await this.resumeIfDecided(tenantId, agentId);
+  }
+
+  /**
+   * In a decision's own transaction: when it is the last one the batch parked here waits for, the
+   * continuation is stored with it (one commit fewer on the way to the tool). Null: it was not, or the
+   * batch was continued already (resumeAfterDecision then decides, as for any other decision).
+   */
+  private async continueWithDecision(
+    e: ConsentDecisionEvent,
+    em: EntityManager,
+  ): Promise<RunEntity | null> {
+    const parked = this.repo.parkedHere(e.agentId);
+    if (
+      parked?.run.tenant_id !== e.tenantId ||
+      parked.undecided.size !== 1 ||
+      !parked.undecided.has(e.toolCallId) ||
+      parked.run.parked!.some((c) => c.client) ||
+      !this.leases.holds(e.agentId)
+    )
+      return null;
+    const cont = this.continuationOf(parked.run, {});
+    return (await this.repo.insertContinuation(parked.run.id, cont, em)) ? cont : null;
   }
 
   /**

@@ -4,7 +4,10 @@ import type { AgentRecord } from '../core/agents/agent-record';
 import type { ToolDefinition } from '../core/tools/tool-definition';
 import { ModelsService } from '../models/models.service';
 import type { ConsentRequestEntity } from '../permissions/consent.entities';
-import { PermissionBrokerService } from '../permissions/permission-broker.service';
+import {
+  type ConsentResolved,
+  PermissionBrokerService,
+} from '../permissions/permission-broker.service';
 import { ToolExecutorService } from '../rules/tool-executor.service';
 import { ToolsService } from '../tools/tools.service';
 import {
@@ -12,6 +15,7 @@ import {
   AgentPort,
   CONSENT_BRIDGE,
   ConsentBridge,
+  ConsentDecisionEvent,
   DecidedCall,
   EXECUTOR_PORT,
   ExecutorPort,
@@ -71,10 +75,11 @@ export const PROCESSING_ADAPTERS: Provider[] = [
     useFactory: (broker: PermissionBrokerService): ConsentBridge => {
       return {
         // cancellation denials are not decisions (the broker does not report them here): MessagingService.cancel resumes
-        onDecision: (listener) => {
-          broker.onDecision((e) =>
-            listener({ tenantId: e.tenantId, agentId: e.agentId, toolCallId: e.toolCallId }),
-          );
+        onDecision: (follower) => {
+          broker.followDecisions({
+            write: (e, em) => follower.inTransaction(toDecisionEvent(e), em),
+            after: (e, written) => follower.after(toDecisionEvent(e), written),
+          });
         },
         decide: async (tenantId, agentId, a) => {
           await broker.decideByToolCall(
@@ -102,6 +107,10 @@ export const PROCESSING_ADAPTERS: Provider[] = [
     },
   },
 ];
+
+function toDecisionEvent(e: ConsentResolved): ConsentDecisionEvent {
+  return { tenantId: e.tenantId, agentId: e.agentId, toolCallId: e.toolCallId };
+}
 
 function toDecidedCall(r: ConsentRequestEntity): DecidedCall {
   return {

@@ -69,7 +69,14 @@ export interface DecidedCall {
 
 /** The PermissionBroker as processing sees it. */
 export interface ConsentBridge {
-  onDecision(listener: (event: ConsentDecisionEvent) => void): void;
+  /**
+   * Decisions as they are stored: `inTransaction` runs in the decision's own transaction once it won (it
+   * may run more than once), `after` once it committed, with what the committed `inTransaction` returned.
+   */
+  onDecision<T>(follower: {
+    inTransaction(event: ConsentDecisionEvent, em: EntityManager): Promise<T>;
+    after(event: ConsentDecisionEvent, written: T): void;
+  }): void;
   /** Records a decision that came in band on the messages endpoint (channel `rest`). */
   decide(tenantId: string, agentId: string, approval: InBandApproval): Promise<void>;
   /** The calls among these whose consent request still waits for a decision. */

@@ -1,3 +1,5 @@
+import { MessagingService } from '../../src/processing/messaging.service';
+import { ProcessingRepository } from '../../src/processing/processing.repository';
 import { startApp, TestApp } from '../support/app-harness';
 import { FakeModelServer, startFakeModelServer } from '../support/fake-model-server';
 import { api, startToolServer, WsClient } from './consent-helpers';
@@ -79,7 +81,9 @@ describe('consent: resuming a batch parked in this process', () => {
       .filter((r) => r.agent_id === agentId);
   }
 
-  async function runsOf(agentId: string): Promise<{ status: string; stop_reason: string }[]> {
+  async function runsOf(
+    agentId: string,
+  ): Promise<{ id: string; status: string; stop_reason: string }[]> {
     return (await api(t, 'GET', `/v1/runs/?agent_id=${agentId}&order=asc`)).body;
   }
 
@@ -136,6 +140,41 @@ describe('consent: resuming a batch parked in this process', () => {
       await ws.sync();
     }
     expect(tools.calls.map((c) => c.body.tool_call_id)).toEqual(['call_m3']);
+  });
+
+  it('the last decision stores the continuation in its own transaction: it exists once the decision is answered', async () => {
+    const agentId = await agentCalling(['call_m5']);
+    const res = await api(t, 'POST', `/v1/agents/${agentId}/messages`, {
+      messages: [{ role: 'user', content: 'pay' }],
+    });
+    expect(res.body.stop_reason.stop_reason).toBe('requires_approval');
+    const [req] = await requestsFor(agentId, 1);
+    const messaging = t.app.get(MessagingService);
+    // held: the continuation can only come from the decision's transaction
+    const held = jest
+      .spyOn(messaging as unknown as { enqueue: () => void }, 'enqueue')
+      .mockImplementation(() => undefined);
+    try {
+      const decided = await api(t, 'POST', `/v1/consent/requests/${req.id}/decision`, {
+        decision: 'approve_once',
+      });
+      expect(decided.status).toBe(200);
+      const runs = await runsOf(agentId);
+      expect(runs).toMatchObject([{ status: 'completed' }, { status: 'created' }]);
+      const repo = t.app.get(ProcessingRepository);
+      expect((await repo.findRunById(runs[0].id))?.continued_by).toBe(runs[1].id);
+      held.mockRestore();
+      const from = ws.frames.length;
+      messaging.enqueue((await repo.findRunById(runs[1].id))!, true);
+      await ws.next(
+        (f) => f.type === 'run.event' && f.event === 'run.completed' && f.agent_id === agentId,
+        from,
+        10_000,
+      );
+      expect(tools.calls.map((c) => c.body.tool_call_id)).toEqual(['call_m5']);
+    } finally {
+      held.mockRestore();
+    }
   });
 
   it('a tool changed while the batch waits: the resumed call runs the tool as it is now', async () => {

@@ -58,8 +58,15 @@ export async function approveThenCrashAt(t: TestApp, p: Parked, point: CrashPoin
   // the parked run's own check for decisions (made as its run ends, after the answer was sent) must be
   // over first: begun before the holds below, it would read this decision and continue the batch itself
   await messaging.mailbox.whenIdle();
-  // both ways a decision continues its batch: from memory (parked here) and from the database
+  // every way a decision continues its batch: in its own transaction, from memory (parked here) and
+  // from the database
   const holds = [
+    jest
+      .spyOn(
+        messaging as unknown as { continueWithDecision: () => Promise<null> },
+        'continueWithDecision',
+      )
+      .mockResolvedValue(null),
     jest.spyOn(messaging, 'resumeIfDecided').mockResolvedValue(undefined),
     jest
       .spyOn(
