@@ -112,7 +112,7 @@ describe('security: one schema compiler per owner', () => {
   const onSqlite = !process.env.TEST_DATABASE_URL;
   if (!onSqlite) console.log('schemas e2e: the 6,000-tool memory test runs on SQLite only');
   (onSqlite ? it : it.skip)(
-    'create and delete 6,000 tools with distinct schemas: RSS grows by less than 50 MB',
+    'create and delete 6,000 tools with distinct schemas: the heap grows by less than 10 MB, RSS by less than 200 MB',
     async () => {
       setFlagsFromString('--expose-gc');
       const gc = runInNewContext('gc') as () => void;
@@ -144,7 +144,9 @@ describe('security: one schema compiler per owner', () => {
       const after = process.memoryUsage();
       // what the process keeps (the leak kept every compiled schema: 6,000 tools took RSS 110 → 848 MB)
       expect((after.heapUsed - before.heapUsed) / 2 ** 20).toBeLessThan(10);
-      expect((after.rss - before.rss) / 2 ** 20).toBeLessThan(50);
+      // RSS also holds SQLite's page cache (32 MiB) and the allocator's free lists: 50–110 MB of growth
+      // without any leak on a loaded machine, so its bound only catches a native leak of that size
+      expect((after.rss - before.rss) / 2 ** 20).toBeLessThan(200);
     },
     120_000,
   );
