@@ -68,34 +68,51 @@ export async function converse(base: string, agentId: string): Promise<void> {
   }
 }
 
-/** One measured level: `total` conversations over `clients` agents, after one warm-up conversation each. */
-export async function runLevel(
-  server: BenchServer,
-  clients: number,
+/** `total` conversations over the agents, each agent one at a time; calls `done` with each one's latency. */
+async function converseAll(
+  base: string,
+  agents: string[],
   total: number,
-  history: number,
-): Promise<LevelResult> {
-  const base = server.baseUrl;
-  const agents = await Promise.all(Array.from({ length: clients }, (_, i) => createAgent(base, i)));
-  for (const id of agents) if (history > 0) await server.seedHistory(id, history);
-  await Promise.all(agents.map((id) => converse(base, id)));
-  const latencies: number[] = [];
+  done: (ms: number) => void = () => undefined,
+): Promise<void> {
   let next = 0;
-  // BENCH_CPU_PROF=<file>: a CPU profile of the server over the measured conversations
-  const profile = process.env.BENCH_CPU_PROF;
-  if (profile) await server.profileStart();
-  const cpuBefore = (await server.usage()).cpuUs;
-  const started = performance.now();
   await Promise.all(
     agents.map(async (id) => {
       while (next < total) {
         next++;
         const t0 = performance.now();
         await converse(base, id);
-        latencies.push(performance.now() - t0);
+        done(performance.now() - t0);
       }
     }),
   );
+}
+
+/**
+ * One measured level: `total` conversations over `clients` agents, after `warmup` conversations (at least
+ * one per agent): a fresh process spends its first thousand conversations or so compiling the hot path
+ * (V8's optimizing compiler runs on threads of the server's own, so its CPU counts), which a server
+ * running for days does not pay per step.
+ */
+export async function runLevel(
+  server: BenchServer,
+  clients: number,
+  total: number,
+  history: number,
+  warmup: number,
+): Promise<LevelResult> {
+  const base = server.baseUrl;
+  const agents = await Promise.all(Array.from({ length: clients }, (_, i) => createAgent(base, i)));
+  for (const id of agents) if (history > 0) await server.seedHistory(id, history);
+  await Promise.all(agents.map((id) => converse(base, id)));
+  await converseAll(base, agents, warmup - clients);
+  const latencies: number[] = [];
+  // BENCH_CPU_PROF=<file>: a CPU profile of the server over the measured conversations
+  const profile = process.env.BENCH_CPU_PROF;
+  if (profile) await server.profileStart();
+  const cpuBefore = (await server.usage()).cpuUs;
+  const started = performance.now();
+  await converseAll(base, agents, total, (ms) => latencies.push(ms));
   const elapsedMs = performance.now() - started;
   const after = await server.usage();
   if (profile) await server.profileStop(`${profile}.clients${clients}.cpuprofile`);
@@ -121,10 +138,14 @@ export function formatLevel(r: LevelResult): string {
   );
 }
 
-/** Env: CONVERSATIONS (default 400), CLIENTS (default "1,50"), HISTORY (messages each agent starts with, default 0). */
+/**
+ * Env: CONVERSATIONS (measured, default 2000), WARMUP (conversations before them, default 1000), CLIENTS
+ * (default "1,50"), HISTORY (messages each agent starts with, default 0).
+ */
 export function benchSettings() {
   return {
-    conversations: Number(process.env.CONVERSATIONS ?? 400),
+    conversations: Number(process.env.CONVERSATIONS ?? 2000),
+    warmup: Number(process.env.WARMUP ?? 1000),
     clients: (process.env.CLIENTS ?? '1,50').split(',').map(Number),
     history: Number(process.env.HISTORY ?? 0),
   };
@@ -132,12 +153,12 @@ export function benchSettings() {
 
 /** Runs every level against a server started in a child process; prints one line per level. */
 export async function benchServer(file: string): Promise<LevelResult[]> {
-  const { conversations, clients, history } = benchSettings();
+  const { conversations, warmup, clients, history } = benchSettings();
   const server = await startServerProcess(file);
   const results: LevelResult[] = [];
   try {
     for (const c of clients) {
-      const r = await runLevel(server, c, conversations, history);
+      const r = await runLevel(server, c, conversations, history, warmup);
       results.push(r);
       process.stdout.write(`${formatLevel(r)}\n`);
     }

@@ -2,12 +2,35 @@ import { randomFillSync, randomInt } from 'node:crypto';
 import type { IdGenerator } from '../core/ports';
 import { notFound } from './domain-error';
 
-// snowflake-id ships CommonJS without types; `require` hands back {default}.
-const SnowflakeCtor = // eslint-disable-next-line @typescript-eslint/no-require-imports
-  (require('snowflake-id') as { default: new (opts?: object) => { generate(): string } }).default;
+/**
+ * Snowflake ids as decimal strings: 41+ bits of milliseconds, a 10-bit machine id, a 12-bit sequence
+ * (the layout of the `snowflake-id` package this replaces, whose decimal conversion in JavaScript digit
+ * arrays cost ~25 µs an id). Within one machine they only grow: past 4,096 in one millisecond, or when
+ * the clock steps back, they go on from the last millisecond used.
+ */
+export class SnowflakeIds {
+  private last = -1;
+  private seq = 0;
+
+  constructor(private readonly machine: number) {}
+
+  next(ms: number): string {
+    if (ms <= this.last) {
+      ms = this.last;
+      if (++this.seq > 0xfff) {
+        ms++;
+        this.seq = 0;
+      }
+    } else {
+      this.seq = 0;
+    }
+    this.last = ms;
+    return ((BigInt(ms) << 22n) | BigInt(this.machine * 0x1000 + this.seq)).toString();
+  }
+}
 
 // a machine id per process, so that instances sharing a database do not make the same batch ids
-const snowflake = new SnowflakeCtor({ mid: randomInt(1024), offset: 0 });
+const snowflake = new SnowflakeIds(randomInt(1024));
 
 /** Letta-style prefixed ids (`agent-<uuid>`) and snowflake batch ids (decimal strings). */
 export class DefaultIdGenerator implements IdGenerator {
@@ -15,7 +38,7 @@ export class DefaultIdGenerator implements IdGenerator {
     return `${prefix}-${uuidV7(Date.now())}`;
   }
   snowflake(): string {
-    return snowflake.generate();
+    return snowflake.next(Date.now());
   }
 }
 

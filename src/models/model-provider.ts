@@ -44,6 +44,8 @@ export interface LlmConfig {
 export interface ModelRequest {
   llmConfig: LlmConfig;
   messages: ChatMessage[];
+  /** The messages' tokens as the context window counted them to fit (providers that count none use it). */
+  promptTokens?: number;
   tools: ToolSchema[];
   /** 'auto' when tools are offered, a name to force one function, 'none' when no tools. */
   toolChoice: 'auto' | 'none' | { name: string };

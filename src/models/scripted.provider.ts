@@ -47,7 +47,7 @@ export class ScriptedProvider implements ModelProvider {
     }
     if (content && req.stream) req.onTextDelta?.(content);
 
-    const prompt = countTokens(req.messages);
+    const prompt = req.promptTokens ?? countTokens(req.messages);
     let completionChars = (content?.length ?? 0) + (reasoning?.length ?? 0);
     for (const c of toolCalls) completionChars += c.name.length + c.argumentsText.length;
     const completion = Math.ceil(completionChars / 4);

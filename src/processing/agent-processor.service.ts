@@ -395,7 +395,7 @@ export class AgentProcessor {
         contextWindow: window,
         reserveTokens: reserve,
       });
-      const messages = ctx.vision ? built : withoutImages(built);
+      const messages = ctx.vision ? built.messages : withoutImages(built.messages);
 
       const stepNumber = ctx.batchSteps + 1;
       const stepId = this.ids.prefixed('step');
@@ -410,6 +410,7 @@ export class AgentProcessor {
         response = await ctx.provider.complete({
           llmConfig: llm,
           messages,
+          promptTokens: built.tokens,
           tools: schemas,
           toolChoice,
           stream: streamTokens,

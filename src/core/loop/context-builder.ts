@@ -172,21 +172,27 @@ function unitOf(t: Turn, ids: string[]): Unit | null {
   return { messages, ids };
 }
 
+/** What the model gets, and its tokens as counted to fit it (the system prompt's and each unit's). */
+export interface BuiltContext {
+  messages: ChatMessage[];
+  tokens: number;
+}
+
 /** Everything the model gets: system prompt, then the newest history that fits. */
-export function buildContext(input: ContextInput): ChatMessage[] {
+export function buildContext(input: ContextInput): BuiltContext {
   const system = renderSystemPrompt(input.system, input.blocks);
   // every message costs at least 4 tokens: older ones than this could never fit
   const maxMessages = Math.max(64, Math.ceil(input.contextWindow / 4));
   const history =
     input.history.length > maxMessages ? input.history.slice(-maxMessages) : input.history;
-  const budget = input.contextWindow - input.reserveTokens - input.countTokens(system);
-  const kept = selectUnits(
-    toChatUnits(history),
-    (u) => unitCost(u, input.countTokens),
-    budget,
-    input.currentMessageId,
-  );
-  return [{ role: 'system', content: system }, ...kept.flatMap((u) => u.messages)];
+  const systemTokens = input.countTokens(system);
+  const cost = (u: Unit) => unitCost(u, input.countTokens);
+  const budget = input.contextWindow - input.reserveTokens - systemTokens;
+  const kept = selectUnits(toChatUnits(history), cost, budget, input.currentMessageId);
+  return {
+    messages: [{ role: 'system', content: system }, ...kept.flatMap((u) => u.messages)],
+    tokens: kept.reduce((n, u) => n + cost(u), systemTokens),
+  };
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { ChatMessage } from '../../models/model-provider';
 import {
+  BuiltContext,
   ContextInput,
   HistoryMessage,
   MemoryBlockView,
@@ -78,7 +79,7 @@ export class ContextWindow {
    * their prefix sums and their messages as one slice: a step's cost depends on the batch, not on how
    * many older messages the window holds.
    */
-  build(input: WindowInput): ChatMessage[] {
+  build(input: WindowInput): BuiltContext {
     this.evict(input.currentMessageId);
     const current = this.closedIndexOf(input.currentMessageId);
     const system = this.systemPrompt(input.system, input.blocks);
@@ -127,11 +128,18 @@ export class ContextWindow {
       }
     }
     const out: ChatMessage[] = [{ role: 'system', content: system.text }];
+    let tokens = system.tokens + this.prefix[end] - this.prefix[from];
     for (let m = this.firstMessage[from]; m < this.firstMessage[end]; m++)
       out.push(this.messages[m]);
-    for (let u = olderOpen.length - 1; u >= 0; u--) out.push(...olderOpen[u].messages);
-    for (let u = batch.length - 1; u >= 0; u--) out.push(...batch[u].messages);
-    return out;
+    for (let u = olderOpen.length - 1; u >= 0; u--) {
+      out.push(...olderOpen[u].messages);
+      tokens += olderOpen[u].cost;
+    }
+    for (let u = batch.length - 1; u >= 0; u--) {
+      out.push(...batch[u].messages);
+      tokens += batch[u].cost;
+    }
+    return { messages: out, tokens };
   }
 
   /** The rendered system prompt and its tokens, kept while the agent's prompt and blocks stay the same. */

@@ -115,6 +115,13 @@ describe('ScriptedProvider', () => {
     expect(out.usage.total_tokens).toBe(out.usage.prompt_tokens + out.usage.completion_tokens);
   });
 
+  it("reports the context window's prompt tokens when the request carries them", async () => {
+    const out = await new ScriptedProvider().complete(
+      req({ script, batchStep: 2, promptTokens: 321 }),
+    );
+    expect(out.usage).toEqual({ prompt_tokens: 321, completion_tokens: 1, total_tokens: 322 });
+  });
+
   it('a cancelled request is rejected as cancelled', async () => {
     await expect(
       new ScriptedProvider().complete(req({ signal: AbortSignal.abort() })),

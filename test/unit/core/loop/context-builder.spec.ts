@@ -87,7 +87,7 @@ describe('buildContext', () => {
     ['the current message is kept even when nothing fits', 0, ['current message']],
   ];
   it.each(rows)('%s', (_name, window, expected) => {
-    const out = buildContext({
+    const { messages: out, tokens } = buildContext({
       system: 'system',
       blocks: [],
       history,
@@ -98,5 +98,7 @@ describe('buildContext', () => {
     });
     expect(out[0]).toEqual({ role: 'system', content: 'system' });
     expect(out.slice(1).map((c) => c.content)).toEqual(expected);
+    // the tokens as counted to fit: the system prompt's, and 4 plus the text's per message
+    expect(tokens).toBe(expected.reduce((t, text) => t + 4 + text.length, 'system'.length));
   });
 });

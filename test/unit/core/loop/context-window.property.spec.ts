@@ -196,6 +196,6 @@ describe('ContextWindow', () => {
     };
     const built = window.build(input);
     expect(built).toEqual(buildContext({ ...input, history: msgs, countTokens: chars }));
-    expect(built.map((m) => m.role)).toEqual(['system', 'assistant', 'user', 'user']);
+    expect(built.messages.map((m) => m.role)).toEqual(['system', 'assistant', 'user', 'user']);
   });
 });
