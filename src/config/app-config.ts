@@ -10,7 +10,13 @@ import { isHostPattern } from '../core/net/host-policy';
 /** The whole configuration, validated once at boot. Nothing else reads process.env. */
 export interface AppConfig {
   server: { host: string; port: number; body_limit_bytes: number; json_max_depth: number };
-  database: { url: string | null; sqlite_path: string; schema: string | null };
+  database: {
+    url: string | null;
+    sqlite_path: string;
+    schema: string | null;
+    /** SQLite: a PASSIVE checkpoint on a worker thread this often; 0 = inside the commits, SQLite's default. */
+    sqlite_checkpoint_ms: number;
+  };
   log_level: LogLevel;
   log_format: 'json' | 'pretty' | 'auto';
   observability: {
@@ -473,6 +479,7 @@ function validate(
       url,
       sqlite_path: path.resolve(cwd, str('database.sqlite_path')),
       schema: str('database.schema', true),
+      sqlite_checkpoint_ms: int('database.sqlite_checkpoint_ms', 0, 60_000),
     },
     log_level: level as LogLevel,
     log_format: oneOf('log_format', ['auto', 'json', 'pretty']),

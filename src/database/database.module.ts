@@ -1,4 +1,4 @@
-import { Global, Module, OnApplicationShutdown } from '@nestjs/common';
+import { Global, Inject, Module, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { AppConfig } from '../config/app-config';
@@ -6,6 +6,7 @@ import { APP_CONFIG } from '../config/config.module';
 import { dataSourceOptions } from './data-source-options';
 import { GroupCommit } from './group-commit';
 import { openDatabase, releaseDatabase } from './open-database';
+import { BACKSTOP_PAGES, SqliteCheckpointer, startSqliteCheckpointer } from './sqlite-checkpointer';
 import { Transactor } from './transactor';
 
 @Global()
@@ -21,10 +22,31 @@ import { Transactor } from './transactor';
   providers: [Transactor, GroupCommit],
   exports: [Transactor, GroupCommit],
 })
-export class DatabaseModule implements OnApplicationShutdown {
-  constructor(private readonly dataSource: DataSource) {}
+export class DatabaseModule implements OnModuleInit, OnApplicationShutdown {
+  private checkpointer: SqliteCheckpointer | null = null;
 
-  onApplicationShutdown(): void {
+  constructor(
+    private readonly dataSource: DataSource,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
+
+  async onModuleInit(): Promise<void> {
+    const intervalMs = this.config.database.sqlite_checkpoint_ms;
+    if (this.dataSource.options.type !== 'better-sqlite3' || intervalMs === 0) return;
+    await this.dataSource.query(`PRAGMA wal_autocheckpoint = ${BACKSTOP_PAGES}`);
+    this.checkpointer = startSqliteCheckpointer(
+      this.dataSource.options.database,
+      intervalMs,
+      () => {
+        // SQLite's default: the writer checkpoints inside its commits again
+        this.dataSource.query('PRAGMA wal_autocheckpoint = 1000').catch(() => undefined);
+      },
+    );
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    // the checkpoint thread lets go of the file before the process lock does
+    await this.checkpointer?.stop();
     releaseDatabase(this.dataSource);
   }
 }
