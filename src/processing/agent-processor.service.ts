@@ -395,7 +395,7 @@ export class AgentProcessor {
         contextWindow: window,
         reserveTokens: reserve,
       });
-      const messages = ctx.vision ? built.messages : withoutImages(built.messages);
+      const messages = ctx.vision || !built.images ? built.messages : withoutImages(built.messages);
 
       const stepNumber = ctx.batchSteps + 1;
       const stepId = this.ids.prefixed('step');

@@ -176,6 +176,8 @@ function unitOf(t: Turn, ids: string[]): Unit | null {
 export interface BuiltContext {
   messages: ChatMessage[];
   tokens: number;
+  /** Whether a message carries image parts (content as parts only when it does: `toChatContent`). */
+  images: boolean;
 }
 
 /** Everything the model gets: system prompt, then the newest history that fits. */
@@ -189,9 +191,14 @@ export function buildContext(input: ContextInput): BuiltContext {
   const cost = (u: Unit) => unitCost(u, input.countTokens);
   const budget = input.contextWindow - input.reserveTokens - systemTokens;
   const kept = selectUnits(toChatUnits(history), cost, budget, input.currentMessageId);
+  const messages: ChatMessage[] = [
+    { role: 'system', content: system },
+    ...kept.flatMap((u) => u.messages),
+  ];
   return {
-    messages: [{ role: 'system', content: system }, ...kept.flatMap((u) => u.messages)],
+    messages,
     tokens: kept.reduce((n, u) => n + cost(u), systemTokens),
+    images: messages.some((m) => Array.isArray(m.content)),
   };
 }
 

@@ -11,9 +11,10 @@ import {
   UnitGrouper,
 } from './context-builder';
 
-/** A chat unit with its token cost, counted once. */
+/** A chat unit with its token cost, counted once, and whether a message of it carries image parts. */
 interface CostedUnit extends Unit {
   cost: number;
+  images: number;
 }
 
 export type WindowInput = Omit<ContextInput, 'history' | 'countTokens'>;
@@ -31,6 +32,8 @@ export class ContextWindow {
   private start = 0;
   /** `prefix[i]`: the cost of `closed[0..i)`, so any run of closed units is costed in one subtraction. */
   private prefix: number[] = [0];
+  /** `imagePrefix[i]`: how many of `closed[0..i)` carry images, as `prefix` does for the costs. */
+  private imagePrefix: number[] = [0];
   /** The closed units' messages in order, and where each unit's first one is (`firstMessage[i]`). */
   private messages: ChatMessage[] = [];
   private firstMessage: number[] = [0];
@@ -129,17 +132,15 @@ export class ContextWindow {
     }
     const out: ChatMessage[] = [{ role: 'system', content: system.text }];
     let tokens = system.tokens + this.prefix[end] - this.prefix[from];
+    let images = this.imagePrefix[end] - this.imagePrefix[from];
     for (let m = this.firstMessage[from]; m < this.firstMessage[end]; m++)
       out.push(this.messages[m]);
-    for (let u = olderOpen.length - 1; u >= 0; u--) {
-      out.push(...olderOpen[u].messages);
-      tokens += olderOpen[u].cost;
+    for (const u of [...olderOpen.reverse(), ...batch.reverse()]) {
+      out.push(...u.messages);
+      tokens += u.cost;
+      images += u.images;
     }
-    for (let u = batch.length - 1; u >= 0; u--) {
-      out.push(...batch[u].messages);
-      tokens += batch[u].cost;
-    }
-    return { messages: out, tokens };
+    return { messages: out, tokens, images: images > 0 };
   }
 
   /** The rendered system prompt and its tokens, kept while the agent's prompt and blocks stay the same. */
@@ -164,12 +165,17 @@ export class ContextWindow {
   }
 
   private costed(u: Unit): CostedUnit {
-    return { ...u, cost: unitCost(u, this.countTokens) };
+    return {
+      ...u,
+      cost: unitCost(u, this.countTokens),
+      images: u.messages.some((m) => Array.isArray(m.content)) ? 1 : 0,
+    };
   }
 
   private close(u: CostedUnit): void {
     this.closed.push(u);
     this.prefix.push(this.prefix[this.prefix.length - 1] + u.cost);
+    this.imagePrefix.push(this.imagePrefix[this.imagePrefix.length - 1] + u.images);
     for (const m of u.messages) this.messages.push(m);
     this.firstMessage.push(this.messages.length);
   }
@@ -210,6 +216,7 @@ export class ContextWindow {
       const firstKept = this.firstMessage[this.start];
       this.closed = this.closed.slice(this.start);
       this.prefix = this.prefix.slice(this.start);
+      this.imagePrefix = this.imagePrefix.slice(this.start);
       this.messages = this.messages.slice(firstKept);
       this.firstMessage = this.firstMessage.slice(this.start).map((m) => m - firstKept);
       this.dropped += this.start;

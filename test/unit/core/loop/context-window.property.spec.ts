@@ -9,6 +9,7 @@ const message = fc
   .record({
     kind: fc.constantFrom(
       'user_message',
+      'user_image',
       'system_message',
       'assistant_message',
       'derived',
@@ -41,6 +42,20 @@ const message = fc
         };
       case 'reasoning_message':
         return { message_type: kind, step_id: step, payload: { reasoning: text } };
+      case 'user_image':
+        return {
+          message_type: 'user_message',
+          step_id: step,
+          payload: {
+            content: [
+              { type: 'text', text },
+              {
+                type: 'image',
+                source: { type: 'base64', media_type: 'image/png', data: 'iVBORw==' },
+              },
+            ],
+          },
+        };
       case 'user_message':
       case 'system_message':
       case 'assistant_message':
