@@ -130,13 +130,20 @@ export class ContextWindow {
         else lo = mid + 1;
       }
     }
-    const out: ChatMessage[] = [{ role: 'system', content: system.text }];
+    // sized once: a full window holds hundreds of messages, and growing the array copied them over again
+    const units = [...olderOpen.reverse(), ...batch.reverse()];
+    const first = this.firstMessage[from];
+    const last = this.firstMessage[end];
+    const out = new Array<ChatMessage>(
+      units.reduce((n, u) => n + u.messages.length, 1 + last - first),
+    );
+    out[0] = { role: 'system', content: system.text };
+    let k = 1;
+    for (let m = first; m < last; m++) out[k++] = this.messages[m];
     let tokens = system.tokens + this.prefix[end] - this.prefix[from];
     let images = this.imagePrefix[end] - this.imagePrefix[from];
-    for (let m = this.firstMessage[from]; m < this.firstMessage[end]; m++)
-      out.push(this.messages[m]);
-    for (const u of [...olderOpen.reverse(), ...batch.reverse()]) {
-      out.push(...u.messages);
+    for (const u of units) {
+      for (const m of u.messages) out[k++] = m;
       tokens += u.cost;
       images += u.images;
     }
