@@ -90,9 +90,9 @@ async function converseAll(
 
 /**
  * One measured level: `total` conversations over `clients` agents, after `warmup` conversations (at least
- * one per agent): a fresh process spends its first thousand conversations or so compiling the hot path
- * (V8's optimizing compiler runs on threads of the server's own, so its CPU counts), which a server
- * running for days does not pay per step.
+ * one per agent): a fresh process takes a few thousand conversations to reach the cost per step it then
+ * keeps (V8 compiling the hot path on threads whose CPU counts as the server's, its heap growing to the
+ * working size), which a server running for days does not pay per step (docs/performance.md).
  */
 export async function runLevel(
   server: BenchServer,
@@ -139,13 +139,13 @@ export function formatLevel(r: LevelResult): string {
 }
 
 /**
- * Env: CONVERSATIONS (measured, default 2000), WARMUP (conversations before them, default 1000), CLIENTS
+ * Env: CONVERSATIONS (measured, default 2000), WARMUP (conversations before them, default 4000), CLIENTS
  * (default "1,50"), HISTORY (messages each agent starts with, default 0).
  */
 export function benchSettings() {
   return {
     conversations: Number(process.env.CONVERSATIONS ?? 2000),
-    warmup: Number(process.env.WARMUP ?? 1000),
+    warmup: Number(process.env.WARMUP ?? 4000),
     clients: (process.env.CLIENTS ?? '1,50').split(',').map(Number),
     history: Number(process.env.HISTORY ?? 0),
   };
