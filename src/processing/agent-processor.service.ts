@@ -95,6 +95,15 @@ interface RunContext {
   produced: MappedMessage[];
   /** Set by a graceful shutdown: end at the next step boundary. */
   stopAtBoundary: boolean;
+  /** The last step's offered tools (by the allowed names), kept while the next step is allowed the same. */
+  offer?: ToolOffer;
+}
+
+interface ToolOffer {
+  allowed: readonly string[];
+  schemas: ToolSchema[];
+  /** The schemas' tokens, reserved in the context window. */
+  tokens: number;
 }
 
 export interface RunResult {
@@ -357,6 +366,29 @@ export class AgentProcessor {
     return null;
   }
 
+  /**
+   * The schemas of the tools the executor allows this step, and their tokens: most steps of a run are
+   * allowed the same tools, so they are built and counted once (the run's tools do not change under it).
+   */
+  private offer(ctx: RunContext, allowed: readonly string[]): ToolOffer {
+    const last = ctx.offer;
+    if (
+      last &&
+      last.allowed.length === allowed.length &&
+      last.allowed.every((n, i) => n === allowed[i])
+    )
+      return last;
+    const heartbeat = offersHeartbeat(ctx.agent.agent_type);
+    const schemas = ctx.tools
+      .filter((t) => allowed.includes(t.name))
+      .map((t) => this.models.toolSchemaFor(t, heartbeat));
+    return (ctx.offer = {
+      allowed: [...allowed],
+      schemas,
+      tokens: this.models.countTokens(JSON.stringify(schemas)),
+    });
+  }
+
   private async runPass(
     ctx: RunContext,
     pass: PassState,
@@ -365,9 +397,7 @@ export class AgentProcessor {
     for (;;) {
       this.checkBudgets(ctx);
       const allowed = await this.exec.executor.allowedTools(ctx.setup, pass);
-      const offered = ctx.tools.filter((t) => allowed.tools.includes(t.name));
-      const heartbeat = offersHeartbeat(ctx.agent.agent_type);
-      const schemas: ToolSchema[] = offered.map((t) => this.models.toolSchemaFor(t, heartbeat));
+      const { schemas, tokens: schemaTokens } = this.offer(ctx, allowed.tools);
       const toolChoice: 'auto' | 'none' | { name: string } =
         allowed.force && allowed.tools.includes(allowed.force)
           ? { name: allowed.force }
@@ -377,9 +407,7 @@ export class AgentProcessor {
 
       const llm = ctx.agent.llm_config;
       const window = llm.context_window ?? 8192;
-      const reserve =
-        (llm.max_tokens ?? Math.min(1024, Math.floor(window / 4))) +
-        this.models.countTokens(JSON.stringify(schemas));
+      const reserve = (llm.max_tokens ?? Math.min(1024, Math.floor(window / 4))) + schemaTokens;
       const countTokens = (t: string) => this.models.countTokens(t);
       const context = await this.repo.contextWindow(
         ctx.run.agent_id,
