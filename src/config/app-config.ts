@@ -46,6 +46,8 @@ export interface AppConfig {
     max_image_bytes: number;
     /** Context windows kept in memory (one per agent conversation, the least recently used dropped). */
     context_cache_windows: number;
+    /** Tokens those windows may hold together (a window holding more is not kept). */
+    context_cache_tokens: number;
     /** Forks of forks a conversation may descend from (each level is one more shared range to read). */
     max_fork_depth: number;
   };
@@ -538,6 +540,7 @@ function validate(
       max_images_per_message: int('processing.max_images_per_message', 0, 100),
       max_image_bytes: int('processing.max_image_bytes', 1024, 100_000_000),
       context_cache_windows: int('processing.context_cache_windows', 1, 1_000_000),
+      context_cache_tokens: int('processing.context_cache_tokens', 1000, 10_000_000_000),
       max_fork_depth: int('processing.max_fork_depth', 1, 1000),
     },
     models: {

@@ -113,7 +113,11 @@ const HISTORY_CAP = 2000;
 export class ProcessingRepository {
   private readonly seq = new Map<string, number>();
   private readonly seqInit = new Map<string, Promise<number>>();
-  /** The server's largest in-memory state at many agents: bounded by `processing.context_cache_windows`. */
+  /**
+   * The server's largest in-memory state at many agents: bounded by `processing.context_cache_windows`
+   * and by the tokens the windows hold, `processing.context_cache_tokens` (a tenant sets its agents'
+   * context windows, up to millions of tokens each); a window larger than that is not kept.
+   */
   private readonly windows: LRUCache<string, { window: ContextWindow; version: number }>;
   /** One per agent at most (one batch at a time); bounded like the windows. */
   private readonly parkedBatches: LRUCache<string, ParkedBatch>;
@@ -124,7 +128,11 @@ export class ProcessingRepository {
     @Inject(AGENT_LEASES) private readonly leases: AgentLeases,
     @Inject(APP_CONFIG) config: AppConfig,
   ) {
-    this.windows = new LRUCache({ max: config.processing.context_cache_windows });
+    this.windows = new LRUCache({
+      max: config.processing.context_cache_windows,
+      maxSize: config.processing.context_cache_tokens,
+      sizeCalculation: (kept) => Math.max(1, kept.window.heldTokens),
+    });
     this.parkedBatches = new LRUCache({ max: config.processing.context_cache_windows });
   }
 
@@ -415,8 +423,14 @@ export class ProcessingRepository {
       { entity: StepEntity, rows: step ? [step] : [] },
       { entity: MessageEntity, rows },
     );
-    for (const m of rows)
-      this.windows.get(historyKey(agentId, m.conversation_id))?.window.append([toHistory(m)]);
+    for (const m of rows) {
+      const key = historyKey(agentId, m.conversation_id);
+      const kept = this.windows.get(key);
+      if (!kept) continue;
+      kept.window.append([toHistory(m)]);
+      // measured again: a window grows with its conversation
+      this.windows.set(key, kept);
+    }
     return rows;
   }
 

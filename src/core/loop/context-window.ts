@@ -150,6 +150,17 @@ export class ContextWindow {
     return { messages: out, tokens, images: images > 0 };
   }
 
+  /**
+   * The tokens of the units this window holds in memory (the evicted ones not yet compacted away too), the
+   * open batch's as of the last build (what was appended since is counted at the next build): what the
+   * window cache is bounded by.
+   */
+  get heldTokens(): number {
+    let n = this.prefix[this.closed.length] - this.prefix[0];
+    for (const u of this.openEnded) n += u.cost;
+    return n + (this.openCurrent?.cost ?? 0);
+  }
+
   /** The rendered system prompt and its tokens, kept while the agent's prompt and blocks stay the same. */
   private systemPrompt(system: string, blocks: MemoryBlockView[]) {
     const kept = this.system;
@@ -166,7 +177,10 @@ export class ContextWindow {
       this.openEnded.push(this.openCurrent?.ids === u.ids ? this.openCurrent : this.costed(u));
     }
     const current = this.open.pending();
-    if (!current) return this.openEnded;
+    if (!current) {
+      this.openCurrent = null; // ended above, or dropped (a call without its result): not held twice
+      return this.openEnded;
+    }
     if (this.openCurrent?.ids !== current.ids) this.openCurrent = this.costed(current);
     return [...this.openEnded, this.openCurrent];
   }

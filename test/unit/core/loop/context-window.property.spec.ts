@@ -137,6 +137,37 @@ describe('ContextWindow', () => {
     );
   });
 
+  it('counts as held, once built, the tokens of every unit it holds (what the window cache is bounded by)', () => {
+    fc.assert(
+      fc.property(
+        fc.array(message, { maxLength: 80 }),
+        fc.array(fc.integer({ min: 1, max: 7 }), { minLength: 1, maxLength: 20 }),
+        (raw, chunks) => {
+          const history: HistoryMessage[] = raw.map((m, i) => ({ id: `m${i}`, ...m }));
+          // a window nothing is evicted from, and a build that takes every unit
+          const window = new ContextWindow(chars, 1e9);
+          const input = {
+            system: 'S',
+            blocks: [],
+            currentMessageId: null,
+            contextWindow: 1e9,
+            reserveTokens: 0,
+          };
+          const system = buildContext({ ...input, history: [], countTokens: chars }).tokens;
+          let at = 0;
+          for (let c = 0; at < history.length; c++) {
+            const size = chunks[c % chunks.length];
+            window.append(history.slice(at, at + size));
+            at += size;
+            const built = window.build(input);
+            expect(window.heldTokens).toBe(built.tokens - system);
+          }
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
   it('keeps only what could still fit: a long history costs no more to build than a short one', () => {
     const window = new ContextWindow(chars, 200);
     const input = {
