@@ -2,6 +2,7 @@ import { LRUCache } from 'lru-cache';
 import { Inject, Injectable } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import stableStringify from 'json-stable-stringify';
+import { approxBytes } from '../common/approx-bytes';
 import { CLOCK } from '../common/clock';
 import { badRequest, conflict, notFound, validationFailed } from '../common/domain-error';
 import { assertPrefixedId, ID_GENERATOR, isPrefixedId } from '../common/ids';
@@ -104,7 +105,13 @@ export class AgentsService {
   ) {
     // Agent records are cached only where this process is the database's only writer (SQLite, one
     // process): with several instances an update served by another one would not reach this cache.
-    this.records = config.database.url ? null : new LRUCache({ max: 10_000 });
+    this.records = config.database.url
+      ? null
+      : new LRUCache({
+          max: 10_000,
+          maxSize: config.database.record_cache_bytes,
+          sizeCalculation: (r) => Math.max(1, approxBytes(r)),
+        });
     agents.onChange((id) => this.forget(id));
     blockRows.onChange((id) => this.forget(id));
   }

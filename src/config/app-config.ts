@@ -16,6 +16,11 @@ export interface AppConfig {
     schema: string | null;
     /** SQLite: a PASSIVE checkpoint on a worker thread this often; 0 = inside the commits, SQLite's default. */
     sqlite_checkpoint_ms: number;
+    /**
+     * SQLite: each cache of records read from the database (agent records, agents' resolved tools,
+     * webhook subscriptions) up to this many bytes, estimated (`approxBytes`).
+     */
+    record_cache_bytes: number;
   };
   log_level: LogLevel;
   log_format: 'json' | 'pretty' | 'auto';
@@ -482,6 +487,7 @@ function validate(
       sqlite_path: path.resolve(cwd, str('database.sqlite_path')),
       schema: str('database.schema', true),
       sqlite_checkpoint_ms: int('database.sqlite_checkpoint_ms', 0, 60_000),
+      record_cache_bytes: int('database.record_cache_bytes', 1024, 1_000_000_000_000),
     },
     log_level: level as LogLevel,
     log_format: oneOf('log_format', ['auto', 'json', 'pretty']),

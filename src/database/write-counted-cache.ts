@@ -1,4 +1,5 @@
 import { LRUCache } from 'lru-cache';
+import { approxBytes } from '../common/approx-bytes';
 
 /**
  * Reads of one table kept for the process that is the database's only writer (SQLite; pass `enabled`
@@ -10,8 +11,15 @@ export class WriteCountedCache<V extends object> {
   private writes = 0;
   private readonly entries: LRUCache<string, { writes: number; value: V }> | null;
 
-  constructor(enabled: boolean, max = 10_000) {
-    this.entries = enabled ? new LRUCache({ max }) : null;
+  /** `maxBytes`: the entries' estimated size together (`approxBytes`); a larger one is not kept. */
+  constructor(enabled: boolean, maxBytes: number, max = 10_000) {
+    this.entries = enabled
+      ? new LRUCache({
+          max,
+          maxSize: maxBytes,
+          sizeCalculation: (e) => Math.max(1, approxBytes(e.value)),
+        })
+      : null;
   }
 
   async read(key: string, load: () => Promise<V>): Promise<V> {

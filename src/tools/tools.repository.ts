@@ -24,7 +24,7 @@ export class ToolsRepository {
     private readonly tx: Transactor,
     @Inject(APP_CONFIG) config: AppConfig,
   ) {
-    this.cache = new WriteCountedCache(!config.database.url);
+    this.cache = new WriteCountedCache(!config.database.url, config.database.record_cache_bytes);
   }
 
   listVisible(tenantId: string): Promise<ToolEntity[]> {

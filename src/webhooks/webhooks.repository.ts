@@ -35,7 +35,10 @@ export class WebhooksRepository {
     private readonly tx: Transactor,
     @Inject(APP_CONFIG) config: AppConfig,
   ) {
-    this.subscribed = new WriteCountedCache(!config.database.url);
+    this.subscribed = new WriteCountedCache(
+      !config.database.url,
+      config.database.record_cache_bytes,
+    );
   }
 
   countForTenant(tenantId: string): Promise<number> {
