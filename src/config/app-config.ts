@@ -188,6 +188,8 @@ export interface ToolExecutorDefaults {
   prune_interval_seconds: number;
   batch_state_ttl_seconds: number;
   cache_max_entries: number;
+  /** Each of those caches' keys and values together, estimated (a dedupe entry holds a tool result). */
+  cache_max_bytes: number;
 }
 
 export interface WebhookSettings {
@@ -531,6 +533,7 @@ function validate(
       prune_interval_seconds: int('tool_executor.prune_interval_seconds', 1),
       batch_state_ttl_seconds: int('tool_executor.batch_state_ttl_seconds', 1),
       cache_max_entries: int('tool_executor.cache_max_entries', 10),
+      cache_max_bytes: int('tool_executor.cache_max_bytes', 1024, 1_000_000_000_000),
     },
     processing: {
       default_max_steps: int('processing.default_max_steps', 1, 10000),

@@ -3,6 +3,7 @@ import { LRUCache } from 'lru-cache';
 import { DataSource, EntityManager, LessThanOrEqual } from 'typeorm';
 import type { BatchState, ExecutorStateStore, MaybePromise } from '../core/executor/contracts';
 import { cloneBatch } from '../core/executor/in-memory-state-store';
+import { approxBytes } from '../common/approx-bytes';
 import { DEFAULT_TENANT } from '../config/app-config';
 import type { GroupCommit } from '../database/group-commit';
 import { RowReader } from '../database/raw-reads';
@@ -47,16 +48,24 @@ export class DbExecutorStateStore implements ExecutorStateStore {
     private readonly ds: DataSource,
     private readonly tx: Pick<GroupCommit, 'run' | 'insert'>,
     maxEntries: number,
+    /** Each cache's keys and values together, estimated: a dedupe entry holds a tool's result and arguments. */
+    maxBytes: number,
     /**
      * Several instances: checks, in the claim's transaction, that this instance still holds the agent,
      * so a call never starts on an instance that lost the agent to another.
      */
     private readonly ownership?: (em: EntityManager, agentId: string) => Promise<void>,
   ) {
-    this.dedupe = new LRUCache({ max: maxEntries });
-    this.last = new LRUCache({ max: maxEntries });
-    this.batches = new LRUCache({ max: maxEntries });
-    this.claims = new LRUCache({ max: maxEntries });
+    const bounded = <V extends object | number | boolean>() =>
+      new LRUCache<string, V>({
+        max: maxEntries,
+        maxSize: maxBytes,
+        sizeCalculation: (value, key) => key.length + approxBytes(value),
+      });
+    this.dedupe = bounded();
+    this.last = bounded();
+    this.batches = bounded();
+    this.claims = bounded();
   }
 
   getDedupe(agentId: string, key: string): MaybePromise<DedupeEntry | null> {

@@ -59,6 +59,7 @@ export class ToolExecutorService implements OnModuleInit, OnModuleDestroy {
       dataSource,
       writes,
       d.cache_max_entries,
+      d.cache_max_bytes,
       // one process (SQLite) holds every agent: claims keep their shared multi-row insert
       leases.shared ? (em, agentId) => leases.guard(em, agentId) : undefined,
     );

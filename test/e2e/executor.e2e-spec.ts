@@ -26,13 +26,13 @@ describe('ToolExecutorService (real database)', () => {
   });
 
   /** The executor of the app, for an agent whose lease the app holds (only the holder executes its calls). */
-  async function executorOn(app: TestApp): Promise<ToolExecutor> {
+  async function executorOn(app: TestApp, tools = invoker): Promise<ToolExecutor> {
     await app.app.get<AgentLeases>(AGENT_LEASES).acquire('default', setup.agentId);
     const svc = app.app.get(ToolExecutorService);
     return new ToolExecutor({
       clock: { now: () => Date.now() },
       store: svc.store,
-      invoker,
+      invoker: tools,
       consent: { check: () => Promise.resolve({ kind: 'granted', grantId: 'g' }) },
       limits: { batchTtlMs: 86_400_000 },
     });
@@ -97,6 +97,24 @@ describe('ToolExecutorService (real database)', () => {
       t = undefined;
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it('dedupes a call whose entry is larger than the cache holds (tool_executor.cache_max_bytes): from the database', async () => {
+    t = await startApp({ overrides: { tool_executor: { cache_max_bytes: 4096 } } });
+    const big = 'r'.repeat(20_000);
+    const run = await executorOn(t, {
+      invoke: () => Promise.resolve({ status: 'success', value: big }),
+    });
+    const store = t.app.get(ToolExecutorService).store as unknown as { dedupe: { size: number } };
+    const pass = run.newPass(setup, 'b9');
+    const call = (id: string) => ({ toolCallId: id, name: 'deploy', arguments: { v: 9 } });
+    expect(code(await run.execute(setup, pass, call('c90'), { ...meta, batchId: 'b9' }))).toBe(
+      'ok',
+    );
+    expect(store.dedupe.size).toBe(0);
+    expect(code(await run.execute(setup, pass, call('c91'), { ...meta, batchId: 'b9' }))).toBe(
+      'Deduplicated',
+    );
   });
 
   it('merges config defaults with the agent field into settings', async () => {
