@@ -20,12 +20,13 @@ export async function insertRows(
 ): Promise<void> {
   const { driver } = em.connection;
   const meta = em.connection.getMetadata(entity);
-  const postgres = driver.options.type === 'postgres';
   // PostgreSQL refuses an upsert that meets one key twice (a group commit merges several jobs' rows):
   // the last row of a key is the newest write, so it alone goes in, as the rows one after another would
   if (conflictPaths) rows = lastPerKey(rows, conflictPaths);
   const columns: ColumnMetadata[] = [];
-  for (const c of meta.columns) {
+  let shape = `${rows.length}|${conflictPaths?.join(',') ?? ''}|`;
+  for (let i = 0; i < meta.columns.length; i++) {
+    const c = meta.columns[i];
     let given = false;
     for (const r of rows) {
       if (r[c.propertyName] === undefined) continue;
@@ -45,17 +46,41 @@ export async function insertRows(
       return;
     }
     columns.push(c);
+    shape += `${i},`;
   }
   const params: unknown[] = [];
-  const tuples: string[] = [];
-  for (const r of rows) {
-    const marks: string[] = [];
-    for (const c of columns) {
-      params.push(bindable(driver, c, r[c.propertyName]));
-      marks.push(postgres ? `$${params.length}` : '?');
-    }
-    tuples.push(`(${marks.join(', ')})`);
+  for (const r of rows)
+    for (const c of columns) params.push(bindable(driver, c, r[c.propertyName]));
+  let shapes = insertSql.get(meta);
+  if (!shapes) insertSql.set(meta, (shapes = new Map<string, string>()));
+  let sql = shapes.get(shape);
+  if (sql === undefined) {
+    if (shapes.size >= MAX_SHAPES) shapes.clear();
+    shapes.set(shape, (sql = insertText(meta, driver, columns, rows.length, conflictPaths)));
   }
+  await em.query(sql, params);
+}
+
+/**
+ * The SQL text of each insert shape (columns, row count, conflict keys) per entity, built once: the group
+ * commit's inserts take a handful of shapes, and building the text (a parameter mark per value) was a
+ * large share of the bytes a step allocated. Bounded all the same (a shape per row count).
+ */
+const insertSql = new WeakMap<EntityMetadata, Map<string, string>>();
+const MAX_SHAPES = 1024;
+
+function insertText(
+  meta: EntityMetadata,
+  driver: Driver,
+  columns: ColumnMetadata[],
+  rowCount: number,
+  conflictPaths: string[] | undefined,
+): string {
+  const postgres = driver.options.type === 'postgres';
+  const tuples: string[] = [];
+  let n = 0;
+  for (let r = 0; r < rowCount; r++)
+    tuples.push(`(${columns.map(() => (postgres ? `$${++n}` : '?')).join(', ')})`);
   const names = columns.map((c) => driver.escape(c.databaseName));
   const table = sqlTable(meta.schema, meta.tableName);
   let sql = `INSERT INTO ${table} (${names.join(', ')}) VALUES ${tuples.join(', ')}`;
@@ -66,7 +91,7 @@ export async function insertRows(
       .map((c) => `${driver.escape(c.databaseName)} = EXCLUDED.${driver.escape(c.databaseName)}`);
     sql += ` ON CONFLICT (${keys.map((k) => driver.escape(k)).join(', ')}) DO UPDATE SET ${set.join(', ')}`;
   }
-  await em.query(sql, params);
+  return sql;
 }
 
 function lastPerKey(rows: ObjectLiteral[], keys: string[]): ObjectLiteral[] {
