@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import { Client } from 'pg';
+import type { Client } from 'pg';
 import { BusEvents, BusHandler, BusTopic, EventBus, LocalFanout } from './event-bus';
 import { sqlTable } from '../database/sql-names';
 
@@ -43,6 +43,8 @@ export class PgEventBus implements EventBus {
   private inbound: Promise<void> = Promise.resolve();
   private seq = 0;
   private lastPrune = 0;
+  /** `pg` (~3 MB of heap) is loaded only where this bus is made: a server on SQLite never needs it. */
+  private readonly pg = import('pg');
 
   constructor(private readonly opts: PgEventBusOptions) {
     this.channel = ('rulebound_events_' + (opts.schema ?? 'public')).slice(0, 63);
@@ -139,11 +141,14 @@ export class PgEventBus implements EventBus {
 
   private publisherClient(): Promise<Client> {
     if (!this.publisher) {
-      const c = new Client({ connectionString: this.opts.url });
-      c.on('error', () => {
-        if (this.publisher === p) this.publisher = null;
+      const p = this.pg.then(async ({ Client }) => {
+        const c = new Client({ connectionString: this.opts.url });
+        c.on('error', () => {
+          if (this.publisher === p) this.publisher = null;
+        });
+        await c.connect();
+        return c;
       });
-      const p = c.connect().then(() => c);
       this.publisher = p;
       p.catch(() => {
         if (this.publisher === p) this.publisher = null;
@@ -160,6 +165,7 @@ export class PgEventBus implements EventBus {
   // ------------------------------------------------------------ inbound
 
   private async listen(): Promise<void> {
+    const { Client } = await this.pg;
     const c = new Client({ connectionString: this.opts.url });
     c.on('notification', (n) => {
       if (n.channel !== this.channel || !n.payload) return;

@@ -1,14 +1,7 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import {
-  CallToolResult,
-  ErrorCode,
-  McpError,
-  ToolListChangedNotificationSchema,
-} from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { CLOCK } from '../common/clock';
 import { AppConfig } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
@@ -17,6 +10,39 @@ import type { Clock } from '../core/ports';
 import { APP_VERSION } from '../common/version';
 import { HostPolicy } from '../core/net/host-policy';
 import { policyFetch, watchedFetch } from './watched-fetch';
+
+/**
+ * The MCP SDK, loaded with the first connection: with its zod schemas it is ~7 MB of heap, which a
+ * server that never connects to an MCP server does not carry (and under load V8 sizes the heap at a
+ * multiple of what stays live).
+ */
+async function loadSdk(): Promise<Sdk> {
+  const [client, stdio, http, types] = await Promise.all([
+    import('@modelcontextprotocol/sdk/client/index.js'),
+    import('@modelcontextprotocol/sdk/client/stdio.js'),
+    import('@modelcontextprotocol/sdk/client/streamableHttp.js'),
+    import('@modelcontextprotocol/sdk/types.js'),
+  ]);
+  const loaded = {
+    Client: client.Client,
+    StdioClientTransport: stdio.StdioClientTransport,
+    StreamableHTTPClientTransport: http.StreamableHTTPClientTransport,
+    ErrorCode: types.ErrorCode,
+    McpError: types.McpError,
+    ToolListChangedNotificationSchema: types.ToolListChangedNotificationSchema,
+  };
+  sdk = loaded;
+  return loaded;
+}
+let sdk: Sdk | undefined;
+type Sdk = {
+  Client: typeof import('@modelcontextprotocol/sdk/client/index.js').Client;
+  StdioClientTransport: typeof import('@modelcontextprotocol/sdk/client/stdio.js').StdioClientTransport;
+  StreamableHTTPClientTransport: typeof import('@modelcontextprotocol/sdk/client/streamableHttp.js').StreamableHTTPClientTransport;
+  ErrorCode: typeof import('@modelcontextprotocol/sdk/types.js').ErrorCode;
+  McpError: typeof import('@modelcontextprotocol/sdk/types.js').McpError;
+  ToolListChangedNotificationSchema: typeof import('@modelcontextprotocol/sdk/types.js').ToolListChangedNotificationSchema;
+};
 
 /** What a connection needs, secrets already resolved. Never logged, never returned. */
 export interface McpEndpoint {
@@ -157,6 +183,7 @@ export class McpConnections implements OnModuleInit, OnApplicationShutdown {
   }
 
   private async connection(ep: McpEndpoint, signal?: AbortSignal): Promise<Connection> {
+    const mcp = sdk ?? (await loadSdk());
     const existing = this.conns.get(ep.serverId);
     if (existing && existing.endpoint.version === ep.version && !existing.closed) {
       await existing.ready;
@@ -166,7 +193,7 @@ export class McpConnections implements OnModuleInit, OnApplicationShutdown {
     this.checkBackoff(ep);
     if (ep.transport.type === 'stdio') this.makeRoom();
 
-    const client = new Client({ name: 'rulebound-agent-server', version: APP_VERSION });
+    const client = new mcp.Client({ name: 'rulebound-agent-server', version: APP_VERSION });
     const conn: Connection = {
       endpoint: ep,
       client,
@@ -186,14 +213,14 @@ export class McpConnections implements OnModuleInit, OnApplicationShutdown {
       }
     };
     client.onerror = () => undefined; // transport errors surface as failed requests or a close
-    client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+    client.setNotificationHandler(mcp.ToolListChangedNotificationSchema, () => {
       this.toolsChanged(ep.serverId);
       return Promise.resolve();
     });
     this.conns.set(ep.serverId, conn);
     const timeout = this.config.mcp.connect_timeout_seconds * 1000;
     conn.ready = client
-      .connect(this.transportFor(conn), { timeout, ...(signal ? { signal } : {}) })
+      .connect(this.transportFor(mcp, conn), { timeout, ...(signal ? { signal } : {}) })
       .then(() => {
         conn.established = true;
       })
@@ -208,11 +235,11 @@ export class McpConnections implements OnModuleInit, OnApplicationShutdown {
     return conn;
   }
 
-  private transportFor(conn: Connection): Transport {
+  private transportFor(mcp: Sdk, conn: Connection): Transport {
     const t = conn.endpoint.transport;
     if (t.type === 'stdio')
       // The SDK adds only HOME, LOGNAME, PATH, SHELL, TERM and USER from our environment.
-      return new StdioClientTransport({
+      return new mcp.StdioClientTransport({
         command: t.command,
         args: t.args,
         env: t.env,
@@ -220,7 +247,7 @@ export class McpConnections implements OnModuleInit, OnApplicationShutdown {
       });
     const max = this.config.mcp.max_message_bytes;
     const awaiting = new Set<unknown>();
-    const transport = new StreamableHTTPClientTransport(new URL(t.url), {
+    const transport = new mcp.StreamableHTTPClientTransport(new URL(t.url), {
       // A redirect would carry the resolved headers elsewhere.
       requestInit: { headers: t.headers, redirect: 'error' },
       fetch: watchedFetch(
@@ -297,7 +324,8 @@ export class McpConnections implements OnModuleInit, OnApplicationShutdown {
 
 /** An SDK error as one line; a connection that closed mid-request says so plainly. */
 export function describe(e: unknown): string {
-  if (e instanceof McpError && e.code === (ErrorCode.ConnectionClosed as number))
+  // an SDK error comes from a connection, so the SDK is loaded
+  if (sdk && e instanceof sdk.McpError && e.code === (sdk.ErrorCode.ConnectionClosed as number))
     return 'the server closed the connection';
   const msg = e instanceof Error ? e.message : String(e);
   return msg.split('\n')[0].slice(0, 500);

@@ -1,12 +1,8 @@
 import { Inject, Injectable, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { context, Span, SpanStatusCode, trace, Tracer } from '@opentelemetry/api';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { resourceFromAttributes } from '@opentelemetry/resources';
-import {
+import type {
   BasicTracerProvider,
-  BatchSpanProcessor,
   InMemorySpanExporter,
-  SimpleSpanProcessor,
   SpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
 import type { Subscription } from 'rxjs';
@@ -40,18 +36,22 @@ export class TracingService implements OnModuleInit, OnModuleDestroy {
     private readonly bus: RunEventsBus,
   ) {}
 
-  onModuleInit(): void {
+  async onModuleInit(): Promise<void> {
     const { exporter, otlp_endpoint, service_name } = this.config.observability.tracing;
     if (exporter === 'none') return;
+    // the SDK and the exporter (~2.5 MB of heap) are loaded only when traces are exported
+    const sdk = await import('@opentelemetry/sdk-trace-base');
+    const { resourceFromAttributes } = await import('@opentelemetry/resources');
     let processor: SpanProcessor;
     if (exporter === 'memory') {
-      this.exporter = new InMemorySpanExporter();
-      processor = new SimpleSpanProcessor(this.exporter);
+      this.exporter = new sdk.InMemorySpanExporter();
+      processor = new sdk.SimpleSpanProcessor(this.exporter);
     } else {
-      processor = new BatchSpanProcessor(new OTLPTraceExporter({ url: otlp_endpoint! }));
+      const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-http');
+      processor = new sdk.BatchSpanProcessor(new OTLPTraceExporter({ url: otlp_endpoint! }));
     }
     // A provider of our own, not the global one: several apps may share a process (tests).
-    this.provider = new BasicTracerProvider({
+    this.provider = new sdk.BasicTracerProvider({
       resource: resourceFromAttributes({
         'service.name': service_name,
         'service.version': APP_VERSION,
