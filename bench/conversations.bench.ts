@@ -5,12 +5,14 @@
  * the offline `scripted` model. The app runs in a child process (bench/servers/app.server.ts); this process is
  * only the load generator (bench/support/load-generator.ts). Each conversation: a user message, 3 tool calls
  * over 3 model calls and a final answer (4 model calls = 4 steps). One line per concurrency:
- *   clients=50 conv_per_s=820 us_per_step=240 server_cpu_us_per_step=150 p50_ms=55 p99_ms=140 rss_mb=180
+ *   clients=50 conv_per_s=820 us_per_step=240 server_cpu_us_per_step=150 p50_ms=55 p99_ms=140 rss_mb=180 rss_peak_mb=190
  * us_per_step is wall time divided by the steps completed (throughput, all clients together);
- * server_cpu_us_per_step is the server process's CPU time (user + system) divided by the same steps.
+ * server_cpu_us_per_step is the server process's CPU time (user + system) divided by the same steps;
+ * rss_mb is the server's RSS when the level ends, rss_peak_mb the highest sampled (every 50 ms) during it.
  * With HISTORY=2000 each agent starts with 2,000 messages and the lines carry `history=2000`.
  * Then the issue-10 targets at 50 clients, each marked met or not.
- * Env: CONVERSATIONS (default 400), CLIENTS (default "1,50"), HISTORY (default 0).
+ * Env: WARMUP conversations before each level's measured ones (default 4000), CONVERSATIONS measured
+ * (default 2000), CLIENTS (default "1,50"), HISTORY (default 0).
  */
 import { benchServer, LevelResult } from './support/load-generator';
 

@@ -24,6 +24,8 @@ export interface LevelResult {
   p50Ms: number;
   p99Ms: number;
   rssMb: number;
+  /** The highest RSS sampled during the measured conversations. */
+  rssPeakMb: number;
   history: number;
 }
 
@@ -126,6 +128,7 @@ export async function runLevel(
     p50Ms: percentile(latencies, 50),
     p99Ms: percentile(latencies, 99),
     rssMb: after.rssMb,
+    rssPeakMb: after.rssPeakMb,
     history,
   };
 }
@@ -134,7 +137,7 @@ export function formatLevel(r: LevelResult): string {
   return (
     `clients=${r.clients}${r.history ? ` history=${r.history}` : ''} conv_per_s=${Math.round(r.convPerS)} ` +
     `us_per_step=${Math.round(r.usPerStep)} server_cpu_us_per_step=${Math.round(r.serverCpuUsPerStep)} ` +
-    `p50_ms=${r.p50Ms.toFixed(1)} p99_ms=${r.p99Ms.toFixed(1)} rss_mb=${Math.round(r.rssMb)}`
+    `p50_ms=${r.p50Ms.toFixed(1)} p99_ms=${r.p99Ms.toFixed(1)} rss_mb=${Math.round(r.rssMb)} rss_peak_mb=${Math.round(r.rssPeakMb)}`
   );
 }
 

@@ -20,6 +20,8 @@ export interface ServerUsage {
   /** user + system CPU time of the server process since it started, µs */
   cpuUs: number;
   rssMb: number;
+  /** The highest RSS sampled (every 50 ms) since the previous `usage()`: over a measured level, its peak. */
+  rssPeakMb: number;
 }
 
 export interface BenchServer {
@@ -101,6 +103,9 @@ export function serveBench(start: () => Promise<BenchTarget>): void {
     new Promise<unknown>((resolve, reject) =>
       session.post(method, (err, res) => (err ? reject(err) : resolve(res))),
     );
+  const mb = () => process.memoryUsage.rss() / 1024 / 1024;
+  let peak = 0;
+  setInterval(() => (peak = Math.max(peak, mb())), 50).unref();
   start()
     .then((target) => {
       process.on('message', (m: Request) => {
@@ -109,7 +114,14 @@ export function serveBench(start: () => Promise<BenchTarget>): void {
           switch (m.cmd) {
             case 'usage': {
               const u = process.cpuUsage();
-              return { cpuUs: u.user + u.system, rssMb: process.memoryUsage().rss / 1024 / 1024 };
+              const rssMb = mb();
+              const usage: ServerUsage = {
+                cpuUs: u.user + u.system,
+                rssMb,
+                rssPeakMb: Math.max(peak, rssMb),
+              };
+              peak = 0;
+              return usage;
             }
             case 'seed':
               return target.seedHistory(m.agentId!, m.n!);
