@@ -50,6 +50,8 @@ export interface AppConfig {
     max_images_per_message: number;
     max_image_bytes: number;
     /** Context windows kept in memory (one per agent conversation, the least recently used dropped). */
+    /** Messages one agent may have waiting for their turn (past it: 429 RUN_QUEUE_FULL). */
+    max_queued_runs: number;
     context_cache_windows: number;
     /** Tokens those windows may hold together (a window holding more is not kept). */
     context_cache_tokens: number;
@@ -548,6 +550,7 @@ function validate(
       compaction_max_summary_chars: int('processing.compaction_max_summary_chars', 100, 1_000_000),
       max_images_per_message: int('processing.max_images_per_message', 0, 100),
       max_image_bytes: int('processing.max_image_bytes', 1024, 100_000_000),
+      max_queued_runs: int('processing.max_queued_runs', 1, 100_000),
       context_cache_windows: int('processing.context_cache_windows', 1, 1_000_000),
       context_cache_tokens: int('processing.context_cache_tokens', 1000, 10_000_000_000),
       max_fork_depth: int('processing.max_fork_depth', 1, 1000),

@@ -57,6 +57,11 @@ export class Mailbox {
     return q ? abandonTurns(q.jobs.splice(0)).map((j) => j.runId) : [];
   }
 
+  /** The agent's jobs waiting for their turn (not the one running). */
+  waiting(agentId: string): number {
+    return this.queues.get(agentId)?.jobs.length ?? 0;
+  }
+
   /** Agents with a job queued or running. */
   busyAgents(): string[] {
     return [...this.queues.keys()];

@@ -53,8 +53,16 @@ export class MessagingService implements OnModuleInit {
   private readonly logger = new Logger('Messaging');
   readonly mailbox: Mailbox;
   private readonly waiters = new Map<string, ((r: Settled) => void)[]>();
-  /** Runs queued by this process, so processing does not read them back. */
-  private readonly queuedRuns = new Map<string, RunEntity>();
+  /**
+   * Runs queued by this process. The next one of an agent is kept as stored, so processing does not read
+   * it back; those queued behind it are kept by their ids only and read when their turn comes: a run holds
+   * its request (up to `server.body_limit_bytes`), and an agent busy with a slow tool could otherwise
+   * gather `processing.max_queued_runs` of them in memory, for each of a tenant's agents.
+   */
+  private readonly queuedRuns = new Map<
+    string,
+    RunEntity | Pick<RunEntity, 'id' | 'tenant_id' | 'agent_id'>
+  >();
   /** Lease work per agent, one step at a time (taking, adopting, syncing the queue). */
   private readonly agentWork = new Map<string, Promise<void>>();
   private keeper: NodeJS.Timeout | null = null;
@@ -76,7 +84,12 @@ export class MessagingService implements OnModuleInit {
     @Inject(EVENT_BUS) private readonly events: EventBus,
   ) {
     this.mailbox = new Mailbox(async (job) => {
-      const run = this.queuedRuns.get(job.runId)!;
+      const kept = this.queuedRuns.get(job.runId);
+      const run = kept && 'input' in kept ? kept : await this.repo.findRunById(job.runId);
+      if (!run) {
+        this.queuedRuns.delete(job.runId);
+        return this.settle(job.runId, null);
+      }
       let result: BatchResult | null = null;
       try {
         result = await this.processor.process(run);
@@ -166,6 +179,7 @@ export class MessagingService implements OnModuleInit {
         { request_id: first.request_id, tool_call_id: first.tool_call_id, run_id: parked.id },
       );
     }
+    await this.assertQueueRoom(agentId);
     const run = this.newRun(tenantId, agentId, req.conversationId, this.ids.snowflake(), {
       kind: 'message',
       mode,
@@ -179,6 +193,24 @@ export class MessagingService implements OnModuleInit {
     beforeQueue?.(run);
     this.enqueue(run, false);
     return run;
+  }
+
+  /**
+   * 429 RUN_QUEUE_FULL once the agent has `processing.max_queued_runs` messages waiting for their turn:
+   * counted in memory where this instance processes the agent, else in the database.
+   */
+  private async assertQueueRoom(agentId: string): Promise<void> {
+    const max = this.config.processing.max_queued_runs;
+    const queued = this.leases.holds(agentId)
+      ? this.mailbox.waiting(agentId)
+      : await this.repo.countQueuedRuns(agentId);
+    if (queued >= max)
+      throw new DomainError(
+        'too_many_requests',
+        'RUN_QUEUE_FULL',
+        `agent ${agentId} has ${queued} messages waiting for their turn (processing.max_queued_runs is ${max}); send again once one has started`,
+        { max_queued_runs: max, queued },
+      );
   }
 
   /** Resolves when the run has ended (at once when it already has). */
@@ -569,7 +601,12 @@ export class MessagingService implements OnModuleInit {
 
   private enqueueHere(run: RunEntity, priority: boolean): void {
     if (this.queuedRuns.has(run.id) || this.processor.isActive(run.id)) return;
-    this.queuedRuns.set(run.id, run);
+    this.queuedRuns.set(
+      run.id,
+      this.mailbox.waiting(run.agent_id) === 0
+        ? run
+        : { id: run.id, tenant_id: run.tenant_id, agent_id: run.agent_id },
+    );
     const job = { runId: run.id, priority, createdAt: run.created_at };
     if (!this.mailbox.enqueue(run.agent_id, job)) {
       this.queuedRuns.delete(run.id);

@@ -252,6 +252,11 @@ export class ProcessingRepository {
     );
   }
 
+  /** How many of the agent's runs are queued (stored, not started), wherever they will run. */
+  countQueuedRuns(agentId: string): Promise<number> {
+    return this.ds.getRepository(RunEntity).countBy({ agent_id: agentId, status: 'created' });
+  }
+
   /** Batches of the agent that may still continue (queued, running or parked runs). */
   async openBatchIds(agentId: string): Promise<string[]> {
     const rows = await this.ds
