@@ -17,8 +17,8 @@ export interface AppConfig {
     /** SQLite: a PASSIVE checkpoint on a worker thread this often; 0 = inside the commits, SQLite's default. */
     sqlite_checkpoint_ms: number;
     /**
-     * SQLite: each cache of records read from the database (agent records, agents' resolved tools,
-     * webhook subscriptions) up to this many bytes, estimated (`approxBytes`).
+     * Each in-memory cache of records (agent records, agents' resolved tools and webhook subscriptions on
+     * SQLite; pending and resolved consent requests) up to this many bytes, estimated (`approxBytes`).
      */
     record_cache_bytes: number;
   };

@@ -8,6 +8,7 @@ import {
 import stableStringify from 'json-stable-stringify';
 import { LRUCache } from 'lru-cache';
 import { EVENT_BUS, type EventBus } from '../cluster/event-bus';
+import { approxBytes } from '../common/approx-bytes';
 import { CLOCK } from '../common/clock';
 import { badRequest, conflict, notFound, validationFailed } from '../common/domain-error';
 import { ID_GENERATOR } from '../common/ids';
@@ -109,15 +110,13 @@ export class PermissionBrokerService
    * Pending requests created by this process, by id: a decision needs no read first. Only a hint: the
    * conditional UPDATE decides who wins, so a stale entry (another server resolved it) cannot do harm.
    */
-  private readonly pendingById = new Map<string, ConsentRequestEntity>();
+  private readonly pendingById: LRUCache<string, ConsentRequestEntity>;
   /**
    * Requests resolved in this process, by call, until the call's re-check takes them: the continuation
    * that re-checks the call needs no read. A hint like pendingById: using an approval is a conditional
    * UPDATE, so a row someone else changed meanwhile fails closed.
    */
-  private readonly resolvedByCall = new LRUCache<string, ConsentRequestEntity>({
-    max: MAX_CACHED_PENDING,
-  });
+  private readonly resolvedByCall: LRUCache<string, ConsentRequestEntity>;
   private sweeping: Promise<number> | null = null;
 
   constructor(
@@ -129,7 +128,16 @@ export class PermissionBrokerService
     private readonly writes: GroupCommit,
     @Inject(EVENT_BUS) private readonly bus: EventBus,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
-  ) {}
+  ) {
+    // a request holds the call's arguments: bounded by their size too
+    const bounds = {
+      max: MAX_CACHED_PENDING,
+      maxSize: config.database.record_cache_bytes,
+      sizeCalculation: (row: ConsentRequestEntity) => Math.max(1, approxBytes(row)),
+    };
+    this.pendingById = new LRUCache(bounds);
+    this.resolvedByCall = new LRUCache(bounds);
+  }
 
   // ------------------------------------------------------------ listeners
 
@@ -234,7 +242,7 @@ export class PermissionBrokerService
         kind: 'denied',
         reason: `TOO_MANY_PENDING_CONSENT: ${max} consent requests of this agent already wait for a person (consent.max_pending_per_agent); not run`,
       };
-    if (this.pendingById.size < MAX_CACHED_PENDING) this.pendingById.set(row.id, row);
+    this.pendingById.set(row.id, row);
     this.emit(this.requestListeners, row);
     // every instance's WebSocket clients see it
     this.bus.publish('consent.request', row);
