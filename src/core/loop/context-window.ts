@@ -11,11 +11,15 @@ import {
   UnitGrouper,
 } from './context-builder';
 
-/** A chat unit with its token cost, counted once, and whether a message of it carries image parts. */
-interface CostedUnit extends Unit {
+/** Chat messages with their token cost, counted once, and whether a message of them carries image parts. */
+interface Costed {
+  messages: ChatMessage[];
   cost: number;
   images: number;
 }
+
+/** An open unit, costed: its message ids find the current message among them. */
+type CostedUnit = Unit & Costed;
 
 export type WindowInput = Omit<ContextInput, 'history' | 'countTokens'>;
 
@@ -27,19 +31,22 @@ export type WindowInput = Omit<ContextInput, 'history' | 'countTokens'>;
  * the last such message never change; only the messages after it (the current batch) are re-grouped.
  */
 export class ContextWindow {
-  /** Units that can no longer change, oldest first (from `start` on; earlier ones are evicted). */
-  private closed: CostedUnit[] = [];
+  /**
+   * Units that can no longer change ("closed"), oldest first, kept as arrays rather than one object each
+   * (a full window holds hundreds; what stays live costs V8 a multiple of it in heap): unit `i` is
+   * `messages[firstMessage[i] .. firstMessage[i + 1])`, costs `prefix[i + 1] - prefix[i]` and has
+   * images when `imagePrefix` grows there. From `start` on; earlier ones are evicted.
+   */
   private start = 0;
-  /** `prefix[i]`: the cost of `closed[0..i)`, so any run of closed units is costed in one subtraction. */
+  /** `prefix[i]`: the cost of the closed units before `i`, so any run of them is costed in one subtraction. */
   private prefix: number[] = [0];
-  /** `imagePrefix[i]`: how many of `closed[0..i)` carry images, as `prefix` does for the costs. */
+  /** `imagePrefix[i]`: how many closed units before `i` carry images, as `prefix` does for the costs. */
   private imagePrefix: number[] = [0];
-  /** The closed units' messages in order, and where each unit's first one is (`firstMessage[i]`). */
   private messages: ChatMessage[] = [];
   private firstMessage: number[] = [0];
-  /** Units dropped from the front of `closed` (its compactions): `unitOf` counts them too. */
+  /** Units dropped from the front of the closed ones (their compactions): `unitOf` counts them too. */
   private dropped = 0;
-  /** Each user or system message's unit, as `dropped` + its index in `closed` (finds the current one). */
+  /** Each user or system message's unit, as `dropped` + its closed index (finds the current one). */
   private readonly unitOf = new Map<string, number>();
   /** Messages after the last user/system message, grouped as they come: only the last turn may change. */
   private open = new UnitGrouper();
@@ -70,7 +77,7 @@ export class ContextWindow {
         this.openEnded = [];
         this.openCurrent = null;
         for (const u of toChatUnits([m])) this.close(this.costed(u));
-        this.unitOf.set(m.id, this.dropped + this.closed.length - 1);
+        this.unitOf.set(m.id, this.dropped + this.closedTotal - 1);
       } else {
         this.open.add(m);
       }
@@ -87,10 +94,10 @@ export class ContextWindow {
     const current = this.closedIndexOf(input.currentMessageId);
     const system = this.systemPrompt(input.system, input.blocks);
     const open = this.costedOpen();
-    const closedCount = this.closed.length - this.start;
+    const closedCount = this.closedTotal - this.start;
     const count = closedCount + open.length;
-    const unit = (i: number) =>
-      i < closedCount ? this.closed[this.start + i] : open[i - closedCount];
+    const unit = (i: number): Costed =>
+      i < closedCount ? this.closedUnit(this.start + i) : open[i - closedCount];
     let currentIndex = current >= this.start ? current - this.start : -1;
     // the current message is a user message, so it is closed; an id of an open unit is later still
     if (input.currentMessageId !== null)
@@ -102,7 +109,7 @@ export class ContextWindow {
     let budget = input.contextWindow - input.reserveTokens - system.tokens;
     // the current batch's units, newest first, skipping one that does not fit unless it is the current
     const firstBatchUnit = currentIndex >= 0 ? currentIndex : count;
-    const batch: CostedUnit[] = [];
+    const batch: Costed[] = [];
     for (let i = count - 1; i >= firstBatchUnit; i--) {
       const u = unit(i);
       if (u.cost > budget && i !== currentIndex) continue;
@@ -110,7 +117,7 @@ export class ContextWindow {
       batch.push(u);
     }
     // older units, newest first, up to the first that does not fit: open ones one by one, then closed ones
-    const olderOpen: CostedUnit[] = [];
+    const olderOpen: Costed[] = [];
     let i = firstBatchUnit - 1;
     for (; i >= closedCount; i--) {
       const u = open[i - closedCount];
@@ -156,7 +163,7 @@ export class ContextWindow {
    * window cache is bounded by.
    */
   get heldTokens(): number {
-    let n = this.prefix[this.closed.length] - this.prefix[0];
+    let n = this.prefix[this.closedTotal] - this.prefix[0];
     for (const u of this.openEnded) n += u.cost;
     return n + (this.openCurrent?.cost ?? 0);
   }
@@ -193,15 +200,26 @@ export class ContextWindow {
     };
   }
 
-  private close(u: CostedUnit): void {
-    this.closed.push(u);
+  private get closedTotal(): number {
+    return this.prefix.length - 1;
+  }
+
+  private closedUnit(i: number): Costed {
+    return {
+      messages: this.messages.slice(this.firstMessage[i], this.firstMessage[i + 1]),
+      cost: this.prefix[i + 1] - this.prefix[i],
+      images: this.imagePrefix[i + 1] - this.imagePrefix[i],
+    };
+  }
+
+  private close(u: Costed): void {
     this.prefix.push(this.prefix[this.prefix.length - 1] + u.cost);
     this.imagePrefix.push(this.imagePrefix[this.imagePrefix.length - 1] + u.images);
     for (const m of u.messages) this.messages.push(m);
     this.firstMessage.push(this.messages.length);
   }
 
-  /** Where the unit of a user or system message is in `closed`; -1 when it is not (or no longer). */
+  /** The closed index of a user or system message's unit; -1 when it is not (or no longer) kept. */
   private closedIndexOf(id: string | null): number {
     const at = id === null ? undefined : this.unitOf.get(id);
     return at === undefined || at < this.dropped ? -1 : at - this.dropped;
@@ -216,10 +234,10 @@ export class ContextWindow {
    */
   private evict(currentMessageId: string | null): void {
     const e = this.evicted;
-    if (e && e.closed === this.closed.length && e.current === currentMessageId) return;
-    this.evicted = { closed: this.closed.length, current: currentMessageId };
+    if (e && e.closed === this.closedTotal && e.current === currentMessageId) return;
+    this.evicted = { closed: this.closedTotal, current: currentMessageId };
     const current = this.closedIndexOf(currentMessageId);
-    const end = current >= this.start ? current : this.closed.length;
+    const end = current >= this.start ? current : this.closedTotal;
     // the newest `k` whose units from `k` up to `end` alone fill keepTokens
     const most = this.prefix[end] - this.keepTokens;
     if (this.prefix[this.start] > most) return;
@@ -233,9 +251,8 @@ export class ContextWindow {
     if (lo <= this.start) return;
     this.start = lo;
     // compact now and then, not on every step
-    if (this.start > 256 && this.start * 2 > this.closed.length) {
+    if (this.start > 256 && this.start * 2 > this.closedTotal) {
       const firstKept = this.firstMessage[this.start];
-      this.closed = this.closed.slice(this.start);
       this.prefix = this.prefix.slice(this.start);
       this.imagePrefix = this.imagePrefix.slice(this.start);
       this.messages = this.messages.slice(firstKept);
@@ -243,7 +260,7 @@ export class ContextWindow {
       this.dropped += this.start;
       this.start = 0;
       for (const [id, at] of this.unitOf) if (at < this.dropped) this.unitOf.delete(id);
-      this.evicted = { closed: this.closed.length, current: currentMessageId };
+      this.evicted = { closed: this.closedTotal, current: currentMessageId };
     }
   }
 }

@@ -193,8 +193,8 @@ describe('ContextWindow', () => {
       if (i % 997 === 0)
         expect(built).toEqual(buildContext({ ...step, history: all, countTokens: chars }));
     }
-    const kept = window as unknown as { closed: unknown[]; start: number };
-    expect(kept.closed.length - kept.start).toBeLessThan(40);
+    const kept = window as unknown as { prefix: number[]; start: number };
+    expect(kept.prefix.length - 1 - kept.start).toBeLessThan(40);
   });
 
   it('evicts nothing of the current batch, however long it is', () => {
