@@ -16,6 +16,8 @@ export interface AppConfig {
     schema: string | null;
     /** SQLite: a PASSIVE checkpoint on a worker thread this often; 0 = inside the commits, SQLite's default. */
     sqlite_checkpoint_ms: number;
+    /** SQLite: the page cache of the server's connection, in MiB. */
+    sqlite_cache_mib: number;
     /**
      * Each in-memory cache of records (agent records, agents' resolved tools and webhook subscriptions on
      * SQLite; pending and resolved consent requests) up to this many bytes, estimated (`approxBytes`).
@@ -491,6 +493,7 @@ function validate(
       sqlite_path: path.resolve(cwd, str('database.sqlite_path')),
       schema: str('database.schema', true),
       sqlite_checkpoint_ms: int('database.sqlite_checkpoint_ms', 0, 60_000),
+      sqlite_cache_mib: int('database.sqlite_cache_mib', 1, 65_536),
       record_cache_bytes: int('database.record_cache_bytes', 1024, 1_000_000_000_000),
     },
     log_level: level as LogLevel,

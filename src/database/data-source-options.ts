@@ -1,5 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import * as path from 'node:path';
+import type { Database } from 'better-sqlite3';
 import type { DataSourceOptions, LoggerOptions } from 'typeorm';
 import type { AppConfig } from '../config/app-config';
 import { ENTITIES } from './entities';
@@ -31,7 +32,7 @@ export function dataSourceOptions(config: AppConfig): DataSourceOptions {
   return {
     type: 'better-sqlite3',
     database: config.database.sqlite_path,
-    prepareDatabase: prepareSqlite,
+    prepareDatabase: (db: Database) => prepareSqlite(db, config.database.sqlite_cache_mib),
     enableWAL: true,
     ...common,
   };

@@ -7,10 +7,13 @@ import type { Database } from 'better-sqlite3';
  *   the OS's page cache and the WAL); only an OS crash or power loss can lose the last commits. That is
  *   SQLite's recommended setting for WAL and keeps "written before the next step" for a killed server.
  * - `temp_store = MEMORY`: sorts and temporary indexes stay off the disk.
- * - `cache_size = -32768`: a 32 MiB page cache (the default is 2 MiB) so the hot tables stay in memory.
+ * - `cache_size`: `database.sqlite_cache_mib` (2 MiB, SQLite's own default). Bigger is not free: a commit
+ *   after a B-tree balance walks every cached page (SQLite's page cache keeps the largest page number it
+ *   saw, and the balance renumbers a page through the locking page's number), so a 32 MiB cache cost
+ *   ~10 % more CPU per step than 2 MiB (docs/performance.md, "The SQLite page cache").
  */
-export function prepareSqlite(db: Database): void {
+export function prepareSqlite(db: Database, cacheMib: number): void {
   db.pragma('synchronous = NORMAL');
   db.pragma('temp_store = MEMORY');
-  db.pragma('cache_size = -32768');
+  db.pragma(`cache_size = -${cacheMib * 1024}`);
 }

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { DataSource } from 'typeorm';
 import { startApp, TestApp } from '../support/app-harness';
 
 /**
@@ -21,8 +22,11 @@ async function writeSome(t: TestApp): Promise<void> {
   }
 }
 
-/** `database.sqlite_checkpoint_ms`: WAL checkpoints on a worker thread, not inside the writer's commits. */
-describe('SQLite checkpoints', () => {
+/**
+ * `database.sqlite_checkpoint_ms`: WAL checkpoints on a worker thread, not inside the writer's commits;
+ * `database.sqlite_cache_mib`: the connection's page cache.
+ */
+describe('SQLite checkpoints and page cache', () => {
   const sqliteOnly = process.env.TEST_DATABASE_URL ? it.skip : it;
 
   sqliteOnly('a worker thread copies the WAL into the database file between commits', async () => {
@@ -53,6 +57,26 @@ describe('SQLite checkpoints', () => {
         expect(state.backfilled).toBeLessThan(state.frames);
       } finally {
         await t.close();
+      }
+    },
+  );
+
+  sqliteOnly(
+    'the page cache is database.sqlite_cache_mib (SQLite counts it in KiB, negated)',
+    async () => {
+      for (const [mib, kib] of [
+        [undefined, -2048],
+        [16, -16384],
+      ] as const) {
+        const t = await startApp(mib ? { overrides: { database: { sqlite_cache_mib: mib } } } : {});
+        try {
+          const rows: { cache_size: number }[] = await t.app
+            .get(DataSource)
+            .query('PRAGMA cache_size');
+          expect(rows[0].cache_size).toBe(kib);
+        } finally {
+          await t.close();
+        }
       }
     },
   );

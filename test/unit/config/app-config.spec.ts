@@ -133,6 +133,9 @@ describe('loadConfig', () => {
     expect(() => loadConfig({}, { tool_executor: { tool_timeout_seconds: -1 } })).toThrow(
       /tool_executor\.tool_timeout_seconds/,
     );
+    expect(() => loadConfig({}, { database: { sqlite_cache_mib: 0 } })).toThrow(
+      /database\.sqlite_cache_mib/,
+    );
   });
 
   it('rejects unknown keys with a suggestion, naming the file, and reports every problem at once', () => {
