@@ -6,6 +6,7 @@ import { WsAdapter } from '@nestjs/platform-ws';
 import { AppModule } from './app.module';
 import { RequestRateLimiter } from './auth/request-rate.limiter';
 import { AppConfig } from './config/app-config';
+import { answerClientErrors } from './common/client-errors';
 import { jsonBodyMiddleware } from './common/json-body';
 import { createPino, PinoNestLogger } from './observability/logger';
 import { requestLog } from './observability/request-log';
@@ -26,6 +27,7 @@ export async function createApp(given: AppConfig): Promise<INestApplication> {
     // Throw instead of process.exit(1): main.ts prints one line and exits; tests see the error.
     abortOnError: false,
   });
+  answerClientErrors(app.getHttpServer());
   app.use(requestLog(logger.pino));
   // the rate is checked before a body is read
   app.use(app.get(RequestRateLimiter).handle);

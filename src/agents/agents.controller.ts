@@ -5,6 +5,7 @@ import {
   Get,
   Header,
   HttpCode,
+  Inject,
   Param,
   Patch,
   Post,
@@ -12,6 +13,9 @@ import {
 } from '@nestjs/common';
 import { Tenant } from '../auth/tenant.guard';
 import { badRequest } from '../common/domain-error';
+import { pageOfList } from '../common/list-page';
+import type { AppConfig } from '../config/app-config';
+import { APP_CONFIG } from '../config/config.module';
 import { toToolResponse } from '../tools/tool-response.mapper';
 import { toAgentResponse } from './agent-response.mapper';
 import { toSecretResponse } from '../secrets/secrets.service';
@@ -32,7 +36,10 @@ function approvalFlag(body: unknown, query: Json): boolean {
 
 @Controller('v1/agents')
 export class AgentsController {
-  constructor(private readonly agents: AgentsService) {}
+  constructor(
+    private readonly agents: AgentsService,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
 
   @Post()
   @HttpCode(200) // as Letta answers
@@ -85,8 +92,13 @@ export class AgentsController {
   }
 
   @Get(':id/tools')
-  async tools(@Tenant() tenant: string, @Param('id') id: string): Promise<Json[]> {
-    return (await this.agents.agentTools(tenant, id)).map(toToolResponse);
+  async tools(
+    @Tenant() tenant: string,
+    @Param('id') id: string,
+    @Query() query: Json,
+  ): Promise<Json[]> {
+    const tools = await this.agents.agentTools(tenant, id);
+    return pageOfList(tools, query, this.config.limits, 'a tool').map(toToolResponse);
   }
 
   @Patch(':id/tools/approval/:toolName')

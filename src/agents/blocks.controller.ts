@@ -1,5 +1,19 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
+import {
+  Body,
+  Controller,
+  Delete,
+  Get,
+  HttpCode,
+  Inject,
+  Param,
+  Patch,
+  Post,
+  Query,
+} from '@nestjs/common';
 import { Tenant } from '../auth/tenant.guard';
+import { pageOfList } from '../common/list-page';
+import type { AppConfig } from '../config/app-config';
+import { APP_CONFIG } from '../config/config.module';
 import { toAgentResponse, toBlockResponse } from './agent-response.mapper';
 import { AgentsService } from './agents.service';
 import { BlocksService } from './blocks.service';
@@ -12,6 +26,7 @@ export class BlocksController {
   constructor(
     private readonly blocks: BlocksService,
     private readonly agents: AgentsService,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
   @Post()
@@ -48,8 +63,13 @@ export class BlocksController {
 
   /** The agents the block is attached to (`client.blocks.agents.list`). */
   @Get(':id/agents')
-  async agentsOf(@Tenant() tenant: string, @Param('id') id: string): Promise<Json[]> {
-    const ids = await this.blocks.agentIds(tenant, id);
-    return Promise.all(ids.map(async (a) => toAgentResponse(await this.agents.get(tenant, a))));
+  async agentsOf(
+    @Tenant() tenant: string,
+    @Param('id') id: string,
+    @Query() query: Json,
+  ): Promise<Json[]> {
+    const ids = (await this.blocks.agentIds(tenant, id)).map((a) => ({ id: a }));
+    const page = pageOfList(ids, query, this.config.limits, 'an agent');
+    return Promise.all(page.map(async (a) => toAgentResponse(await this.agents.get(tenant, a.id))));
   }
 }

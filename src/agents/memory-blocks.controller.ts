@@ -1,5 +1,8 @@
-import { Body, Controller, Get, Param, Patch } from '@nestjs/common';
+import { Body, Controller, Get, Inject, Param, Patch, Query } from '@nestjs/common';
 import { Tenant } from '../auth/tenant.guard';
+import { pageOfList } from '../common/list-page';
+import type { AppConfig } from '../config/app-config';
+import { APP_CONFIG } from '../config/config.module';
 import { toAgentResponse, toBlockResponse } from './agent-response.mapper';
 import { AgentsService } from './agents.service';
 
@@ -8,11 +11,19 @@ type Json = Record<string, unknown>;
 /** Letta's core-memory block routes (`client.agents.blocks.*`). */
 @Controller('v1/agents/:id/core-memory/blocks')
 export class MemoryBlocksController {
-  constructor(private readonly agents: AgentsService) {}
+  constructor(
+    private readonly agents: AgentsService,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
 
   @Get()
-  async list(@Tenant() tenant: string, @Param('id') id: string): Promise<Json[]> {
-    return (await this.agents.blocks(tenant, id)).map(toBlockResponse);
+  async list(
+    @Tenant() tenant: string,
+    @Param('id') id: string,
+    @Query() query: Json,
+  ): Promise<Json[]> {
+    const blocks = await this.agents.blocks(tenant, id);
+    return pageOfList(blocks, query, this.config.limits, 'a block').map(toBlockResponse);
   }
 
   @Patch('attach/:block_id')

@@ -135,7 +135,11 @@ export const ROUTES: Record<string, RouteDoc> = {
   AgentsController_delete: {
     summary: 'Delete an agent (its queued and running work is stopped first)',
   },
-  AgentsController_tools: { summary: "List an agent's tools", response: ['Tool'] },
+  AgentsController_tools: {
+    summary:
+      "List an agent's tools, in its order (cursors after/before, limit, order=desc reverses it)",
+    response: ['Tool'],
+  },
   AgentsController_approval: {
     summary: 'Set whether a tool requires approval',
     response: 'AgentState',
@@ -187,7 +191,11 @@ export const ROUTES: Record<string, RouteDoc> = {
   IdentitiesController_delete: { summary: 'Delete an identity (its agents stay)' },
   AgentsController_attach: { summary: 'Attach a tool', response: 'AgentState' },
   AgentsController_detach: { summary: 'Detach a tool', response: 'AgentState' },
-  MemoryBlocksController_list: { summary: "List an agent's memory blocks", response: ['Block'] },
+  MemoryBlocksController_list: {
+    summary:
+      "List an agent's memory blocks, in its order (cursors after/before, limit, order=desc reverses it)",
+    response: ['Block'],
+  },
   MemoryBlocksController_get: { summary: 'Retrieve a memory block by label', response: 'Block' },
   MemoryBlocksController_update: {
     summary: 'Update a memory block by label (every agent sharing it sees the change)',
@@ -223,7 +231,8 @@ export const ROUTES: Record<string, RouteDoc> = {
     response: { type: 'object', properties: { message: { type: 'string' } } },
   },
   BlocksController_agentsOf: {
-    summary: 'The agents a block is attached to',
+    summary:
+      'The agents a block is attached to (cursors after/before, limit, order=desc reverses it)',
     response: ['AgentState'],
   },
   ArchivalMemoryController_insert: {
@@ -369,8 +378,15 @@ export const ROUTES: Record<string, RouteDoc> = {
   },
   RunsController_list: { summary: 'List runs', response: ['Run'] },
   RunsController_get: { summary: 'Retrieve a run', response: 'Run' },
-  RunsController_messages: { summary: "A run's messages", response: ['LettaMessage'] },
-  StepsController_messages: { summary: 'The messages a step wrote', response: ['LettaMessage'] },
+  RunsController_messages: {
+    summary: "A run's messages, oldest first (cursors after/before, limit, order=desc reverses it)",
+    response: ['LettaMessage'],
+  },
+  StepsController_messages: {
+    summary:
+      'The messages a step wrote, oldest first (cursors after/before, limit, order=desc reverses it)',
+    response: ['LettaMessage'],
+  },
   RunsController_usage: {
     summary: "A run's token usage",
     response: {
@@ -459,13 +475,18 @@ export const ROUTES: Record<string, RouteDoc> = {
   ConsoleController_notBuilt: {
     summary: 'The web console (503 with a hint when it was not built)',
   },
-  RunsController_steps: { summary: "A run's steps (one per model call)", response: ['Step'] },
+  RunsController_steps: {
+    summary:
+      "A run's steps (one per model call), oldest first (cursors after/before, limit, order=desc reverses it)",
+    response: ['Step'],
+  },
   RunsController_stream: {
     summary: 'Resume a background run as Server-Sent Events (starting_after)',
     sse: true,
   },
   ToolsController_list: {
-    summary: "List the tenant's tools (built-in, file-declared, own)",
+    summary:
+      "List the tenant's tools (built-in, file-declared, own; name, names, search filters; cursors after/before, limit, order=desc reverses it)",
     response: ['Tool'],
   },
   ToolsController_create: {

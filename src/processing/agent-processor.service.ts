@@ -32,7 +32,13 @@ import {
   type ToolSchema,
 } from '../models/model-provider';
 import type { MessageEntity, MessageType } from './entities/message.entity';
-import type { ClientToolSpec, ParkedCall, RunEntity, RunUsage } from './entities/run.entity';
+import type {
+  ClientToolSpec,
+  ParkedCall,
+  RunEntity,
+  RunUsage,
+  TurnCall,
+} from './entities/run.entity';
 import type { StepEntity } from './entities/step.entity';
 import { EMPTY_USAGE, mapMessage, MappedMessage, toLettaMessage } from './message.mapper';
 import { withoutImages } from '../core/loop/content-parts';
@@ -351,15 +357,39 @@ export class AgentProcessor {
         );
       }
       const stepOf = new Map(calls.map((c) => [c.tool_call_id, c.step_id]));
+      const turn = calls[0].turn && mergeTurn(calls[0].turn, outcomes);
       const parkedAgain = await this.persistOutcomes(
         ctx,
         outcomes,
         (id) => stepOf.get(id) ?? null,
         pass,
+        turn,
       );
       if (parkedAgain.length) {
         ctx.parked = parkedAgain;
         return 'requires_approval';
+      }
+      throwIfAborted(ctx);
+      // A decision returns control to the model (as the v1 loop does after calls that ran) unless the
+      // turn's rules end the batch: an exit_loop call that ran beside the parked ones ends it here.
+      // (A batch parked before turns were kept has no turn: it continues, as it did then.)
+      if (turn) {
+        const decision = decideAfterTurn({
+          outcomes: turn,
+          pendingExitRequirements: await this.exec.executor.pendingExitRequirements(
+            ctx.setup,
+            pass,
+          ),
+          rules: ctx.agent.tool_rules,
+          continueAfterTools: true,
+          remindersGiven: 0,
+          maxReminders: this.config.processing.max_reminders,
+        });
+        if (decision.kind === 'end') return decision.stopReason;
+        if (decision.kind === 'remind')
+          await this.write(ctx, [
+            this.msg(ctx, 'user_message', { content: reminderText(decision.missing) }),
+          ]);
       }
     }
     throwIfAborted(ctx);
@@ -494,7 +524,13 @@ export class AgentProcessor {
       if (calls.length > 0) {
         this.publish(ctx, 'tools.executing', { step: stepNumber, tools: calls.map((c) => c.name) });
         outcomes = await this.exec.executor.executeBatch(ctx.setup, pass, calls, ctx.meta);
-        const parked = await this.persistOutcomes(ctx, outcomes, () => stepId, pass);
+        const parked = await this.persistOutcomes(
+          ctx,
+          outcomes,
+          () => stepId,
+          pass,
+          outcomes.map((o, i) => turnCall(o, i === outcomes.length - 1)),
+        );
         if (parked.length) ctx.parked = parked;
         if (outcomes.some((o) => o.kind === 'executed' && MEMORY_EDIT_TOOLS.has(o.toolName))) {
           ctx.agent = await this.agents.get(ctx.run.tenant_id, ctx.run.agent_id);
@@ -578,6 +614,8 @@ export class AgentProcessor {
     outcomes: ToolOutcome[],
     stepOf: (toolCallId: string) => string | null,
     pass: PassState,
+    /** The whole turn, kept with the calls that park (see ParkedCall.turn). */
+    turn?: TurnCall[],
   ): Promise<ParkedCall[]> {
     this.publish(ctx, 'tools.completed', { outcomes: outcomes.map(outcomeFacts) });
     const { batch: _cache, ...passSnapshot } = pass;
@@ -603,6 +641,7 @@ export class AgentProcessor {
           request_id: o.consentRequestId ?? null,
           step_id: stepId,
           pass: passSnapshot,
+          ...(turn ? { turn } : {}),
           ...(o.kind === 'client_required'
             ? {
                 client: {
@@ -773,6 +812,29 @@ function clientToolDefinition(t: ClientToolSpec): ToolDefinition {
 
 /** A parked call refused without asking the executor (the run was cancelled while it waited). */
 /** What observability needs of an outcome (the return text and arguments stay out of metrics and logs). */
+/** A call of a turn as the loop decides on it; `withReturn` keeps its return (the turn's last call). */
+function turnCall(o: ToolOutcome, withReturn: boolean): TurnCall {
+  return {
+    tool_call_id: o.toolCallId,
+    toolName: o.toolName,
+    kind: o.kind,
+    status: o.status,
+    requestHeartbeat: o.requestHeartbeat,
+    continueLoop: o.continueLoop,
+    exitLoop: o.exitLoop,
+    ...(withReturn ? { returnValue: o.returnValue } : {}),
+  };
+}
+
+/** The parked turn with the parked calls' outcomes in their places. */
+function mergeTurn(turn: TurnCall[], resolved: ToolOutcome[]): TurnCall[] {
+  const byId = new Map(resolved.map((o) => [o.toolCallId, o]));
+  return turn.map((c, i) => {
+    const o = byId.get(c.tool_call_id);
+    return o ? turnCall(o, i === turn.length - 1) : c;
+  });
+}
+
 function outcomeFacts(o: ToolOutcome): ToolOutcomeFacts {
   return {
     tool_call_id: o.toolCallId,

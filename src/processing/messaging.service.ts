@@ -239,18 +239,18 @@ export class MessagingService implements OnModuleInit {
     return { run, messages: messages.filter((m) => !m.payload._input).map(mapMessage) };
   }
 
-  /** Cancels the agent's queued and running runs (all, or the given ones); a parked batch has its calls denied. */
+  /**
+   * Cancels the agent's queued and running runs (all, or the given ones); a parked batch has its calls
+   * denied. With nothing to cancel the answer is `{}`, as Letta's (a client cancels on an interrupt that
+   * may come just after the run ended).
+   */
   async cancel(
     tenantId: string,
     agentId: string,
     runIds: string[] | null,
   ): Promise<Record<string, string>> {
     await this.agents.get(tenantId, agentId);
-    const out = await this.stopRuns(tenantId, agentId, runIds, 'cancel');
-    if (Object.keys(out).length === 0) {
-      throw conflict('NO_ACTIVE_RUN', `agent ${agentId} has no queued, running or parked run`);
-    }
-    return out;
+    return this.stopRuns(tenantId, agentId, runIds, 'cancel');
   }
 
   /**

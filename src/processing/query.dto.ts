@@ -1,18 +1,15 @@
 import { validationFailed, type ValidationProblem } from '../common/domain-error';
-import { readInstant, readLimit, type InputLimits } from '../core/limits';
+import { readPageQuery, type PageQuery } from '../common/list-page';
+import { readInstant, type InputLimits } from '../core/limits';
 import type { RunStatus } from '../core/loop/stop-reason';
 import type { StepFeedback } from './entities/step.entity';
 import type { LettaView } from './message.mapper';
 import type { RunStreamOptions } from './run-stream';
 import { parseView } from './send-message.dto';
 
-export interface HistoryQuery {
+export interface HistoryQuery extends PageQuery {
   /** A conversation's history; absent or null: the agent's default conversation. */
   conversationId?: string | null;
-  limit: number;
-  before?: string;
-  after?: string;
-  order: 'asc' | 'desc';
 }
 
 export interface RunsQuery extends HistoryQuery {
@@ -24,38 +21,13 @@ const STATUSES: RunStatus[] = ['created', 'running', 'completed', 'failed', 'can
 
 type PageLimits = Pick<InputLimits, 'max_page_size'>;
 
-function page(
-  q: Record<string, unknown>,
-  problems: ValidationProblem[],
-  defaultLimit: number,
-  limits: PageLimits,
-): HistoryQuery {
-  const out: HistoryQuery = {
-    limit: readLimit(q.limit, defaultLimit, 'max_page_size', limits, problems),
-    order: 'desc',
-  };
-  if (q.order !== undefined) {
-    if (q.order !== 'asc' && q.order !== 'desc') {
-      problems.push({ path: 'order', message: 'must be "asc" or "desc"' });
-    } else out.order = q.order;
-  }
-  for (const key of ['before', 'after'] as const) {
-    const v = q[key];
-    if (v === undefined || v === '') continue;
-    if (typeof v !== 'string' || v.length > 200) {
-      problems.push({ path: key, message: 'must be an id' });
-    } else out[key] = v;
-  }
-  return out;
-}
-
 /** `GET /v1/agents/{id}/messages?limit&before&after&order&use_assistant_message&include_return_message_types`. */
 export function parseHistoryQuery(
   q: Record<string, unknown>,
   limits: PageLimits,
 ): HistoryQuery & { view: LettaView } {
   const problems: ValidationProblem[] = [];
-  const out = { ...page(q, problems, 100, limits), view: parseView(q, problems) };
+  const out = { ...readPageQuery(q, problems, 100, limits), view: parseView(q, problems) };
   if (problems.length) throw validationFailed(problems, 'query is invalid');
   return out;
 }
@@ -63,7 +35,7 @@ export function parseHistoryQuery(
 /** `GET /v1/runs/?agent_id&statuses&limit&before&after&order`. */
 export function parseRunsQuery(q: Record<string, unknown>, limits: PageLimits): RunsQuery {
   const problems: ValidationProblem[] = [];
-  const out: RunsQuery = page(q, problems, 100, limits);
+  const out: RunsQuery = readPageQuery(q, problems, 100, limits);
   const agent = q.agent_id ?? q.agent_ids;
   if (agent !== undefined) {
     const id: unknown = Array.isArray(agent) ? agent[0] : agent;

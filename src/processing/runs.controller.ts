@@ -5,6 +5,7 @@ import type { AppConfig } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
 import { DomainError } from '../common/domain-error';
 import { assertPrefixedId } from '../common/ids';
+import { pageOfList } from '../common/list-page';
 import { HistoryService } from './history.service';
 import { toLettaMessages, toLettaRun, toLettaStep, toLettaUsage } from './message.mapper';
 import { parseResumeStream, parseRunsQuery, parseViewQuery } from './query.dto';
@@ -40,7 +41,8 @@ export class RunsController {
   ) {
     assertPrefixedId('run', 'run', runId);
     const view = parseViewQuery(query);
-    return toLettaMessages(await this.history.runMessages(tenant, runId), view);
+    const messages = toLettaMessages(await this.history.runMessages(tenant, runId), view);
+    return pageOfList(messages, query, this.config.limits, 'a message');
   }
 
   @Get(':runId/usage')
@@ -68,9 +70,14 @@ export class RunsController {
   }
 
   @Get(':runId/steps')
-  async steps(@Tenant() tenant: string, @Param('runId') runId: string) {
+  async steps(
+    @Tenant() tenant: string,
+    @Param('runId') runId: string,
+    @Query() query: Record<string, unknown>,
+  ) {
     assertPrefixedId('run', 'run', runId);
-    return (await this.history.runSteps(tenant, runId)).map(toLettaStep);
+    const steps = await this.history.runSteps(tenant, runId);
+    return pageOfList(steps, query, this.config.limits, 'a step').map(toLettaStep);
   }
 
   /**

@@ -3,6 +3,7 @@ import { Tenant } from '../auth/tenant.guard';
 import type { AppConfig } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
 import { assertPrefixedId } from '../common/ids';
+import { pageOfList } from '../common/list-page';
 import { HistoryService } from './history.service';
 import { toLettaMessages, toLettaStep, toLettaStepMetrics } from './message.mapper';
 import { parseStepsQuery, parseViewQuery } from './query.dto';
@@ -64,6 +65,10 @@ export class StepsController {
     @Query() query: Record<string, unknown>,
   ) {
     assertPrefixedId('step', 'step', stepId);
-    return toLettaMessages(await this.history.stepMessages(tenant, stepId), parseViewQuery(query));
+    const messages = toLettaMessages(
+      await this.history.stepMessages(tenant, stepId),
+      parseViewQuery(query),
+    );
+    return pageOfList(messages, query, this.config.limits, 'a message');
   }
 }

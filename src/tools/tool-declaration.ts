@@ -129,6 +129,9 @@ function validateHttpSpec(
         if (!HEADER_NAME.test(k)) fail(`.headers.${k}`, 'is not a valid header name');
         else if (typeof v !== 'string')
           fail(`.headers.${k}`, 'must be a string (use ${ENV_NAME} for secrets)');
+        // eslint-disable-next-line no-control-regex
+        else if (/[\x00-\x08\x0a-\x1f\x7f]/.test(v))
+          fail(`.headers.${k}`, 'must not hold control characters (line breaks among them)');
       }
   }
   if (timeout_ms !== undefined && timeout_ms !== null) {
@@ -167,7 +170,8 @@ export function resolveHeaders(
   for (const [k, v] of Object.entries(headers ?? {})) {
     let missing: string | null = null;
     out[k] = v.replace(ENV_REF, (_m, envName: string) => {
-      const s = secrets[envName];
+      // own names only: `${constructor}` must not find Object's
+      const s = Object.hasOwn(secrets, envName) ? secrets[envName] : undefined;
       if (s === undefined) missing ??= envName;
       return s ?? '';
     });

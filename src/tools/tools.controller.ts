@@ -15,6 +15,7 @@ import { Tenant } from '../auth/tenant.guard';
 import type { AppConfig } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
 import { validationFailed } from '../common/domain-error';
+import { pageOfList } from '../common/list-page';
 import { readLimit } from '../core/limits';
 import type { ValidationProblem } from '../core/rules/validate-tool-rules';
 import { toToolResponse } from './tool-response.mapper';
@@ -39,10 +40,10 @@ export class ToolsController {
       .flat()
       .filter((n): n is string => typeof n === 'string');
     const part = typeof query.search === 'string' ? query.search.toLowerCase() : null;
-    return (await this.tools.list(tenant))
+    const found = (await this.tools.list(tenant))
       .filter((t) => names.length === 0 || names.includes(t.name))
-      .filter((t) => part === null || t.name.toLowerCase().includes(part))
-      .map(toToolResponse);
+      .filter((t) => part === null || t.name.toLowerCase().includes(part));
+    return pageOfList(found, query, this.config.limits, 'a tool').map(toToolResponse);
   }
 
   /** Letta's `POST /v1/tools/search`: tools whose name or description holds every word of the query. */

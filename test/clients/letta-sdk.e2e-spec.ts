@@ -333,6 +333,60 @@ describe('clients: the Letta SDK walk', () => {
     expect(one.memory.blocks[0].id).toBe(two.memory.blocks[0].id);
   });
 
+  it('auto-pagination ends on every list the SDK pages, one item a page, both orders', async () => {
+    const agent = await client.agents.create({
+      name: 'pager',
+      agent_type: 'letta_v1_agent',
+      model: 'openai/fake',
+      memory_blocks: [
+        { label: 'human', value: 'Ann' },
+        { label: 'persona', value: 'helpful' },
+      ],
+    });
+    const other = await createAgent(t, fake, { include_base_tools: false });
+    const shared = await client.blocks.create({ label: 'pager-shared', value: 'v' });
+    await client.agents.blocks.attach(shared.id, { agent_id: agent.id });
+    await client.agents.blocks.attach(shared.id, { agent_id: other });
+    fake.push(
+      { tool_calls: [{ name: 'memory_insert', arguments: { label: 'human', new_string: 'tea' } }] },
+      { content: 'noted' },
+    );
+    const res = await client.agents.messages.create(agent.id, {
+      messages: [{ role: 'user', content: 'I like tea' }],
+    });
+    const runId = (res as any).run_id as string;
+    const stepId = (await client.runs.steps.list(runId)).getPaginatedItems()[0].id;
+    const lists: [string, (q: Record<string, unknown>) => any][] = [
+      ['tools', (q) => client.tools.list(q)],
+      ['agents.tools', (q) => client.agents.tools.list(agent.id, q)],
+      ['agents.blocks', (q) => client.agents.blocks.list(agent.id, q)],
+      ['blocks.agents', (q) => client.blocks.agents.list(shared.id, q)],
+      ['runs.messages', (q) => client.runs.messages.list(runId, q)],
+      ['runs.steps', (q) => client.runs.steps.list(runId, q)],
+      ['steps.messages', (q) => client.steps.messages.list(stepId, q)],
+    ];
+    for (const [name, list] of lists) {
+      const whole = ((await list({})).getPaginatedItems() as { id: string }[]).map((x) => x.id);
+      expect({ name, n: whole.length > 1 }).toEqual({ name, n: true });
+      for (const order of ['asc', 'desc'] as const) {
+        const seen: string[] = [];
+        for await (const x of list({ limit: 1, order }) as AsyncIterable<{ id: string }>) {
+          seen.push(x.id);
+          if (seen.length > whole.length) break; // a list that never ends fails below, not by timeout
+        }
+        expect({ name, order, seen }).toEqual({
+          name,
+          order,
+          seen: order === 'asc' ? whole : [...whole].reverse(),
+        });
+      }
+    }
+    await expect(client.runs.steps.list(runId, { after: 'step-none' })).rejects.toMatchObject({
+      status: 400,
+      error: { code: 'UNKNOWN_CURSOR' },
+    });
+  });
+
   it('runs, steps, messages, tags', async () => {
     const agentId = await createAgent(t, fake, {
       include_base_tools: false,

@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import { startApp, TestApp } from '../support/app-harness';
 
 /** Bad input of every kind gets a clear 4xx in the one error shape; never a 500. */
@@ -315,6 +316,28 @@ describe('bad requests', () => {
       details: expect.any(Object),
     });
     if (c.problem) expect(body.details.problems!.map((p) => p.path)).toContain(c.problem);
+  });
+
+  it("a request line past Node's header limit, or bytes that are not HTTP: the API's error shape", async () => {
+    const long = await fetch(`${t.baseUrl}/v1/agents/?name=${'x'.repeat(20_000)}`);
+    expect(long.status).toBe(431);
+    expect(await long.json()).toEqual({
+      code: 'HEADERS_TOO_LARGE',
+      message: expect.any(String),
+      details: { max_header_bytes: expect.any(Number) },
+    });
+    const { port } = new URL(t.baseUrl);
+    const raw = await new Promise<string>((resolve, reject) => {
+      const s = connect(Number(port), '127.0.0.1', () => s.end('NOT HTTP AT ALL\r\n\r\n'));
+      let out = '';
+      s.on('data', (d) => (out += d.toString()));
+      s.on('end', () => resolve(out));
+      s.on('error', reject);
+    });
+    expect(raw).toMatch(/^HTTP\/1\.1 400 /);
+    expect(JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4))).toMatchObject({
+      code: 'MALFORMED_REQUEST',
+    });
   });
 
   it('never echoes a refused key', async () => {

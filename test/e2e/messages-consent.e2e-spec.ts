@@ -138,6 +138,48 @@ describe('messages: consent park and resume', () => {
     expect(res.stop_reason.stop_reason).toBe('end_turn');
   });
 
+  it('an exit_loop call beside the parked one: once decided, the batch ends there (no model call)', async () => {
+    const id = await createAgent(t, fake, {
+      tools: ['pay', 'lookup'],
+      tool_rules: [
+        { type: 'requires_approval', tool_name: 'pay' },
+        { type: 'exit_loop', tool_name: 'lookup' },
+      ],
+      include_base_tools: false,
+    });
+    // the turn pays (consent) and says goodbye (exit_loop); a second payment waits in the script
+    fake.push(
+      {
+        tool_calls: [
+          { name: 'pay', arguments: { q: '1' } },
+          { name: 'lookup', arguments: { q: 'bye' } },
+        ],
+      },
+      { tool_calls: [{ name: 'pay', arguments: { q: '2' } }] },
+    );
+    const parked = (await api(t, 'POST', `/v1/agents/${id}/messages`, say('refund'))).body;
+    expect(parked.stop_reason.stop_reason).toBe('requires_approval');
+    const toolCallId = parked.messages.find(
+      (m: any) => m.message_type === 'approval_request_message',
+    ).tool_call.tool_call_id as string;
+    const requests = fake.requests.length;
+    const res = (
+      await api(t, 'POST', `/v1/agents/${id}/messages`, {
+        messages: [
+          {
+            type: 'approval',
+            approvals: [{ type: 'approval', tool_call_id: toolCallId, approve: true }],
+          },
+        ],
+      })
+    ).body;
+    expect(types(res.messages)).toEqual(['approval_response_message', 'tool_return_message']);
+    expect(res.stop_reason.stop_reason).toBe('tool_rule');
+    expect(fake.requests).toHaveLength(requests);
+    expect(tools.calls.map((c) => `${c.name}:${String(c.arguments.q)}`)).toEqual(['lookup:bye', 'pay:1']);
+    expect((await api(t, 'GET', `/v1/agents/${id}`)).body.pending_approval ?? null).toBeNull();
+  });
+
   it("denial: not executed, the person's reason reaches the model as an error return", async () => {
     const id = await agent();
     const { toolCallId } = await park(id);

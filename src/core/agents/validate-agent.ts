@@ -89,7 +89,10 @@ export function validateAgentInput(
     if (!Array.isArray(v)) return void bad(key, 'must be a list of strings');
     const tooMany = countProblem(key, v.length, bound, ctx.limits);
     if (tooMany) return void problems.push(tooMany);
-    v.forEach((s, i) => typeof s !== 'string' && bad(`${key}[${i}]`, 'must be a string'));
+    v.forEach((s, i) => {
+      if (typeof s !== 'string') bad(`${key}[${i}]`, 'must be a string');
+      else if (s.length > MAX_NAME) bad(`${key}[${i}]`, `must be at most ${MAX_NAME} characters`);
+    });
     return [...new Set(v.filter((s): s is string => typeof s === 'string'))];
   };
 

@@ -43,6 +43,13 @@ class HostSet {
   }
 }
 
+/** `0.0.0.0/8`, `::` and their IPv4-mapped forms: a connection there lands on this host. */
+function reachesLoopback(address: string): boolean {
+  const v4 = /^(?:::ffff:)?(\d+)\.\d+\.\d+\.\d+$/i.exec(address);
+  if (v4) return v4[1] === '0';
+  return isIP(address) === 6 && /^[0:]+$/.test(address);
+}
+
 /**
  * The operator's outbound policy for tool calls: a connection to `address` (resolved from `host`) is
  * refused when the name or the address is denied, or when an allow-list is set and neither is on it.
@@ -56,10 +63,19 @@ export class HostPolicy {
     this.denied = new HostSet(denied);
   }
 
-  /** null when allowed; otherwise why not (names the host and the address, never anything else). */
+  /**
+   * null when allowed; otherwise why not (names the host and the address, never anything else). A
+   * connection to the unspecified address (`0.0.0.0`, `::`) reaches this host's loopback, so denying the
+   * loopback denies it too.
+   */
   refusal(host: string, address: string): string | null {
     const what = host === address ? address : `${host} (${address})`;
-    if (this.denied.hasName(host) || this.denied.hasAddress(address))
+    const loopback = reachesLoopback(address);
+    if (
+      this.denied.hasName(host) ||
+      this.denied.hasAddress(address) ||
+      (loopback && (this.denied.hasAddress('127.0.0.1') || this.denied.hasAddress('::1')))
+    )
       return `${what} is denied by the outbound host policy`;
     if (!this.allowed.empty && !this.allowed.hasName(host) && !this.allowed.hasAddress(address))
       return `${what} is not on the outbound host allow-list`;

@@ -1,5 +1,6 @@
 import type { MessageContent } from '../../core/loop/content-parts';
 import type { PassState } from '../../core/executor/contracts';
+import type { OutcomeView } from '../../core/loop/loop-decision';
 import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
 import { EpochMsColumn, JsonColumn } from '../../database/columns';
 import type { BudgetFields } from '../../core/loop/budgets';
@@ -65,7 +66,15 @@ export interface ParkedCall {
    * ordering rules it already satisfied, and the batch then continues in a new pass.
    */
   pass?: Omit<PassState, 'batch'>;
+  /**
+   * Every call of the turn that parked, in call order, as the loop decides on it (the parked ones as
+   * parked; only the last keeps its return, for conditional rules): the loop decides on the whole turn
+   * once the parked calls are resolved, so an exit_loop call that ran beside them still ends the batch.
+   */
+  turn?: TurnCall[];
 }
+
+export type TurnCall = OutcomeView & { tool_call_id: string };
 
 @Entity('runs')
 @Index('idx_runs_agent', ['tenant_id', 'agent_id', 'created_at'])

@@ -213,6 +213,7 @@ describe('validateAgentInput: create', () => {
       'model_script[0].tool_calls[0].arguments',
     ],
     ['script content not a string', { model_script: [{ content: 3 }] }, 'model_script[0].content'],
+    ['a tag past 200 characters', { tags: ['ok', 'x'.repeat(201)] }, 'tags[1]'],
     ['max_steps zero', { max_steps: 0 }, 'max_steps'],
     ['max_steps fractional', { max_steps: 1.5 }, 'max_steps'],
     ['budgets not an object', { budgets: 5 }, 'budgets'],

@@ -235,6 +235,26 @@ describe('invokeHttpTool (against a local server)', () => {
     expect(seen).toHaveLength(0);
   });
 
+  it('with the loopback denied, the unspecified address (which lands on it) is denied too', async () => {
+    handler = (_req, _b, res) => res.end('x');
+    const policy = new HostPolicy([], ['127.0.0.0/8', '::1']);
+    const r = await invokeHttpTool(
+      { url: base.replace('127.0.0.1', '0.0.0.0'), method: 'POST' },
+      {},
+      ctx(),
+      {},
+      { ...LIMITS, policy },
+    );
+    expect(r.value).toBe('request refused: 0.0.0.0 is denied by the outbound host policy');
+    expect(seen).toHaveLength(0);
+    for (const a of ['0.1.2.3', '::', '0:0::0', '::ffff:0.0.0.0'])
+      expect([a, policy.refusal(a, a)]).toEqual([a, `${a} is denied by the outbound host policy`]);
+    for (const a of ['10.0.0.1', '1.0.0.0', '::2'])
+      expect([a, policy.refusal(a, a)]).toEqual([a, null]);
+    // loopback open (the default): so is the unspecified address
+    expect(new HostPolicy([], ['169.254.0.0/16']).refusal('0.0.0.0', '0.0.0.0')).toBeNull();
+  });
+
   it('a redirect to a denied address is refused', async () => {
     handler = (_req, _b, res) =>
       res.writeHead(302, { location: 'http://169.254.169.254/latest/meta-data/' }).end();

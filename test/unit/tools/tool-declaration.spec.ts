@@ -63,6 +63,11 @@ describe('validateToolDeclaration', () => {
     ['bad url', { http: { url: 'ftp://x', method: 'POST' } }, 'http.url'],
     ['bad method', { http: { url: 'http://x', method: 'TRACE' } }, 'http.method'],
     ['header not a string', { http: { url: 'http://x', headers: { A: 1 } } }, 'http.headers.A'],
+    [
+      'a line break in a header value',
+      { http: { url: 'http://x', headers: { A: 'a\r\nB: c' } } },
+      'http.headers.A',
+    ],
     ['bad timeout', { http: { url: 'http://x', timeout_ms: 0 } }, 'http.timeout_ms'],
   ];
   it.each(bad)('%s → problem at %s', (_n, change, path) => {
@@ -84,6 +89,9 @@ describe('headers', () => {
       headers: { A: 'Bearer x1', B: 'plain' },
     });
     expect(resolveHeaders({ A: '${NOPE}' }, {})).toEqual({ missing: 'NOPE', header: 'A' });
+    // a name Object's prototype has is not a secret: missing, not `function Object() …`
+    for (const name of ['constructor', '__proto__', 'toString'])
+      expect(resolveHeaders({ A: `\${${name}}` }, {})).toEqual({ missing: name, header: 'A' });
   });
 
   it('shows placeholders but hides literal values', () => {
