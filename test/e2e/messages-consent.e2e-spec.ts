@@ -176,7 +176,10 @@ describe('messages: consent park and resume', () => {
     expect(types(res.messages)).toEqual(['approval_response_message', 'tool_return_message']);
     expect(res.stop_reason.stop_reason).toBe('tool_rule');
     expect(fake.requests).toHaveLength(requests);
-    expect(tools.calls.map((c) => `${c.name}:${String(c.arguments.q)}`)).toEqual(['lookup:bye', 'pay:1']);
+    expect(tools.calls.map((c) => `${c.name}:${String(c.arguments.q)}`)).toEqual([
+      'lookup:bye',
+      'pay:1',
+    ]);
     expect((await api(t, 'GET', `/v1/agents/${id}`)).body.pending_approval ?? null).toBeNull();
   });
 
