@@ -255,6 +255,7 @@ export class AgentsService {
     const shared = await this.blocksById(tenantId, body);
     if (shared) draft.blocks = this.joinBlocks([...draft.blocks, ...shared]);
     const secrets = this.secrets.agentSecretsIn(body);
+    if (secrets) await this.secrets.assertRoomFor(tenantId, null, secrets);
     const identityIds = await this.identityIdsIn(tenantId, body);
     const agent = await this.agents.save(await this.newEntity(tenantId, draft, 'api', null));
     if (secrets) await this.secrets.replaceOwned(tenantId, agent.id, secrets);
@@ -305,6 +306,7 @@ export class AgentsService {
     const shared = await this.blocksById(tenantId, body);
     if (shared) draft.blocks = this.joinBlocks(shared);
     const secrets = this.secrets.agentSecretsIn(body);
+    if (secrets) await this.secrets.assertRoomFor(tenantId, agentId, secrets);
     const identityIds = await this.identityIdsIn(tenantId, body);
     Object.assign(agent, draft, { updated_at: this.clock.now() });
     const saved = await this.agents.save(agent, { keepUnlinkedBlocks: shared !== null });

@@ -38,6 +38,10 @@ export class SecretsRepository {
     return this.repo.count({ where: { tenant_id: tenantId } });
   }
 
+  countOwned(tenantId: string, owner: string): Promise<number> {
+    return this.repo.count({ where: { tenant_id: tenantId, owner } });
+  }
+
   find(tenantId: string, owner: string, name: string): Promise<TenantSecretEntity | null> {
     return this.repo.findOne({ where: { tenant_id: tenantId, owner, name } });
   }

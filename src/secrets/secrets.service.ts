@@ -166,6 +166,26 @@ export class SecretsService {
     return out;
   }
 
+  /**
+   * Refuses (409 SECRET_LIMIT) an agent's secrets that would take the tenant past
+   * `secrets.max_per_tenant` once they replace the agent's own (`owner`: none for a new agent). Called
+   * before the agent is written, so a refused request changes nothing.
+   */
+  async assertRoomFor(
+    tenantId: string,
+    owner: string | null,
+    entries: { name: string; value: string }[],
+  ): Promise<void> {
+    const max = this.config.secrets.max_per_tenant;
+    const replaced = owner === null ? 0 : await this.repo.countOwned(tenantId, owner);
+    const after =
+      (await this.repo.countForTenant(tenantId)) -
+      replaced +
+      new Set(entries.map((e) => e.name)).size;
+    if (after > max)
+      throw conflict('SECRET_LIMIT', `a tenant may store at most ${max} secrets`, { max });
+  }
+
   /** Replaces an agent's own secrets with these (Letta's agent-level secrets). */
   async replaceOwned(
     tenantId: string,

@@ -259,6 +259,29 @@ describe('security: secrets', () => {
     expect(bad.body.details.problems[0].path).toBe('secrets.1X');
   });
 
+  it('agent secrets past the tenant’s bound: 409 SECRET_LIMIT and nothing written (no agent, no patch, no secret)', async () => {
+    const many = Object.fromEntries(Array.from({ length: 101 }, (_, i) => [`S${i}`, 'v']));
+    const refused = await api(t, 'POST', '/v1/agents/', { name: 'over-bound', secrets: many }, B);
+    expect([refused.status, refused.body.code]).toEqual([409, 'SECRET_LIMIT']);
+    expect((await api(t, 'GET', '/v1/agents/?name=over-bound', undefined, B)).body).toEqual([]);
+    const id = (await api(t, 'POST', '/v1/agents/', { name: 'bounded', secrets: { KEEP: 'v' } }, B))
+      .body.id;
+    const patch = await api(
+      t,
+      'PATCH',
+      `/v1/agents/${id}`,
+      { description: 'changed', secrets: many },
+      B,
+    );
+    expect([patch.status, patch.body.code]).toEqual([409, 'SECRET_LIMIT']);
+    expect(
+      (await api(t, 'GET', `/v1/agents/${id}`, undefined, B)).body.description ?? null,
+    ).not.toBe('changed');
+    const names = await api(t, 'GET', `/v1/agents/${id}/secrets`, undefined, B);
+    expect(names.body.map((x: any) => x.name)).toEqual(['KEEP']);
+    expect((await api(t, 'PUT', '/v1/secrets/AFTER', { value: 'v' }, B)).status).toBe(200);
+  });
+
   it('a tenant brings its own model key: a provider with api_key_secret uses the calling tenant’s secret only', async () => {
     await api(t, 'PUT', '/v1/secrets/MY_MODEL_KEY', { value: 'sk-tenant-a-own' }, A);
     const agentOf = async (as: Record<string, string>) =>
