@@ -193,7 +193,7 @@ export class ToolExecutor {
 
   /**
    * Contiguous read_only calls run concurrently (checked and claimed one by one, in order, then run
-   * together, then recorded in order); any other call runs alone. One outcome per call, in order.
+   * together, then recorded in order), a deduplicated tool once per group; any other call runs alone. One outcome per call, in order.
    */
   async executeBatch(
     setup: AgentToolSetup,
@@ -206,7 +206,18 @@ export class ToolExecutor {
     let i = 0;
     while (i < calls.length) {
       let j = i;
-      while (j < calls.length && concurrencySafe(idx, calls[j])) j++;
+      // a tool with a dedupe policy once per group: a repeated call must find the first one's record
+      const deduped = new Set<string>();
+      while (j < calls.length && concurrencySafe(idx, calls[j])) {
+        const name = calls[j].name;
+        if (
+          dedupePolicy(idx.tools.get(name)!, idx.dedupe.get(name), idx.dedupeStar, setup.settings)
+        ) {
+          if (deduped.has(name)) break;
+          deduped.add(name);
+        }
+        j++;
+      }
       if (j - i < 2) {
         out.push(await this.execute(setup, pass, calls[i], meta));
         i++;

@@ -468,6 +468,26 @@ describe('executeBatch', () => {
     expect(out.map(code)).toEqual(['ok', 'RuleViolation', 'ok', 'RuleViolation']);
   });
 
+  it('a deduplicated read_only tool runs once per group: an identical second call finds the first', async () => {
+    for (const mode of ['reject', 'return_cached'] as const) {
+      const h = new Harness(
+        aSetup([{ type: 'dedupe', tool_name: 'a', window_seconds: 300, mode }]),
+      );
+      const calls = [
+        { toolCallId: 'c0', name: 'a', arguments: { q: 'x', k: { a: 1, b: 2 } } },
+        { toolCallId: 'c1', name: 'b', arguments: {} },
+        { toolCallId: 'c2', name: 'a', arguments: { k: { b: 2, a: 1 }, q: 'x' } },
+      ];
+      const out = await h.executor.executeBatch(h.setup, h.pass, calls, h.meta());
+      expect(out.map((o) => o.kind)).toEqual([
+        'executed',
+        'executed',
+        mode === 'reject' ? 'refused' : 'cached',
+      ]);
+      expect(h.invoker.calls.map((c) => c.name)).toEqual(['a', 'b']);
+    }
+  });
+
   it('with ordering rules, calls run one by one so each sees the one before', async () => {
     const h = new Harness(
       aSetup([{ type: 'requires_preceding_tools', tool_name: 'b', tools: ['a'] }]),
