@@ -10,7 +10,13 @@ import { LRUCache } from 'lru-cache';
 import { EVENT_BUS, type EventBus } from '../cluster/event-bus';
 import { approxBytes } from '../common/approx-bytes';
 import { CLOCK } from '../common/clock';
-import { badRequest, conflict, notFound, validationFailed } from '../common/domain-error';
+import {
+  badRequest,
+  conflict,
+  DomainError,
+  notFound,
+  validationFailed,
+} from '../common/domain-error';
 import { ID_GENERATOR } from '../common/ids';
 import type { AppConfig } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
@@ -374,6 +380,48 @@ export class PermissionBrokerService
             revokedAt: null,
           }
         : null;
+    const decided = await this.writeResolution(row, input, actor, channel, now, grant, true);
+    if (grant) await this.approveCovered(row, grant, actor, channel, now);
+    return decided;
+  }
+
+  /**
+   * A new grant answers the requests already waiting that it covers (the same agent and scope,
+   * arguments within its constraint), as it would have had they come after it: a person who said yes for
+   * the scope is not asked again, nor are the calls left to time out into denials.
+   */
+  private async approveCovered(
+    decided: ConsentRequestEntity,
+    grant: ConsentGrantEntity,
+    actor: string,
+    channel: Exclude<ConsentChannel, 'system'>,
+    now: number,
+  ): Promise<void> {
+    const waiting = await this.repo.pendingFor(decided.tenantId, [decided.agentId]);
+    for (const r of waiting) {
+      if (r.id === decided.id || r.scope !== decided.scope || isExpired(r.expiresAt, now)) continue;
+      const call = { agentId: r.agentId, scope: r.scope, arguments: r.arguments };
+      if (!findCoveringGrant([toGrantView(grant)], call, now, this.constraints)) continue;
+      const input: DecisionInput = { decision: grant.decision, reason: `covered by ${grant.id}` };
+      // one decided meanwhile (another person, its timeout) keeps that answer
+      await this.writeResolution(r, input, actor, channel, now, grant, false).catch(
+        (e: unknown) => {
+          if (!(e instanceof DomainError && e.code === 'ALREADY_RESOLVED')) throw e;
+        },
+      );
+    }
+  }
+
+  /** Stores one decision (and, when `created`, its new grant) with its audit rows and follow-ups. */
+  private async writeResolution(
+    row: ConsentRequestEntity,
+    input: DecisionInput,
+    actor: string,
+    channel: Exclude<ConsentChannel, 'system'>,
+    now: number,
+    grant: ConsentGrantEntity | null,
+    created: boolean,
+  ): Promise<{ request: ConsentRequestEntity; grant: ConsentGrantEntity | null }> {
     const resolution: Resolution = {
       status: isApproval(input.decision) ? 'approved' : 'denied',
       decision: input.decision,
@@ -396,7 +444,7 @@ export class PermissionBrokerService
         },
         em,
       );
-      if (grant) {
+      if (grant && created) {
         await this.repo.insertGrant(grant, em);
         await this.repo.audit(
           {

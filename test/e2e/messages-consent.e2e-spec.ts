@@ -262,6 +262,46 @@ describe('messages: consent park and resume', () => {
     expect(tools.calls).toHaveLength(1);
   });
 
+  it('approve_for_scope on one of three waiting requests: the grant answers the others it covers', async () => {
+    const id = await agent();
+    fake.push({
+      tool_calls: [
+        { name: 'pay', arguments: { q: '1' } },
+        { name: 'pay', arguments: { q: '2' } },
+        { name: 'pay', arguments: { q: '30' } },
+      ],
+    });
+    const parked = (await api(t, 'POST', `/v1/agents/${id}/messages`, say('pay all'))).body;
+    expect(parked.stop_reason.stop_reason).toBe('requires_approval');
+    const pending = (await api(t, 'GET', '/v1/consent/requests?status=pending')).body as any[];
+    const mine = pending.filter((r) => r.agent_id === id);
+    expect(mine).toHaveLength(3);
+    fake.push({ content: 'paid' });
+    // a constraint the third call is outside of: it stays for a person
+    const first = mine.find((r) => r.arguments.q === '1');
+    const d = await api(t, 'POST', `/v1/consent/requests/${first.id}/decision`, {
+      decision: 'approve_for_scope',
+      constraint: { type: 'object', properties: { q: { type: 'string', maxLength: 1 } } },
+    });
+    expect(d.status).toBeLessThan(300);
+    const after = (await api(t, 'GET', '/v1/consent/requests?status=pending')).body as any[];
+    expect(after.filter((r) => r.agent_id === id).map((r) => r.arguments.q)).toEqual(['30']);
+    const second = mine.find((r) => r.arguments.q === '2');
+    const got = (await api(t, 'GET', `/v1/consent/requests/${second.id}`)).body;
+    expect(got).toMatchObject({ status: 'approved', grant_id: d.body.grant.id });
+    expect(tools.calls).toHaveLength(0); // the batch waits for the third
+    const third = mine.find((r) => r.arguments.q === '30');
+    await api(t, 'POST', `/v1/consent/requests/${third.id}/decision`, { decision: 'deny' });
+    let run: any;
+    for (;;) {
+      run = (await api(t, 'GET', `/v1/runs/${parked.run_id}`)).body;
+      if (run.continued_by) break;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    await runEnded(run.continued_by);
+    expect(tools.calls.map((c) => c.arguments.q).sort()).toEqual(['1', '2']);
+  });
+
   it('deleting a parked agent denies its pending request; the tool never runs', async () => {
     const id = await agent();
     const { toolCallId } = await park(id);

@@ -183,9 +183,15 @@ describe('security: bounded numbers and counts', () => {
         'limits.max_tools_per_agent',
         'tools',
       );
-      const ids = (await api(t, 'GET', '/v1/tools/')).body
-        .filter((x: any) => names.includes(x.name))
-        .map((x: any) => x.id);
+      // the list pages at limits.max_page_size: walked with its cursor
+      const all: any[] = [];
+      for (let page: any[] = [null]; page.length > 0; all.push(...page)) {
+        const after = all.length ? `?after=${all[all.length - 1].id}` : '';
+        page = (await api(t, 'GET', `/v1/tools/${after}`)).body;
+        expect(page.length).toBeLessThanOrEqual(MAX_PAGE);
+      }
+      const ids = all.filter((x: any) => names.includes(x.name)).map((x: any) => x.id);
+      expect(ids).toHaveLength(MAX_TOOLS);
       expectLimit(
         await api(t, 'POST', '/v1/agents/', {
           tool_ids: [...ids, ...ids],

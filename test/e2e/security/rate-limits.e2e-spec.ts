@@ -1,3 +1,4 @@
+import { request } from 'node:http';
 import { startApp, TestApp } from '../../support/app-harness';
 import { api, fakeClock } from '../consent-helpers';
 
@@ -56,10 +57,37 @@ describe('security: request rate per API key', () => {
     expect((await get('/v1/agents/', 'sk-a')).status).toBe(429);
   });
 
-  it('varying an invalid key mints no fresh buckets: all unauthenticated callers share one', async () => {
+  it('varying an invalid key mints no fresh buckets: the unauthenticated calls of one address share one', async () => {
     const statuses: number[] = [];
     for (let i = 0; i < 7; i++) statuses.push((await get('/v1/agents/', `sk-guess-${i}`)).status);
     expect(statuses).toEqual([401, 401, 401, 401, 401, 429, 429]);
     expect((await get('/v1/agents/', 'sk-a')).status).toBe(200);
+    // another client's keyless call (a decision URL) is not starved by that flood
+    const other = await fromAddress('127.0.0.2', '/v1/webhooks/decisions/not-a-token');
+    expect(other.status).toBe(404);
+    expect((await fromAddress('127.0.0.1', '/v1/webhooks/decisions/not-a-token')).status).toBe(429);
   });
+
+  /** A POST from another loopback address (Linux routes all of 127/8 to lo). */
+  function fromAddress(localAddress: string, path: string): Promise<{ status: number }> {
+    const { hostname, port } = new URL(t.baseUrl);
+    return new Promise((resolve, reject) => {
+      const req = request(
+        {
+          host: hostname,
+          port,
+          path,
+          method: 'POST',
+          localAddress,
+          headers: { 'content-type': 'application/json' },
+        },
+        (res) => {
+          res.resume();
+          res.on('end', () => resolve({ status: res.statusCode ?? 0 }));
+        },
+      );
+      req.on('error', reject);
+      req.end('{"decision":"deny"}');
+    });
+  }
 });
