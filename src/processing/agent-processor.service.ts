@@ -266,6 +266,7 @@ export class AgentProcessor {
         run.input.messages.map((m) =>
           this.msg(ctx, m.role === 'system' ? 'system_message' : 'user_message', {
             content: m.content,
+            ...(m.otid !== undefined ? { otid: m.otid } : {}),
             _input: true,
           }),
         ),

@@ -143,6 +143,16 @@ export function toLettaRun(r: RunEntity) {
   };
 }
 
+/**
+ * A step's model finish reason as Letta's StopReasonType: the model ended its turn, or ran out of output
+ * tokens; null where it called tools (what followed is the run's stop reason, not the step's).
+ */
+function stepStopReason(finish: string | null): string | null {
+  if (finish === 'stop') return 'end_turn';
+  if (finish === 'length') return 'max_tokens_exceeded';
+  return null;
+}
+
 export function toLettaStep(s: StepEntity) {
   return {
     id: s.id,
@@ -154,7 +164,8 @@ export function toLettaStep(s: StepEntity) {
     prompt_tokens: s.usage.prompt_tokens,
     completion_tokens: s.usage.completion_tokens,
     total_tokens: s.usage.total_tokens,
-    stop_reason: s.finish_reason,
+    stop_reason: stepStopReason(s.finish_reason),
+    // a step is stored once its model call answered
     status: 'success',
     feedback: s.feedback,
     tags: s.tags ?? [],

@@ -27,7 +27,7 @@ import { MessageEntity } from './entities/message.entity';
 import { ParkedCall, RunEntity, RunUsage } from './entities/run.entity';
 import { StepEntity, type StepFeedback } from './entities/step.entity';
 import { toLettaMessage } from './message.mapper';
-import type { StepsQuery } from './query.dto';
+import type { RunsQuery, StepsQuery } from './query.dto';
 
 export type NewMessage = Omit<MessageEntity, 'seq_id'>;
 export type MessageContext = Pick<
@@ -203,23 +203,17 @@ export class ProcessingRepository {
     return (res.affected ?? 0) > 0;
   }
 
-  listRuns(
-    tenantId: string,
-    q: {
-      agentId?: string;
-      statuses?: RunStatus[];
-      limit: number;
-      after?: string;
-      before?: string;
-      order: 'asc' | 'desc';
-    },
-  ): Promise<RunEntity[]> {
+  listRuns(tenantId: string, q: RunsQuery): Promise<RunEntity[]> {
     const qb = this.ds
       .getRepository(RunEntity)
       .createQueryBuilder('r')
       .where('r.tenant_id = :tenantId', { tenantId });
-    if (q.agentId) qb.andWhere('r.agent_id = :agentId', { agentId: q.agentId });
+    if (q.agentIds) qb.andWhere('r.agent_id IN (:...agentIds)', { agentIds: q.agentIds });
     if (q.statuses?.length) qb.andWhere('r.status IN (:...statuses)', { statuses: q.statuses });
+    if (q.stopReason) qb.andWhere('r.stop_reason = :stopReason', { stopReason: q.stopReason });
+    if (q.inConversation === null) qb.andWhere('r.conversation_id IS NULL');
+    else if (q.inConversation !== undefined)
+      qb.andWhere('r.conversation_id = :conversationId', { conversationId: q.inConversation });
     const dir = q.order === 'asc' ? 'ASC' : 'DESC';
     // the cursor run's created_at through the query builder, so the table keeps its schema (PostgreSQL)
     const createdAtOf = (param: string) =>
@@ -621,7 +615,7 @@ export class ProcessingRepository {
     if (q.matchesNone) return [];
     const repo = this.ds.getRepository(StepEntity);
     const qb = repo.createQueryBuilder('s').where('s.tenant_id = :tenantId', { tenantId });
-    if (q.agentId) qb.andWhere('s.agent_id = :agentId', { agentId: q.agentId });
+    if (q.agentIds) qb.andWhere('s.agent_id IN (:...agentIds)', { agentIds: q.agentIds });
     if (q.feedback) qb.andWhere('s.feedback = :feedback', { feedback: q.feedback });
     if (q.hasFeedback !== undefined)
       qb.andWhere(q.hasFeedback ? 's.feedback IS NOT NULL' : 's.feedback IS NULL');

@@ -1,6 +1,6 @@
 import { validationFailed, type ValidationProblem } from '../common/domain-error';
 import { readPageQuery, type PageQuery } from '../common/list-page';
-import { readInstant, type InputLimits } from '../core/limits';
+import { countProblem, readInstant, type InputLimits } from '../core/limits';
 import type { RunStatus } from '../core/loop/stop-reason';
 import type { StepFeedback } from './entities/step.entity';
 import type { LettaView } from './message.mapper';
@@ -13,34 +13,68 @@ export interface HistoryQuery extends PageQuery {
 }
 
 export interface RunsQuery extends HistoryQuery {
-  agentId?: string;
+  /** `agent_id` and Letta's older `agent_ids`: the runs (steps) of any of them. */
+  agentIds?: string[];
   statuses?: RunStatus[];
+  /** Runs of one conversation; null: of the agents' default conversations. */
+  inConversation?: string | null;
+  stopReason?: string;
 }
 
 const STATUSES: RunStatus[] = ['created', 'running', 'completed', 'failed', 'cancelled'];
 
-type PageLimits = Pick<InputLimits, 'max_page_size'>;
+type PageLimits = Pick<InputLimits, 'max_page_size' | 'max_filter_values'>;
 
-/** `GET /v1/agents/{id}/messages?limit&before&after&order&use_assistant_message&include_return_message_types`. */
+/**
+ * `GET /v1/agents/{id}/messages?limit&before&after&order&conversation_id&use_assistant_message&include_return_message_types`.
+ */
 export function parseHistoryQuery(
   q: Record<string, unknown>,
   limits: PageLimits,
 ): HistoryQuery & { view: LettaView } {
   const problems: ValidationProblem[] = [];
-  const out = { ...readPageQuery(q, problems, 100, limits), view: parseView(q, problems) };
+  const out: HistoryQuery & { view: LettaView } = {
+    ...readPageQuery(q, problems, 100, limits),
+    view: parseView(q, problems),
+  };
+  const conversation = q.conversation_id;
+  if (conversation !== undefined && conversation !== '') {
+    // one of the agent's conversations (another's id finds none of its messages); `default`: its own
+    if (typeof conversation !== 'string' || conversation.length > 200)
+      problems.push({ path: 'conversation_id', message: 'must be a conversation id' });
+    else if (conversation !== 'default') out.conversationId = conversation;
+  }
   if (problems.length) throw validationFailed(problems, 'query is invalid');
   return out;
 }
 
-/** `GET /v1/runs/?agent_id&statuses&limit&before&after&order`. */
+/**
+ * `GET /v1/runs/?agent_id&agent_ids&statuses&stop_reason&conversation_id&limit&before&after&order`
+ * (Letta's older `ascending` when `order` is not given; `conversation_id=default`: the default ones).
+ */
 export function parseRunsQuery(q: Record<string, unknown>, limits: PageLimits): RunsQuery {
   const problems: ValidationProblem[] = [];
   const out: RunsQuery = readPageQuery(q, problems, 100, limits);
-  const agent = q.agent_id ?? q.agent_ids;
-  if (agent !== undefined) {
-    const id: unknown = Array.isArray(agent) ? agent[0] : agent;
-    if (typeof id !== 'string') problems.push({ path: 'agent_id', message: 'must be an agent id' });
-    else out.agentId = id;
+  if (q.order === undefined && (q.ascending === 'true' || q.ascending === 'false'))
+    out.order = q.ascending === 'true' ? 'asc' : 'desc';
+  const ids = [q.agent_id, q.agent_ids].flat().filter((v) => v !== undefined && v !== '');
+  if (ids.some((v) => typeof v !== 'string' || v.length > 200))
+    problems.push({ path: 'agent_id', message: 'must be agent ids' });
+  else {
+    const tooMany = countProblem('agent_ids', ids.length, 'max_filter_values', limits);
+    if (tooMany) problems.push(tooMany);
+    else if (ids.length) out.agentIds = [...new Set(ids as string[])];
+  }
+  for (const [key, max] of [
+    ['conversation_id', 200],
+    ['stop_reason', 64],
+  ] as const) {
+    const v = q[key];
+    if (v === undefined || v === '') continue;
+    if (typeof v !== 'string' || v.length > max)
+      problems.push({ path: key, message: `must be a text of at most ${max} characters` });
+    else if (key === 'stop_reason') out.stopReason = v;
+    else out.inConversation = v === 'default' ? null : v;
   }
   const st = q.statuses ?? q.status;
   if (st !== undefined) {

@@ -13,7 +13,8 @@ import type { InBandApproval } from './processing.ports';
 
 /** A validated `POST /v1/agents/{id}/messages` body. */
 export interface SendMessageRequest {
-  messages: { role: 'user' | 'system'; content: MessageContent }[];
+  /** `otid`: the client's own id of the message (Letta's offline id), stored and answered with it. */
+  messages: { role: 'user' | 'system'; content: MessageContent; otid?: string }[];
   approvals: InBandApproval[] | null;
   /**
    * Letta's legacy single approval `{type:'approval', approval_request_id?, approve, reason?}`: one answer for
@@ -330,7 +331,14 @@ export function parseSendMessage(
         return problems.push({ path: `${path}.role`, message: 'must be "user" or "system"' });
       }
       const content = parseContent(m.content, `${path}.content`, opts.limits.images, problems);
-      if (content !== null) out.messages.push({ role, content });
+      const otid = m.otid;
+      if (otid !== undefined && otid !== null && (typeof otid !== 'string' || otid.length > 200))
+        return problems.push({
+          path: `${path}.otid`,
+          message: 'must be a text of at most 200 characters',
+        });
+      if (content !== null)
+        out.messages.push({ role, content, ...(typeof otid === 'string' ? { otid } : {}) });
     });
   }
   if (body.max_steps !== undefined && body.max_steps !== null) {

@@ -387,6 +387,42 @@ describe('clients: the Letta SDK walk', () => {
     });
   });
 
+  it("filters: runs by agent_ids, stop_reason, conversation_id, ascending; history by conversation_id; a message's otid", async () => {
+    const a = await createAgent(t, fake, { include_base_tools: false });
+    const b = await createAgent(t, fake, { include_base_tools: false });
+    fake.push({ content: 'one' }, { content: 'two' }, { content: 'three' });
+    const ra = await client.agents.messages.create(a, {
+      messages: [{ role: 'user', content: 'hi', otid: 'otid-from-the-client' } as any],
+    });
+    const rb = await client.agents.messages.create(b, {
+      messages: [{ role: 'user', content: 'hi' }],
+    });
+    const conv = await client.conversations.create({ agent_id: a });
+    const rc = await client.conversations.messages.create(conv.id, {
+      messages: [{ role: 'user', content: 'in it' }],
+    } as any);
+    const ids = async (q: Record<string, unknown>) =>
+      (await client.runs.list(q as any)).getPaginatedItems().map((r) => r.id);
+    const runA = (ra as any).run_id as string;
+    const runB = (rb as any).run_id as string;
+    const runC = await (async () => {
+      for await (const chunk of rc as any) if (chunk.run_id) return chunk.run_id as string;
+      return (await ids({ conversation_id: conv.id }))[0];
+    })();
+    expect(new Set(await ids({ agent_ids: [a, b] }))).toEqual(new Set([runA, runB, runC]));
+    expect(await ids({ agent_id: a, conversation_id: conv.id })).toEqual([runC]);
+    expect(await ids({ agent_id: a, conversation_id: 'default' })).toEqual([runA]);
+    expect(await ids({ agent_ids: [a, b], stop_reason: 'max_steps' })).toEqual([]);
+    expect((await ids({ agent_id: a, ascending: true }))[0]).toBe(runA);
+    expect((await ids({ agent_id: a, ascending: false }))[0]).toBe(runC);
+    const history = (
+      await client.agents.messages.list(a, { conversation_id: conv.id })
+    ).getPaginatedItems();
+    expect(history.map((m: any) => m.content)).toEqual(['three', 'in it']);
+    const own = (await client.agents.messages.list(a)).getPaginatedItems() as any[];
+    expect(own.find((m) => m.message_type === 'user_message').otid).toBe('otid-from-the-client');
+  });
+
   it('runs, steps, messages, tags', async () => {
     const agentId = await createAgent(t, fake, {
       include_base_tools: false,

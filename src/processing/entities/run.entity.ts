@@ -19,7 +19,7 @@ export interface RunInput {
   /** How the client asked: answered at once (`async`) or waited on (`sync`, `stream`). */
   mode: 'sync' | 'stream' | 'async';
   /** The user messages of the request, as `{role, content}` with text content. */
-  messages: { role: string; content: MessageContent }[];
+  messages: { role: string; content: MessageContent; otid?: string }[];
   max_steps?: number | null;
   /** The request's own budgets (each over the agent's, which are over the config's). */
   budgets?: Partial<BudgetFields>;
