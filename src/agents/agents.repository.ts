@@ -221,8 +221,11 @@ export class AgentsRepository {
     q: ListAgentsQuery,
     cursors: { after: AgentEntity | null; before: AgentEntity | null },
   ): Promise<AgentEntity[]> {
+    if (q.matchesNone) return [];
     const qb = this.agents.createQueryBuilder('a').where('a.tenant_id = :tenantId', { tenantId });
     if (q.name !== null) qb.andWhere('a.name = :name', { name: q.name });
+    if (q.lastStopReason !== null)
+      qb.andWhere('a.last_stop_reason = :lastStopReason', { lastStopReason: q.lastStopReason });
     if (q.queryText !== null) {
       const like = containsPattern(q.queryText);
       qb.andWhere("LOWER(a.name) LIKE :like ESCAPE '\\'", { like });

@@ -421,6 +421,13 @@ describe('clients: the Letta SDK walk', () => {
     expect(history.map((m: any) => m.content)).toEqual(['three', 'in it']);
     const own = (await client.agents.messages.list(a)).getPaginatedItems() as any[];
     expect(own.find((m) => m.message_type === 'user_message').otid).toBe('otid-from-the-client');
+    const fresh = await createAgent(t, fake, { include_base_tools: false });
+    const agentIds = async (q: Record<string, unknown>) =>
+      (await client.agents.list({ limit: 100, ...q } as any)).getPaginatedItems().map((x) => x.id);
+    const ended = await agentIds({ last_stop_reason: 'end_turn' });
+    expect(ended).toEqual(expect.arrayContaining([a, b]));
+    expect(ended).not.toContain(fresh);
+    expect(await agentIds({ project_id: 'project-1' })).toEqual([]);
   });
 
   it('runs, steps, messages, tags', async () => {

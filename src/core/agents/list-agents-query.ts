@@ -15,6 +15,10 @@ export interface ListAgentsQuery {
   identityId: string | null;
   /** Letta's `identifier_keys`: agents attached to an identity with one of these keys. */
   identifierKeys: string[];
+  /** Letta's `last_stop_reason`: agents whose last batch stopped so. */
+  lastStopReason: string | null;
+  /** Letta's `project_id` / `template_id` / `base_template_id`: no agent here has one, so none matches. */
+  matchesNone: boolean;
 }
 
 export const DEFAULT_LIST_LIMIT = 50;
@@ -44,6 +48,8 @@ export function parseListAgentsQuery(
     order: 'desc',
     identityId: null,
     identifierKeys: [],
+    lastStopReason: null,
+    matchesNone: false,
   };
   query.limit = readLimit(q.limit, DEFAULT_LIST_LIMIT, 'max_page_size', limits, problems);
   for (const k of ['after', 'before', 'name'] as const) {
@@ -108,6 +114,14 @@ export function parseListAgentsQuery(
     if (order === 'asc' || order === 'desc') query.order = order;
     else problems.push({ path: 'order', message: 'must be asc or desc' });
   }
+  const stop = one(q.last_stop_reason);
+  if (stop !== undefined && stop !== '') {
+    if (typeof stop !== 'string' || stop.length > 64)
+      problems.push({ path: 'last_stop_reason', message: 'must be a stop reason' });
+    else query.lastStopReason = stop;
+  }
+  for (const k of ['project_id', 'template_id', 'base_template_id'])
+    if (one(q[k]) !== undefined && one(q[k]) !== '') query.matchesNone = true;
   const ascending = one(q.ascending);
   if (ascending === 'true') query.order = 'asc';
   return { query, problems };
