@@ -205,6 +205,10 @@ export const SCHEMAS: Record<string, Schema> = {
     completed_at: dateTimeOrNull,
     usage: ref('Usage'),
     error: strOrNull,
+    callback_url: strOrNull,
+    callback_sent_at: dateTimeOrNull,
+    callback_status_code: { type: ['integer', 'null'] },
+    callback_error: strOrNull,
   }),
   Step: obj(['id', 'run_id', 'agent_id', 'step_number'], {
     id: str,

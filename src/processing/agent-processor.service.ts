@@ -42,6 +42,7 @@ import type {
 import type { StepEntity } from './entities/step.entity';
 import { EMPTY_USAGE, mapMessage, MappedMessage, toLettaMessage } from './message.mapper';
 import { withoutImages } from '../core/loop/content-parts';
+import { RunCallbacks } from './run-callbacks';
 import { parseArgs, sendMessageText } from '../core/loop/tool-arguments';
 import {
   MessageContext,
@@ -139,6 +140,7 @@ export class AgentProcessor {
     @Inject(TOOLS_PORT) private readonly toolsPort: ToolsPort,
     @Inject(MODELS_PORT) private readonly models: ModelsPort,
     @Inject(EXECUTOR_PORT) private readonly exec: ExecutorPort,
+    private readonly callbacks: RunCallbacks,
   ) {}
 
   isActive(runId: string): boolean {
@@ -738,6 +740,14 @@ export class AgentProcessor {
       stop_reason: stop,
       usage: ctx.usage,
       error: detail,
+    });
+    this.callbacks.send({
+      ...run,
+      status,
+      stop_reason: stop,
+      usage: ctx.usage,
+      error: detail,
+      completed_at: completedAt,
     });
     return {
       run: {

@@ -140,6 +140,10 @@ export function toLettaRun(r: RunEntity) {
     total_duration_ns:
       r.completed_at != null && r.started_at != null ? (r.completed_at - r.started_at) * 1e6 : null,
     request_config: { max_steps: r.input.max_steps ?? null, ...r.input.budgets },
+    callback_url: r.input.callback_url ?? null,
+    callback_sent_at: iso(r.callback?.sent_at ?? null),
+    callback_status_code: r.callback?.status_code ?? null,
+    callback_error: r.callback?.error ?? null,
   };
 }
 

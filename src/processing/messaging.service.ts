@@ -188,6 +188,7 @@ export class MessagingService implements OnModuleInit {
       budgets: req.budgets,
       ...(req.streamTokens ? { stream_tokens: true } : {}),
       ...(req.clientTools.length ? { client_tools: req.clientTools } : {}),
+      ...(req.callbackUrl ? { callback_url: req.callbackUrl } : {}),
     });
     await this.repo.insertRun(run);
     beforeQueue?.(run);
@@ -399,6 +400,7 @@ export class MessagingService implements OnModuleInit {
       budgets: req.budgets,
       ...(req.streamTokens ? { stream_tokens: true } : {}),
       ...clientToolsFor(req.clientTools, parked),
+      ...(req.callbackUrl ? { callback_url: req.callbackUrl } : {}),
       resumes_run_id: parked.id,
       approvals: approvals.map((a) => ({
         tool_call_id: a.tool_call_id,

@@ -4,6 +4,7 @@ import { AgentsService } from '../agents/agents.service';
 import { ModelsModule } from '../models/models.module';
 import { BuiltinToolHandlers } from '../tools/builtin-tool-handlers';
 import { AgentProcessor } from './agent-processor.service';
+import { RunCallbacks } from './run-callbacks';
 import { AgentToolRunController } from './agent-tool-run.controller';
 import { AgentToolRunService } from './agent-tool-run.service';
 import { HistoryService } from './history.service';
@@ -36,6 +37,7 @@ import { TenantMessagesController } from './tenant-messages.controller';
     ...PROCESSING_ADAPTERS,
     ProcessingRepository,
     AgentProcessor,
+    RunCallbacks,
     MessagingService,
     HistoryService,
     MessageResponder,

@@ -24,7 +24,7 @@ import { RowReader } from '../database/raw-reads';
 import { insertRows, updateWhere } from '../database/raw-writes';
 import { MessageContextEntity } from './entities/message-context.entity';
 import { MessageEntity } from './entities/message.entity';
-import { ParkedCall, RunEntity, RunUsage } from './entities/run.entity';
+import { ParkedCall, RunCallback, RunEntity, RunUsage } from './entities/run.entity';
 import { StepEntity, type StepFeedback } from './entities/step.entity';
 import { toLettaMessage } from './message.mapper';
 import type { RunsQuery, StepsQuery } from './query.dto';
@@ -201,6 +201,11 @@ export class ProcessingRepository {
         ),
     );
     return (res.affected ?? 0) > 0;
+  }
+
+  /** What the run's callback_url answered. */
+  async recordCallback(id: string, callback: RunCallback): Promise<void> {
+    await this.writes.run((em) => updateWhere(em, RunEntity, { id }, { callback }));
   }
 
   listRuns(tenantId: string, q: RunsQuery): Promise<RunEntity[]> {

@@ -36,6 +36,8 @@ export interface SendMessageRequest {
   clientTools: ClientToolSpec[];
   /** The conversation (from the route; null: the agent's default one). */
   conversationId: string | null;
+  /** Letta's `callback_url`: POSTed the run's outcome once it ends (the outbound host policy applies). */
+  callbackUrl: string | null;
 }
 
 /** Bounds of a request's inputs (from the `processing` config). */
@@ -241,6 +243,16 @@ export function parseView(q: Obj, problems: ValidationProblem[]): LettaView {
   return view;
 }
 
+const MAX_URL = 2048;
+
+function urlProtocol(u: string): string {
+  try {
+    return new URL(u).protocol;
+  } catch {
+    return '';
+  }
+}
+
 export function parseSendMessage(
   body: unknown,
   opts: { streamPath: boolean; limits: SendMessageLimits },
@@ -260,6 +272,7 @@ export function parseSendMessage(
     view: parseView(body, problems),
     clientTools: parseClientTools(body.client_tools, opts.limits, problems),
     conversationId: null,
+    callbackUrl: null,
   };
   out.streamTokens = out.streaming && body.stream_tokens === true;
   if (body.input !== undefined && body.input !== null) {
@@ -348,6 +361,12 @@ export function parseSendMessage(
     } else out.maxSteps = n;
   }
   const bad = (path: string, message: string) => problems.push({ path, message });
+  if (body.callback_url !== undefined && body.callback_url !== null) {
+    const u = body.callback_url;
+    if (typeof u !== 'string' || u.length > MAX_URL || !/^https?:$/.test(urlProtocol(u)))
+      bad('callback_url', `must be an http:// or https:// URL of at most ${MAX_URL} characters`);
+    else out.callbackUrl = u;
+  }
   for (const k of BUDGET_FIELD_NAMES) {
     const v = parseBudgetValue(k, body[k], k, bad);
     if (v !== null) out.budgets[k] = v;

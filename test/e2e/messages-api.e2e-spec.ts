@@ -1,4 +1,6 @@
 /* eslint-disable @typescript-eslint/no-explicit-any */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import Letta from '@letta-ai/letta-client';
 import { MessagingService } from '../../src/processing/messaging.service';
 import type { TestApp } from '../support/app-harness';
@@ -240,6 +242,57 @@ describe('messages API', () => {
     expect(types(msgs.body)).toEqual(['user_message', 'assistant_message']);
     const sdkRun: any = await client.runs.retrieve(res.body.id);
     expect(sdkRun.status).toBe('completed');
+  });
+
+  it("async with Letta's callback_url: one POST of the ended run, its answer recorded on the run", async () => {
+    const got: { body: any; headers: Record<string, unknown> }[] = [];
+    const target = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        got.push({ body: JSON.parse(body), headers: req.headers });
+        res.statusCode = 204;
+        res.end();
+      });
+    });
+    await new Promise<void>((r) => target.listen(0, '127.0.0.1', r));
+    try {
+      const url = `http://127.0.0.1:${(target.address() as AddressInfo).port}/done`;
+      const id = await agent();
+      fake.push({ content: 'later' });
+      const res = await client.agents.messages.createAsync(id, {
+        messages: [{ role: 'user', content: 'hi' }],
+        callback_url: url,
+      });
+      expect((res as any).callback_url).toBe(url);
+      let run: any;
+      do {
+        await new Promise((r) => setTimeout(r, 10));
+        run = await client.runs.retrieve(res.id);
+      } while (!run.callback_sent_at);
+      expect(run).toMatchObject({
+        callback_url: url,
+        callback_status_code: 204,
+        callback_error: null,
+      });
+      expect(got).toHaveLength(1);
+      expect(got[0].body).toMatchObject({
+        job_id: res.id,
+        run_id: res.id,
+        agent_id: id,
+        status: 'completed',
+        stop_reason: 'end_turn',
+        completed_at: run.completed_at,
+      });
+      const bad = await api(t, 'POST', `/v1/agents/${id}/messages/async`, {
+        ...say('x'),
+        callback_url: 'file:///etc/passwd',
+      });
+      expect([bad.status, bad.body.details.problems[0].path]).toEqual([400, 'callback_url']);
+    } finally {
+      target.closeAllConnections();
+      await new Promise((r) => target.close(r));
+    }
   });
 
   it('history: seq_id, limit, order, before/after cursors; runs list by agent', async () => {

@@ -21,6 +21,7 @@ import { Embeddings1765010000000 } from './1765010000000-Embeddings';
 import { ConversationForks1765020000000 } from './1765020000000-ConversationForks';
 import { StepFeedback1765020001000 } from './1765020001000-StepFeedback';
 import { AgentTypes1765050000000 } from './1765050000000-AgentTypes';
+import { RunCallbacks1765060000000 } from './1765060000000-RunCallbacks';
 /**
  * Every migration, in order. Named `<epoch>-<What>.ts`; the app runs them at boot. Those that seal data
  * are built with the secrets key.
@@ -49,4 +50,5 @@ export const migrations = (secretsKey: Buffer | null): Function[] => [
   ConversationForks1765020000000,
   StepFeedback1765020001000,
   AgentTypes1765050000000,
+  RunCallbacks1765060000000,
 ];

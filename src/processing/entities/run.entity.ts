@@ -33,6 +33,15 @@ export interface RunInput {
   client_tools?: ClientToolSpec[];
   /** resume after a cancellation: the parked calls are denied and the batch ends `cancelled`. */
   cancel?: boolean;
+  /** Letta's `callback_url` (async requests): POSTed the run's outcome once it ends. */
+  callback_url?: string;
+}
+
+/** What the one call of a run's `callback_url` answered. */
+export interface RunCallback {
+  sent_at: number;
+  status_code: number | null;
+  error: string | null;
 }
 
 /** A tool the client declared for one request (Letta's `client_tools`). */
@@ -122,6 +131,10 @@ export class RunEntity {
   /** The run that continued this parked one. */
   @Column({ type: 'varchar', nullable: true })
   continued_by!: string | null;
+
+  /** The call of `input.callback_url`, once made. */
+  @JsonColumn({ nullable: true })
+  callback?: RunCallback | null;
 
   @EpochMsColumn()
   created_at!: number;
