@@ -16,7 +16,7 @@ import type { AppConfig } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
 import { validationFailed } from '../common/domain-error';
 import { pageOfList } from '../common/list-page';
-import { readLimit } from '../core/limits';
+import { countProblem, readLimit } from '../core/limits';
 import type { ValidationProblem } from '../core/rules/validate-tool-rules';
 import { toToolResponse } from './tool-response.mapper';
 import { ToolsService } from './tools.service';
@@ -30,20 +30,42 @@ export class ToolsController {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
-  /** Letta's `name` / `names` / `search` filters apply (`search`: a case-insensitive part of the name). */
+  /**
+   * Letta's filters: `name` / `names`, `search` (a case-insensitive part of the name), `tool_ids`,
+   * `tool_types`, `exclude_tool_types`, `return_only_letta_tools`; then its page parameters.
+   */
   @Get()
   async list(
     @Tenant() tenant: string,
     @Query() query: Record<string, unknown>,
   ): Promise<Record<string, unknown>[]> {
-    const names = [query.name, query.names]
-      .flat()
-      .filter((n): n is string => typeof n === 'string');
+    const problems: ValidationProblem[] = [];
+    const texts = (...keys: string[]) => {
+      const v = keys.flatMap((k) => [query[k]].flat()).filter((x) => x !== undefined && x !== '');
+      const tooMany = countProblem(keys[0], v.length, 'max_filter_values', this.config.limits);
+      if (tooMany) problems.push(tooMany);
+      else if (v.some((x) => typeof x !== 'string'))
+        problems.push({ path: keys[0], message: 'must be texts' });
+      return v as string[];
+    };
+    const names = texts('names', 'name');
+    const ids = texts('tool_ids');
+    const types = texts('tool_types');
+    const excluded = texts('exclude_tool_types');
+    if (problems.length) throw validationFailed(problems, 'query is invalid');
     const part = typeof query.search === 'string' ? query.search.toLowerCase() : null;
+    const lettaOnly = query.return_only_letta_tools === 'true';
     const found = (await this.tools.list(tenant))
       .filter((t) => names.length === 0 || names.includes(t.name))
-      .filter((t) => part === null || t.name.toLowerCase().includes(part));
-    return pageOfList(found, query, this.config.limits, 'a tool').map(toToolResponse);
+      .filter((t) => part === null || t.name.toLowerCase().includes(part))
+      .filter((t) => ids.length === 0 || ids.includes(t.id))
+      .map(toToolResponse)
+      .filter((t) => {
+        const type = t.tool_type as string;
+        if (types.length && !types.includes(type)) return false;
+        return !excluded.includes(type) && (!lettaOnly || type.startsWith('letta_'));
+      });
+    return pageOfList(found as { id: string }[], query, this.config.limits, 'a tool');
   }
 
   /** Letta's `POST /v1/tools/search`: tools whose name or description holds every word of the query. */

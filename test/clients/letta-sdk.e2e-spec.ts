@@ -514,6 +514,22 @@ describe('clients: the Letta SDK walk', () => {
   it('tools: list by name, search, add-base-tools; source_code is a clear 400', async () => {
     const byName = (await client.tools.list({ name: 'send_message' })).getPaginatedItems();
     expect(byName.map((x) => x.name)).toEqual(['send_message']);
+    const all = (await client.tools.list()).getPaginatedItems();
+    const list = async (q: Record<string, unknown>) =>
+      (await client.tools.list(q as any)).getPaginatedItems().map((x) => x.id);
+    expect(await list({ tool_ids: [all[1].id, all[0].id] })).toEqual([all[0].id, all[1].id]);
+    const types = new Set(all.map((x) => x.tool_type));
+    expect(types.size).toBeGreaterThan(1);
+    const first = all[0].tool_type!;
+    expect(await list({ tool_types: [first] })).toEqual(
+      all.filter((x) => x.tool_type === first).map((x) => x.id),
+    );
+    expect(await list({ exclude_tool_types: [first] })).toEqual(
+      all.filter((x) => x.tool_type !== first).map((x) => x.id),
+    );
+    expect(await list({ return_only_letta_tools: true })).toEqual(
+      all.filter((x) => x.tool_type!.startsWith('letta_')).map((x) => x.id),
+    );
     const hits = await client.tools.search({ query: 'core memory append' });
     expect(hits.map((h) => h.tool.name)).toEqual(['core_memory_append']);
     const base = await (client.tools as any)._client.post('/v1/tools/add-base-tools');
