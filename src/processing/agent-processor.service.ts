@@ -360,7 +360,7 @@ export class AgentProcessor {
         );
       }
       const stepOf = new Map(calls.map((c) => [c.tool_call_id, c.step_id]));
-      const turn = calls[0].turn && mergeTurn(calls[0].turn, outcomes);
+      const turn = calls[0].turn ? mergeTurn(calls[0].turn, outcomes) : null;
       const parkedAgain = await this.persistOutcomes(
         ctx,
         outcomes,
@@ -527,13 +527,7 @@ export class AgentProcessor {
       if (calls.length > 0) {
         this.publish(ctx, 'tools.executing', { step: stepNumber, tools: calls.map((c) => c.name) });
         outcomes = await this.exec.executor.executeBatch(ctx.setup, pass, calls, ctx.meta);
-        const parked = await this.persistOutcomes(
-          ctx,
-          outcomes,
-          () => stepId,
-          pass,
-          outcomes.map((o, i) => turnCall(o, i === outcomes.length - 1)),
-        );
+        const parked = await this.persistOutcomes(ctx, outcomes, () => stepId, pass);
         if (parked.length) ctx.parked = parked;
         if (outcomes.some((o) => o.kind === 'executed' && MEMORY_EDIT_TOOLS.has(o.toolName))) {
           ctx.agent = await this.agents.get(ctx.run.tenant_id, ctx.run.agent_id);
@@ -617,8 +611,11 @@ export class AgentProcessor {
     outcomes: ToolOutcome[],
     stepOf: (toolCallId: string) => string | null,
     pass: PassState,
-    /** The whole turn, kept with the calls that park (see ParkedCall.turn). */
-    turn?: TurnCall[],
+    /**
+     * The whole turn, kept with the calls that park (ParkedCall.turn): these outcomes when not given
+     * (a model turn); null: none (a batch parked before turns were kept).
+     */
+    turn?: TurnCall[] | null,
   ): Promise<ParkedCall[]> {
     this.publish(ctx, 'tools.completed', { outcomes: outcomes.map(outcomeFacts) });
     const { batch: _cache, ...passSnapshot } = pass;
@@ -644,7 +641,6 @@ export class AgentProcessor {
           request_id: o.consentRequestId ?? null,
           step_id: stepId,
           pass: passSnapshot,
-          ...(turn ? { turn } : {}),
           ...(o.kind === 'client_required'
             ? {
                 client: {
@@ -670,6 +666,10 @@ export class AgentProcessor {
           stepId,
         ),
       );
+    }
+    if (parked.length && turn !== null) {
+      const whole = turn ?? outcomes.map((o, i) => turnCall(o, i === outcomes.length - 1));
+      for (const p of parked) p.turn = whole;
     }
     await this.write(ctx, rows);
     return parked;
