@@ -403,10 +403,12 @@ export class PermissionBrokerService
       const call = { agentId: r.agentId, scope: r.scope, arguments: r.arguments };
       if (!findCoveringGrant([toGrantView(grant)], call, now, this.constraints)) continue;
       const input: DecisionInput = { decision: grant.decision, reason: `covered by ${grant.id}` };
-      // one decided meanwhile (another person, its timeout) keeps that answer
+      // one decided meanwhile (another person, its timeout) keeps that answer; one not written stays
+      // pending for a person: the decision made is answered as made either way
       await this.writeResolution(r, input, actor, channel, now, grant, false).catch(
         (e: unknown) => {
-          if (!(e instanceof DomainError && e.code === 'ALREADY_RESOLVED')) throw e;
+          if (!(e instanceof DomainError && e.code === 'ALREADY_RESOLVED'))
+            this.logger.error(`grant ${grant.id} for request ${r.id}: ${String(e)}`);
         },
       );
     }
