@@ -381,7 +381,10 @@ export class PermissionBrokerService
           }
         : null;
     const decided = await this.writeResolution(row, input, actor, channel, now, grant, true);
-    if (grant) await this.approveCovered(row, grant, actor, channel, now);
+    if (grant)
+      await this.approveCovered(row, grant, actor, channel, now).catch((e: unknown) =>
+        this.logger.error(`grant ${grant.id}: the waiting requests it covers: ${String(e)}`),
+      );
     return decided;
   }
 
