@@ -342,7 +342,7 @@ export class AgentFileService {
         created_at: m.created_at || this.clock.now(),
       };
     });
-    const stored = await this.messages.append(agentId, rows);
+    const stored = await this.messages.appendImported(agentId, rows);
     // Letta's in-context list: what is not in it is history only (the system prompt first, skipped)
     if (plan.inContextIds.length > 0 && stored.length > 0) {
       const inContext = new Set(plan.inContextIds);

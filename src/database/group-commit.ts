@@ -57,6 +57,17 @@ export class GroupCommit {
     );
   }
 
+  /** As `insert`, with `check` in the same transaction: when it throws, the rows are not written. */
+  async insertChecked(
+    check: (em: EntityManager) => Promise<void>,
+    ...sets: InsertSet[]
+  ): Promise<void> {
+    await this.enqueue(
+      sets.filter((s) => s.rows.length > 0),
+      check,
+    );
+  }
+
   private enqueue(inserts: InsertSet[], work: Job['work']): Promise<unknown> {
     return new Promise((resolve, reject) => {
       this.queue.push({ inserts, work, resolve, reject });

@@ -685,7 +685,10 @@ export class AgentProcessor {
       return { stop: e.kind === 'cancelled' ? 'cancelled' : e.kind, detail: e.message };
     }
     const message = e instanceof Error ? e.message : String(e);
-    if ((e as { code?: string })?.code === 'NOT_FOUND') return { stop: 'error', detail: message };
+    const code = (e as { code?: string })?.code;
+    if (code === 'NOT_FOUND') return { stop: 'error', detail: message };
+    // another instance holds the agent now: it ended this run as interrupted, and nothing more was written
+    if (code === 'LEASE_LOST') return { stop: 'error', detail: 'interrupted' };
     this.logger.error(`run ${ctx.run.id} failed: ${e instanceof Error ? e.stack : message}`);
     return { stop: 'error', detail: message };
   }

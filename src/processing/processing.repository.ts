@@ -415,18 +415,34 @@ export class ProcessingRepository {
 
   // ------------------------------------------------------------ messages
 
-  /** Writes messages (and a step, when given) in one transaction; returns them with their seq_id. */
-  async append(
+  /**
+   * A run's messages (and its step, when given) in one transaction; returns them with their seq_id. With
+   * shared leases the transaction checks this instance still holds the agent (LEASE_LOST otherwise): an
+   * instance that stalled past its lease writes nothing beside the new holder's rows.
+   */
+  append(agentId: string, messages: NewMessage[], step?: StepEntity): Promise<MessageEntity[]> {
+    return this.insertMessages(agentId, messages, step, this.leases.shared);
+  }
+
+  /** A new agent's history from an agent file: no run writes it yet, and no instance holds it. */
+  appendImported(agentId: string, messages: NewMessage[]): Promise<MessageEntity[]> {
+    return this.insertMessages(agentId, messages, undefined, false);
+  }
+
+  private async insertMessages(
     agentId: string,
     messages: NewMessage[],
-    step?: StepEntity,
+    step: StepEntity | undefined,
+    fenced: boolean,
   ): Promise<MessageEntity[]> {
     if (messages.length === 0 && !step) return [];
     const rows = await this.withSeq(agentId, messages);
-    await this.writes.insert(
+    const sets = [
       { entity: StepEntity, rows: step ? [step] : [] },
       { entity: MessageEntity, rows },
-    );
+    ];
+    if (fenced) await this.writes.insertChecked((em) => this.leases.guard(em, agentId), ...sets);
+    else await this.writes.insert(...sets);
     for (const m of rows) {
       const key = historyKey(agentId, m.conversation_id);
       const kept = this.windows.get(key);

@@ -327,4 +327,55 @@ describe('scale-out: three instances on one PostgreSQL database', () => {
     expect(tools.calls.filter((c) => c.name === 'slow')).toHaveLength(1);
     fake.respond(null);
   }, 180_000);
+
+  it('an instance that stalls past its lease and comes back writes nothing: the call keeps one return, the new holder runs on', async () => {
+    if (!live()) return;
+    fake.reset();
+    tools.calls.length = 0;
+    await tools.declare(app(nodes[1]), 'stall');
+    let started!: () => void;
+    const toolStarted = new Promise<void>((r) => (started = r));
+    tools.handle('stall', async () => {
+      started();
+      await sleep(LEASE_MS * 3); // answers while its instance is stopped; read when it resumes
+      return { body: 'late answer' };
+    });
+    const id = await createAgent(app(nodes[1]), fake, {
+      tools: ['stall'],
+      include_base_tools: false,
+    });
+    fake.respond((req: any) => {
+      const last = req.messages.filter((m: any) => m.role === 'user').at(-1);
+      return last.content === 'first' && req.messages.at(-1).role === 'user'
+        ? { tool_calls: [{ name: 'stall', arguments: {} }] }
+        : { content: `answer:${last.content}` };
+    });
+    const first = (await api(nodes[1], 'POST', `/v1/agents/${id}/messages/async`, say('first')))
+      .body;
+    await toolStarted;
+    nodes[1].pause();
+    try {
+      const second = (await api(nodes[2], 'POST', `/v1/agents/${id}/messages/async`, say('second')))
+        .body;
+      expect(await runEnded(nodes[2], first.id)).toMatchObject({ error: 'interrupted' });
+      expect(await runEnded(nodes[2], second.id)).toMatchObject({ stop_reason: 'end_turn' });
+    } finally {
+      nodes[1].resume();
+    }
+    await sleep(LEASE_MS * 3); // the tool answers the stalled instance, which then tries to write
+    const history = (await api(nodes[2], 'GET', `/v1/agents/${id}/messages?order=asc&limit=100`))
+      .body as any[];
+    const returns = history.filter((m) => m.message_type === 'tool_return_message');
+    expect(returns.map((m) => m.tool_return)).toEqual([OUTCOME_UNKNOWN]);
+    expect(history.map((m) => m.content).filter((c) => typeof c === 'string')).toContain(
+      'answer:second',
+    );
+    const seqs = history.map((m) => m.seq_id);
+    expect(seqs).toEqual([...seqs].sort((x, y) => x - y));
+    expect(new Set(seqs).size).toBe(seqs.length);
+    // the resumed instance serves again, without taking over what it lost
+    const again = await api(nodes[1], 'POST', `/v1/agents/${id}/messages`, say('third'));
+    expect(again.body.stop_reason.stop_reason).toBe('end_turn');
+    fake.respond(null);
+  }, 180_000);
 });

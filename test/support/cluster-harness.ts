@@ -54,6 +54,9 @@ export interface Instance {
   /** Everything the process printed so far. */
   output(): string;
   kill(signal: NodeJS.Signals): Promise<number | null>;
+  /** SIGSTOP / SIGCONT: an instance that stalls (a long pause, a partition) and comes back. */
+  pause(): void;
+  resume(): void;
 }
 
 export interface InstanceOptions {
@@ -90,6 +93,8 @@ export async function startInstance(o: InstanceOptions): Promise<Instance> {
     id: o.id,
     url,
     output: () => server.output(),
+    pause: () => process.kill(-server.pid, 'SIGSTOP'),
+    resume: () => process.kill(-server.pid, 'SIGCONT'),
     async kill(signal) {
       const code = await server.kill(signal);
       rmSync(dir, { recursive: true, force: true });
