@@ -53,6 +53,8 @@ export class MessagingService implements OnModuleInit {
   private readonly logger = new Logger('Messaging');
   readonly mailbox: Mailbox;
   private readonly waiters = new Map<string, ((r: Settled) => void)[]>();
+  /** Per agent, the messages being stored here: counted against the queue's bound before they are. */
+  private readonly admitting = new Map<string, number>();
   /**
    * Runs queued by this process. The next one of an agent is kept as stored, so processing does not read
    * it back; those queued behind it are kept by their ids only and read when their turn comes: a run holds
@@ -179,32 +181,40 @@ export class MessagingService implements OnModuleInit {
         { request_id: first.request_id, tool_call_id: first.tool_call_id, run_id: parked.id },
       );
     }
-    await this.assertQueueRoom(agentId);
-    const run = this.newRun(tenantId, agentId, req.conversationId, this.ids.snowflake(), {
-      kind: 'message',
-      mode,
-      messages: req.messages,
-      max_steps: req.maxSteps,
-      budgets: req.budgets,
-      ...(req.streamTokens ? { stream_tokens: true } : {}),
-      ...(req.clientTools.length ? { client_tools: req.clientTools } : {}),
-      ...(req.callbackUrl ? { callback_url: req.callbackUrl } : {}),
-    });
-    await this.repo.insertRun(run);
-    beforeQueue?.(run);
-    this.enqueue(run, false);
-    return run;
+    const admitted = await this.admitToQueue(agentId);
+    try {
+      const run = this.newRun(tenantId, agentId, req.conversationId, this.ids.snowflake(), {
+        kind: 'message',
+        mode,
+        messages: req.messages,
+        max_steps: req.maxSteps,
+        budgets: req.budgets,
+        ...(req.streamTokens ? { stream_tokens: true } : {}),
+        ...(req.clientTools.length ? { client_tools: req.clientTools } : {}),
+        ...(req.callbackUrl ? { callback_url: req.callbackUrl } : {}),
+      });
+      await this.repo.insertRun(run);
+      beforeQueue?.(run);
+      this.enqueue(run, false);
+      return run;
+    } finally {
+      admitted();
+    }
   }
 
   /**
    * 429 RUN_QUEUE_FULL once the agent has `processing.max_queued_runs` messages waiting for their turn:
-   * counted in memory where this instance processes the agent, else in the database.
+   * counted in memory where this instance processes the agent, else in the database, plus the ones this
+   * instance is storing. Answers the release of the place taken, once the run is stored and queued.
+   * (Sends to several instances at once may pass the bound by the few each is storing.)
    */
-  private async assertQueueRoom(agentId: string): Promise<void> {
+  private async admitToQueue(agentId: string): Promise<() => void> {
     const max = this.config.processing.max_queued_runs;
-    const queued = this.leases.holds(agentId)
+    const stored = this.leases.holds(agentId)
       ? this.mailbox.waiting(agentId)
       : await this.repo.countQueuedRuns(agentId);
+    // with the runs this instance is storing: concurrent sends are each counted before any is stored
+    const queued = stored + (this.admitting.get(agentId) ?? 0);
     if (queued >= max)
       throw new DomainError(
         'too_many_requests',
@@ -212,6 +222,12 @@ export class MessagingService implements OnModuleInit {
         `agent ${agentId} has ${queued} messages waiting for their turn (processing.max_queued_runs is ${max}); send again once one has started`,
         { max_queued_runs: max, queued },
       );
+    this.admitting.set(agentId, (this.admitting.get(agentId) ?? 0) + 1);
+    return () => {
+      const n = this.admitting.get(agentId)! - 1;
+      if (n > 0) this.admitting.set(agentId, n);
+      else this.admitting.delete(agentId);
+    };
   }
 
   /** Resolves when the run has ended (at once when it already has). */

@@ -67,4 +67,23 @@ describe('the queue of messages behind a running batch', () => {
     fake.push({ content: 'fifth done' });
     expect((await api(t, 'POST', `/v1/agents/${id}/messages`, say('fifth'))).status).toBe(200);
   });
+
+  it('concurrent sends behind a running batch: each is counted before any is stored, never past the bound', async () => {
+    const id = await createAgent(t, fake, { include_base_tools: false });
+    fake.push({ content: 'busy', delayMs: 1500 });
+    const first = await api(t, 'POST', `/v1/agents/${id}/messages/async`, say('busy'));
+    await fake.waitForRequests(1);
+    for (let i = 0; i < 4; i++) fake.push({ content: `done ${i}` });
+    const burst = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        api(t, 'POST', `/v1/agents/${id}/messages/async`, say(`burst ${i}`)),
+      ),
+    );
+    const accepted = burst.filter((r) => r.status === 202);
+    expect(accepted).toHaveLength(2);
+    expect(burst.filter((r) => r.status === 429)).toHaveLength(10);
+    for (const run of [first, ...accepted])
+      while (!['completed', 'failed', 'cancelled'].includes(await status(run.body.id)))
+        await new Promise((r) => setTimeout(r, 20));
+  });
 });
