@@ -6,10 +6,13 @@ import type { Logger as Pino } from 'pino';
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 /** Probes that would drown the log at info. */
 const QUIET = /^\/(v1\/health|metrics)(\/|$)/;
+/** Paths whose last segment is a credential (a webhook's one-time decision URL). */
+const CREDENTIAL_PATH = /^(\/v1\/webhooks\/decisions\/)[^/]+/;
 
 /**
  * One line per request when its response is finished: request id (also sent back as `x-request-id`),
- * method, path (the query string left out: it may carry values), status, duration, tenant.
+ * method, path (the query string left out: it may carry values; a decision URL's token redacted),
+ * status, duration, tenant.
  */
 export function requestLog(pino: Pino) {
   return (req: Request, res: Response, next: NextFunction): void => {
@@ -18,7 +21,7 @@ export function requestLog(pino: Pino) {
     res.setHeader('x-request-id', id);
     const started = process.hrtime.bigint();
     res.on('finish', () => {
-      const path = req.originalUrl.split('?')[0];
+      const path = req.originalUrl.split('?')[0].replace(CREDENTIAL_PATH, '$1[redacted]');
       const line = {
         req_id: id,
         method: req.method,

@@ -212,6 +212,13 @@ describe('observability: the log of a real server process', () => {
         tenant: 'default',
       });
       expect(server.output()).not.toContain('sk-operator-secret-123');
+      // a decision URL's token is its credential: the line names the route, not the token
+      await post('/v1/webhooks/decisions/token-that-must-not-be-logged', {});
+      const decision = await waitFor(
+        (l) => l.msg === 'request' && String(l.path).startsWith('/v1/webhooks/decisions/'),
+      );
+      expect(decision.path).toBe('/v1/webhooks/decisions/[redacted]');
+      expect(server.output()).not.toContain('token-that-must-not-be-logged');
       expect(out()).not.toContain('Mapped {'); // route chatter is debug
     } finally {
       await server.kill('SIGTERM');
