@@ -14,7 +14,9 @@ import { Transactor } from './transactor';
   imports: [
     TypeOrmModule.forRootAsync({
       inject: [APP_CONFIG],
-      useFactory: (config: AppConfig) => dataSourceOptions(config),
+      // no retries: a database that cannot be opened at boot (in use, unreachable, a bad URL) ends the
+      // boot with one line and exit 1 at once; a supervisor restarts the server
+      useFactory: (config: AppConfig) => ({ ...dataSourceOptions(config), retryAttempts: 0 }),
       // Migrations run here, before any module reads a table, under a lock (see open-database.ts).
       dataSourceFactory: (options) => openDatabase(options!),
     }),

@@ -1,15 +1,17 @@
-import { closeSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, realpathSync, unlinkSync, writeSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 
 /** What holds a SQLite file in this process: one lock file, shared by the apps of this process. */
 const held = new Map<string, number>();
 
 /**
  * SQLite is for one process: a second server on the same file would corrupt what the first keeps in
- * memory (sequence counters, caches), so it refuses to start. The lock is a file beside the database
- * holding the owner's pid, created exclusively; one left by a dead process (kill -9) is taken over.
+ * memory (sequence counters, caches), so it refuses to start. The lock is a file beside the database (by
+ * its real path) holding the owner's pid, created exclusively; one left by a dead process (kill -9) is
+ * taken over.
  */
 export function lockSqliteFile(dbPath: string): () => void {
-  const lockPath = `${dbPath}.lock`;
+  const lockPath = `${realPath(dbPath)}.lock`;
   const count = held.get(lockPath);
   if (count !== undefined) {
     held.set(lockPath, count + 1);
@@ -30,6 +32,22 @@ export function lockSqliteFile(dbPath: string): () => void {
       // already gone
     }
   };
+}
+
+/**
+ * The file's one name, so that a second server reaching it through a symbolic link (or a link to its
+ * folder) meets the same lock: the file's real path, or its folder's when it does not exist yet.
+ */
+function realPath(dbPath: string): string {
+  try {
+    return realpathSync(dbPath);
+  } catch {
+    try {
+      return join(realpathSync(dirname(dbPath)), basename(dbPath));
+    } catch {
+      return dbPath;
+    }
+  }
 }
 
 function createLock(lockPath: string, dbPath: string): void {

@@ -1,4 +1,4 @@
-import { rmSync, writeFileSync } from 'node:fs';
+import { rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { startApp } from '../support/app-harness';
 import { spawnServer } from '../support/server-process';
@@ -40,6 +40,14 @@ describe('SQLite: one process per database file', () => {
         const second = await bootSecondProcess(file, t.dir);
         expect(second.code).toBe(1);
         expect(second.err).toContain(`is in use by another server process (pid ${process.pid})`);
+        // the same file through a link to its folder: the same lock
+        const link = path.join(t.dir, 'linked');
+        symlinkSync(path.dirname(file), link);
+        const linked = await bootSecondProcess(path.join(link, path.basename(file)), t.dir);
+        expect(linked.code).toBe(1);
+        expect(linked.err).toContain('is in use by another server process');
+        // one line, no retries
+        expect(linked.err).not.toContain('Retrying');
         // the first one is undisturbed
         expect((await fetch(`${t.baseUrl}/v1/health`)).status).toBe(200);
       } finally {
