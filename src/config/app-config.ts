@@ -7,6 +7,9 @@ import { unknownKeyMessage } from '../core/did-you-mean';
 import type { InputLimits } from '../core/limits';
 import { isHostPattern } from '../core/net/host-policy';
 
+/** The longest timer setting: Node's timers hold at most ~24.8 days, and a longer delay fires at once. */
+const DAY_SECONDS = 86_400;
+
 /** The whole configuration, validated once at boot. Nothing else reads process.env. */
 export interface AppConfig {
   server: { host: string; port: number; body_limit_bytes: number; json_max_depth: number };
@@ -411,6 +414,14 @@ function validate(
     }
     return v;
   };
+  const httpUrl = (key: string): string => {
+    const v = str(key);
+    if (v !== '' && (!/^https?:\/\/[^/\s]/.test(v) || !parsesAsUrl(v))) {
+      fail(key, `must be an http:// or https:// URL, got ${JSON.stringify(v)}`);
+      return '';
+    }
+    return v;
+  };
 
   const stringList = (key: string): string[] => {
     const v = get(key);
@@ -462,7 +473,7 @@ function validate(
   if (tracingExporter === 'otlp' && !otlpEndpoint)
     fail('observability.tracing.otlp_endpoint', 'is required when the tracing exporter is otlp');
   const url = str('database.url', true);
-  if (url !== null && url !== '' && !/^postgres(ql)?:\/\//.test(url)) {
+  if (url !== null && url !== '' && (!/^postgres(ql)?:\/\//.test(url) || !parsesAsUrl(url))) {
     fail('database.url', 'must be a postgres:// URL, or unset for SQLite');
   }
   const keys = get('auth.api_keys');
@@ -478,7 +489,16 @@ function validate(
       fail(`auth.api_keys[${i}]`, 'must be {key, tenant} with non-empty strings');
       return [];
     }
+    const extra = Object.keys(k).filter((f) => f !== 'key' && f !== 'tenant');
+    if (extra.length)
+      fail(`auth.api_keys[${i}].${extra[0]}`, 'unknown field; expected key, tenant');
     return [{ key: k.key, tenant: k.tenant }];
+  });
+  // a key given twice would reach only its first tenant
+  const seenKeys = new Set<string>();
+  apiKeys.forEach((k, i) => {
+    if (seenKeys.has(k.key)) fail(`auth.api_keys[${i}]`, 'repeats a key given before it');
+    seenKeys.add(k.key);
   });
 
   const config: AppConfig = {
@@ -532,10 +552,10 @@ function validate(
       stdio: { allowed_commands: stringList('mcp.stdio.allowed_commands') },
     },
     tool_executor: {
-      tool_timeout_seconds: int('tool_executor.tool_timeout_seconds', 1),
+      tool_timeout_seconds: int('tool_executor.tool_timeout_seconds', 1, DAY_SECONDS),
       consent_timeout_seconds: int('tool_executor.consent_timeout_seconds', 1),
       dedupe_window_seconds: int('tool_executor.dedupe_window_seconds', 0),
-      prune_interval_seconds: int('tool_executor.prune_interval_seconds', 1),
+      prune_interval_seconds: int('tool_executor.prune_interval_seconds', 1, DAY_SECONDS),
       batch_state_ttl_seconds: int('tool_executor.batch_state_ttl_seconds', 1),
       cache_max_entries: int('tool_executor.cache_max_entries', 10),
       cache_max_bytes: int('tool_executor.cache_max_bytes', 1024, 1_000_000_000_000),
@@ -543,7 +563,7 @@ function validate(
     processing: {
       default_max_steps: int('processing.default_max_steps', 1, 10000),
       max_tokens_per_batch: int('processing.max_tokens_per_batch', 0),
-      max_batch_seconds: int('processing.max_batch_seconds', 1),
+      max_batch_seconds: int('processing.max_batch_seconds', 1, DAY_SECONDS),
       max_reminders: int('processing.max_reminders', 0, 100),
       shutdown_grace_seconds: int('processing.shutdown_grace_seconds', 0, 3600),
       max_client_tools: int('processing.max_client_tools', 0, 1000),
@@ -561,8 +581,8 @@ function validate(
     models: {
       openai: {
         api_key: str('models.openai.api_key', true),
-        base_url: str('models.openai.base_url'),
-        timeout_seconds: int('models.openai.timeout_seconds', 1),
+        base_url: httpUrl('models.openai.base_url'),
+        timeout_seconds: int('models.openai.timeout_seconds', 1, 3600),
         max_retries: int('models.openai.max_retries', 0, 10),
         vision_models: list('models.openai.vision_models').length
           ? stringList('models.openai.vision_models')
@@ -652,8 +672,21 @@ function validate(
   };
   for (const name of config.tools.http.env_allowlist)
     if (secrets[name] !== undefined) config.secrets_env[name] = secrets[name];
+  if (config.webhooks.secret_min_length > config.webhooks.secret_max_length)
+    fail('webhooks.secret_min_length', 'must not be above webhooks.secret_max_length');
   if (problems.length > 0) throw ConfigError.of(problems);
   return config;
+}
+
+/** A URL, with its escapes whole (a driver decodes the user and password: `%zz` fails there). */
+function parsesAsUrl(v: string): boolean {
+  try {
+    new URL(v);
+    decodeURIComponent(v);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 function publicUrl(v: string | null): string | null {

@@ -438,8 +438,10 @@ function validateExecutorSettings(
     if (v === undefined || v === null) continue;
     // A dedupe window of 0 turns default dedupe off; timeouts must be positive.
     const min = k === 'dedupe_window_seconds' ? 0 : 1;
-    if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > 31_536_000)
-      bad(`tool_executor.${k}`, `must be a whole number of seconds, ${min} or more`);
+    // a tool's timeout is a timer (a day at most); the others are windows (a year)
+    const max = k === 'tool_timeout_seconds' ? 86_400 : 31_536_000;
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max)
+      bad(`tool_executor.${k}`, `must be a whole number of seconds from ${min} to ${max}`);
     else out[k] = v;
   }
   return out;

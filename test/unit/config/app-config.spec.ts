@@ -37,6 +37,9 @@ describe('loadConfig', () => {
     [{ DATABASE_URL: 'mysql://x' }, 'database.url'],
     [{ API_KEYS: 'nocolon' }, 'API_KEYS'],
     [{ CONFIG_FILE: '/nonexistent.yaml' }, 'CONFIG_FILE'],
+    [{ DATABASE_URL: 'postgres://%zz' }, 'database.url'],
+    [{ OPENAI_BASE_URL: 'notaurl' }, 'models.openai.base_url'],
+    [{ API_KEYS: 'k1:a,k1:b' }, 'auth.api_keys[1]'],
   ])('rejects %j naming %s', (env, key) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     try {
@@ -45,6 +48,41 @@ describe('loadConfig', () => {
       expect((e as ConfigError).key).toBe(key);
       expect((e as Error).message).toContain(key);
     }
+  });
+
+  it.each<[string, Record<string, unknown>, RegExp]>([
+    [
+      'a batch timer past a day',
+      { processing: { max_batch_seconds: 3_000_000 } },
+      /max_batch_seconds/,
+    ],
+    [
+      'a prune timer past a day',
+      { tool_executor: { prune_interval_seconds: 3_000_000 } },
+      /prune_interval_seconds/,
+    ],
+    [
+      'a tool timer past a day',
+      { tool_executor: { tool_timeout_seconds: 90_000 } },
+      /tool_timeout_seconds/,
+    ],
+    [
+      'a model timeout past an hour',
+      { models: { openai: { timeout_seconds: 3_601 } } },
+      /models\.openai\.timeout_seconds/,
+    ],
+    [
+      'an unknown API key field',
+      { auth: { api_keys: [{ key: 'k', tenant: 't', role: 'admin' }] } },
+      /auth\.api_keys\[0\]\.role/,
+    ],
+    [
+      'secret bounds crossed',
+      { webhooks: { secret_min_length: 200, secret_max_length: 20 } },
+      /webhooks\.secret_min_length/,
+    ],
+  ])('rejects %s', (_what, file, message) => {
+    expect(() => loadConfig({}, file)).toThrow(message);
   });
 
   const provider = (over: Record<string, unknown>) => ({
