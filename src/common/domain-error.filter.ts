@@ -75,10 +75,12 @@ export class DomainErrorFilter implements ExceptionFilter {
     const res = host.switchToHttp().getResponse<Response>();
     const { status, body } = toErrorBody(exception);
     // An upstream that failed (bad_gateway) is the upstream's problem, answered plainly; not our error,
-    // nor is a feature this server does not have (not_implemented).
+    // nor is a feature this server does not have (not_implemented), nor a shutdown under way (unavailable).
     const plain =
       exception instanceof DomainError &&
-      (exception.kind === 'bad_gateway' || exception.kind === 'not_implemented');
+      (exception.kind === 'bad_gateway' ||
+        exception.kind === 'not_implemented' ||
+        exception.kind === 'unavailable');
     if (status >= 500 && !plain)
       this.logger.error(exception instanceof Error ? exception.stack : String(exception));
     if (res.headersSent) {

@@ -327,6 +327,7 @@ export function describe(e: unknown): string {
   // an SDK error comes from a connection, so the SDK is loaded
   if (sdk && e instanceof sdk.McpError && e.code === (sdk.ErrorCode.ConnectionClosed as number))
     return 'the server closed the connection';
+  // the SDK's schema errors are a JSON list over several lines: kept whole, on one line
   const msg = e instanceof Error ? e.message : String(e);
-  return msg.split('\n')[0].slice(0, 500);
+  return msg.replace(/\s+/g, ' ').trim().slice(0, 500);
 }

@@ -1,4 +1,4 @@
-import { Injectable, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import { Injectable, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Subscription } from 'rxjs';
@@ -14,7 +14,7 @@ import { ObservabilityRepository } from './observability.repository';
  * consent, mailbox depth) are read from the database when scraped.
  */
 @Injectable()
-export class MetricsService implements OnModuleInit, OnModuleDestroy {
+export class MetricsService implements OnModuleInit, OnApplicationShutdown {
   readonly registry = new Registry();
   private readonly runs = new Counter({
     name: 'agent_runs_total',
@@ -151,7 +151,7 @@ export class MetricsService implements OnModuleInit, OnModuleDestroy {
     );
   }
 
-  onModuleDestroy(): void {
+  onApplicationShutdown(): void {
     this.subscription?.unsubscribe();
     this.unsubscribe.forEach((u) => u());
   }

@@ -1,4 +1,4 @@
-import { Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import { Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import type { Subscription } from 'rxjs';
 import { RunEventsBus } from '../common/run-events';
 
@@ -10,7 +10,7 @@ const MAX_OPEN = 10_000;
  * (so an `llm_api_error` is explained in the log, not only in GET /v1/runs/{id}).
  */
 @Injectable()
-export class RunLogService implements OnModuleInit, OnModuleDestroy {
+export class RunLogService implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger('Runs');
   private readonly started = new Map<string, number>();
   private subscription: Subscription | null = null;
@@ -45,7 +45,8 @@ export class RunLogService implements OnModuleInit, OnModuleDestroy {
     });
   }
 
-  onModuleDestroy(): void {
+  // not at module destroy: the runs that end while the shutdown waits for them are logged too
+  onApplicationShutdown(): void {
     this.subscription?.unsubscribe();
   }
 }

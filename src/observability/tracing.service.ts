@@ -1,4 +1,4 @@
-import { Inject, Injectable, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { context, Span, SpanStatusCode, trace, Tracer } from '@opentelemetry/api';
 import type {
   BasicTracerProvider,
@@ -23,7 +23,7 @@ interface OpenRun {
  * spans in `exporter` (tests).
  */
 @Injectable()
-export class TracingService implements OnModuleInit, OnModuleDestroy {
+export class TracingService implements OnModuleInit, OnApplicationShutdown {
   private provider: BasicTracerProvider | null = null;
   private tracer: Tracer | null = null;
   /** Set with the `memory` exporter. */
@@ -62,7 +62,7 @@ export class TracingService implements OnModuleInit, OnModuleDestroy {
     this.subscription = this.bus.local$.subscribe((e) => this.onEvent(e));
   }
 
-  async onModuleDestroy(): Promise<void> {
+  async onApplicationShutdown(): Promise<void> {
     this.subscription?.unsubscribe();
     for (const r of this.runs.values()) {
       r.step?.end();

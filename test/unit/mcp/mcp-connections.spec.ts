@@ -1,5 +1,9 @@
 import { loadConfig } from '../../../src/config/app-config';
-import { McpConnections, McpEndpoint } from '../../../src/mcp/mcp-connections';
+import {
+  describe as describeError,
+  McpConnections,
+  McpEndpoint,
+} from '../../../src/mcp/mcp-connections';
 import { stdioServerScript } from '../../support/mcp-test-server';
 
 /**
@@ -82,4 +86,12 @@ describe('McpConnections', () => {
     await pool.forget('dying'); // a changed declaration starts afresh
     await expect(fails()).rejects.toThrow(/could not connect/);
   });
+});
+
+test('an error of several lines (the SDK’s schema errors) reads on one line, whole', () => {
+  const schemaError = new Error(
+    '[\n  {\n    "code": "invalid_type",\n    "path": ["result"]\n  }\n]',
+  );
+  expect(describeError(schemaError)).toBe('[ { "code": "invalid_type", "path": ["result"] } ]');
+  expect(describeError(new Error('x'.repeat(600)))).toHaveLength(500);
 });
