@@ -121,12 +121,14 @@ export function App() {
   }, []);
   useEffect(() => {
     if (auth !== 'open' && auth !== 'key') return;
+    s.reset();
     void s.loadAgents().catch(() => undefined);
     const off = live.onState(setState);
     live.start();
     return () => {
       off();
       live.stop();
+      s.reset();
     };
   }, [auth]);
 

@@ -61,6 +61,15 @@ export function ConsentDialog({ request: r, onClose }: Props) {
   );
   const { schema, problems } = toSchema(conditions, kinds);
   const expired = Date.parse(r.expires_at) <= now;
+  const refused = store.refused.get(r.id);
+
+  // the server refused the decision sent over the WebSocket: say why here, and let the person answer again
+  useEffect(() => {
+    if (refused === undefined) return;
+    store.refused.delete(r.id);
+    setError(refused);
+    setBusy(false);
+  }, [refused]);
 
   useEffect(() => {
     const d = ref.current;

@@ -38,7 +38,11 @@ class Store {
   /** The request whose dialog is open (from the inbox or the chat timeline). */
   openId: string | null = null;
   notices: Notice[] = [];
+  /** Why the server refused a decision sent for a request (its error frame's `ref`), for its dialog. */
+  readonly refused = new Map<string, string>();
   private seq = 0;
+  /** Bumped by `reset`: an answer for the session before it is dropped. */
+  private generation = 0;
   private readonly listeners = new Set<() => void>();
 
   constructor() {
@@ -53,8 +57,20 @@ class Store {
         this.emit();
       } else if (f.type === 'consent.resolved') {
         this.apply(f);
+      } else if (f.type === 'subscribed') {
+        // a (re)subscription redelivers every request still pending: those decided meanwhile go
+        this.pending.clear();
+        this.emit();
       } else if (f.type === 'error' && f.code === 'ALREADY_RESOLVED') {
+        if (f.ref) {
+          this.pending.delete(f.ref);
+          if (this.openId === f.ref) this.openId = null;
+        }
         this.notice('warn', `Too late: ${f.message}`);
+      } else if (f.type === 'error' && f.ref && f.ref === this.openId) {
+        // the open dialog shows it, and lets the person answer again
+        this.refused.set(f.ref, `${f.code}: ${f.message}`);
+        this.emit();
       } else if (f.type === 'error') {
         this.notice('error', `${f.code}: ${f.message}`);
       }
@@ -89,6 +105,19 @@ class Store {
     });
   }
 
+  /** Forgets the session's state (signing out, another key): nothing of one tenant is shown to the next. */
+  reset(): void {
+    this.generation++;
+    this.pending.clear();
+    this.resolved.clear();
+    this.refused.clear();
+    this.agents = null;
+    this.loading = null;
+    this.openId = null;
+    this.notices = [];
+    this.emit();
+  }
+
   open(id: string | null): void {
     this.openId = id;
     this.emit();
@@ -119,16 +148,18 @@ class Store {
 
   /** The tenant's agents (one request at a time however many callers ask). */
   loadAgents(): Promise<Agent[]> {
-    this.loading ??= api<Agent[]>('GET', '/v1/agents/?limit=1000')
+    const generation = this.generation;
+    const loading = (this.loading ??= api<Agent[]>('GET', '/v1/agents/?limit=1000')
       .then((agents) => {
+        if (generation !== this.generation) return agents; // asked for before a reset
         this.agents = agents;
         this.emit();
         return agents;
       })
       .finally(() => {
-        this.loading = null;
-      });
-    return this.loading;
+        if (this.loading === loading) this.loading = null;
+      }));
+    return loading;
   }
 
   agentName(id: string): string {

@@ -213,6 +213,74 @@ describeBrowser('web console at /console/ (Chromium)', () => {
     }
   });
 
+  it('signing out and in with another tenant’s key in the same tab shows nothing of the first tenant', async () => {
+    const keyed = await startApp({
+      overrides: {
+        auth: {
+          api_keys: [
+            { key: 'sk-tenant-a', tenant: 'tenant-a' },
+            { key: 'sk-tenant-b', tenant: 'tenant-b' },
+          ],
+        },
+      },
+    });
+    try {
+      const tool = await api(
+        keyed,
+        'POST',
+        '/v1/tools/',
+        {
+          name: 'transfer',
+          safety: 'side_effecting',
+          kind: 'http',
+          parameters: { type: 'object', properties: { to: { type: 'string' } } },
+          http: { url: `${tools.url}/transfer`, method: 'POST' },
+        },
+        'sk-tenant-a',
+      );
+      expect(tool.status).toBe(200);
+      const agent = await api(
+        keyed,
+        'POST',
+        '/v1/agents/',
+        {
+          name: 'a-secret-agent',
+          tools: ['transfer'],
+          include_base_tools: false,
+          tool_rules: [{ type: 'requires_approval', tool_name: 'transfer' }],
+          model_script: [{ tool_calls: [{ name: 'transfer', arguments: { to: 'a-only@x' } }] }],
+        },
+        'sk-tenant-a',
+      );
+      await api(
+        keyed,
+        'POST',
+        `/v1/agents/${agent.body.id}/messages`,
+        { messages: [{ role: 'user', content: 'go' }] },
+        'sk-tenant-a',
+      );
+      const ctx = await browser.newContext();
+      ctx.setDefaultTimeout(10_000);
+      contexts.push(ctx);
+      const page = await ctx.newPage();
+      await page.goto(`${keyed.baseUrl}/console/`);
+      const signIn = async (key: string) => {
+        await page.getByLabel('API key').fill(key);
+        await page.getByRole('button', { name: 'Sign in' }).click();
+        await page.getByText('Live', { exact: true }).waitFor();
+      };
+      await signIn('sk-tenant-a');
+      await page.getByRole('button', { name: 'Review transfer request' }).waitFor();
+      await page.getByRole('button', { name: 'Sign out' }).click();
+      await signIn('sk-tenant-b');
+      await page.getByText('Nothing waiting').waitFor();
+      expect(await page.content()).not.toContain('a-only@x');
+      expect(await page.getByRole('button', { name: 'Review transfer request' }).count()).toBe(0);
+    } finally {
+      await keyed.close();
+    }
+  });
+
   it('a request parked by the model appears in the inbox without reload', async () => {
     const agent = await anAgent('billing');
     const page = await open('#/inbox');
