@@ -824,8 +824,6 @@ function clientToolDefinition(t: ClientToolSpec): ToolDefinition {
   return { ...t, safety: 'side_effecting', kind: 'client' };
 }
 
-/** A parked call refused without asking the executor (the run was cancelled while it waited). */
-/** What observability needs of an outcome (the return text and arguments stay out of metrics and logs). */
 /** A call of a turn as the loop decides on it; `withReturn` keeps its return (the turn's last call). */
 function turnCall(o: ToolOutcome, withReturn: boolean): TurnCall {
   return {
@@ -849,6 +847,7 @@ function mergeTurn(turn: TurnCall[], resolved: ToolOutcome[]): TurnCall[] {
   });
 }
 
+/** What observability needs of an outcome (the return text and arguments stay out of metrics and logs). */
 function outcomeFacts(o: ToolOutcome): ToolOutcomeFacts {
   return {
     tool_call_id: o.toolCallId,
@@ -862,6 +861,7 @@ function outcomeFacts(o: ToolOutcome): ToolOutcomeFacts {
   };
 }
 
+/** A parked call refused without asking the executor (the run was cancelled while it waited). */
 function deniedOutcome(c: ParkedCall, reason: string): ToolOutcome {
   return {
     toolCallId: c.tool_call_id,
