@@ -51,6 +51,19 @@ describe('messages: consent park and resume', () => {
 
   const runEnded = (runId: string) => waitForRun(t, runId);
 
+  /** Letta's in-band approval of one pending call; the continuation's answer. */
+  const approveInBand = async (id: string, toolCallId: string): Promise<any> =>
+    (
+      await api(t, 'POST', `/v1/agents/${id}/messages`, {
+        messages: [
+          {
+            type: 'approval',
+            approvals: [{ type: 'approval', tool_call_id: toolCallId, approve: true }],
+          },
+        ],
+      })
+    ).body;
+
   it('parks: run completed/requires_approval, pending_approval on the agent, 409 for a plain message', async () => {
     const id = await agent();
     const { res, toolCallId } = await park(id);
@@ -123,16 +136,7 @@ describe('messages: consent park and resume', () => {
     expect(parked.stop_reason.stop_reason).toBe('requires_approval');
     const toolCallId = parked.messages.at(-1).tool_call.tool_call_id as string;
     fake.push({ content: 'paid' });
-    const res = (
-      await api(t, 'POST', `/v1/agents/${id}/messages`, {
-        messages: [
-          {
-            type: 'approval',
-            approvals: [{ type: 'approval', tool_call_id: toolCallId, approve: true }],
-          },
-        ],
-      })
-    ).body;
+    const res = await approveInBand(id, toolCallId);
     expect(res.messages[1]).toMatchObject({ tool_call_id: toolCallId, status: 'success' });
     expect(tools.calls.map((c) => c.name)).toEqual(['lookup', 'pay']);
     expect(res.stop_reason.stop_reason).toBe('end_turn');
@@ -163,16 +167,7 @@ describe('messages: consent park and resume', () => {
       (m: any) => m.message_type === 'approval_request_message',
     ).tool_call.tool_call_id as string;
     const requests = fake.requests.length;
-    const res = (
-      await api(t, 'POST', `/v1/agents/${id}/messages`, {
-        messages: [
-          {
-            type: 'approval',
-            approvals: [{ type: 'approval', tool_call_id: toolCallId, approve: true }],
-          },
-        ],
-      })
-    ).body;
+    const res = await approveInBand(id, toolCallId);
     expect(types(res.messages)).toEqual(['approval_response_message', 'tool_return_message']);
     expect(res.stop_reason.stop_reason).toBe('tool_rule');
     expect(fake.requests).toHaveLength(requests);
