@@ -88,7 +88,17 @@ export class ConversationsController {
       ]);
     }
     const agentId = typeof query.agent_id === 'string' ? query.agent_id : undefined;
-    const rows = await this.conversations.list(tenant, { ...page, agentId, archived });
+    const search = query.summary_search;
+    if (search !== undefined && (typeof search !== 'string' || search.length > 200))
+      throw validationFailed([
+        { path: 'summary_search', message: 'must be a text of at most 200 characters' },
+      ]);
+    const rows = await this.conversations.list(tenant, {
+      ...page,
+      agentId,
+      archived,
+      ...(search ? { summarySearch: search } : {}),
+    });
     return rows.map(toLettaConversation);
   }
 

@@ -1,3 +1,4 @@
+import { containsPattern } from '../database/like-pattern';
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
@@ -9,6 +10,8 @@ export interface ConversationPage {
   limit: number;
   after?: string;
   order: 'asc' | 'desc';
+  /** Letta's `summary_search`: a case-insensitive part of the summary. */
+  summarySearch?: string;
 }
 
 /** Conversations' rows. */
@@ -51,6 +54,10 @@ export class ConversationsRepository {
       .createQueryBuilder('c')
       .where('c.tenant_id = :tenantId AND c.hidden = :hidden', { tenantId, hidden: false });
     if (page.agentId) qb.andWhere('c.agent_id = :agentId', { agentId: page.agentId });
+    if (page.summarySearch)
+      qb.andWhere("LOWER(c.summary) LIKE :like ESCAPE '\\'", {
+        like: containsPattern(page.summarySearch),
+      });
     if (page.archived !== 'all') {
       qb.andWhere('c.archived = :archived', { archived: page.archived === 'archived' });
     }

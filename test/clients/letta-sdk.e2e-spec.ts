@@ -176,6 +176,13 @@ describe('clients: the Letta SDK walk', () => {
     expect((await client.conversations.list({ agent_id: agentId })).map((c) => c.id)).toEqual([
       conv.id,
     ]);
+    const other = await client.conversations.create({ agent_id: agentId });
+    const bySummary = await client.conversations.list({
+      agent_id: agentId,
+      summary_search: 'CATS',
+    });
+    expect(bySummary.map((c) => c.id)).toEqual([conv.id]);
+    await client.conversations.delete(other.id);
 
     fake.push({ content: 'in the conversation' }, { content: 'in the default one' });
     const frames = await collect(
