@@ -1,7 +1,7 @@
-import { containsPattern } from '../database/like-pattern';
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
+import { containsPattern } from '../database/like-pattern';
 import { ConversationEntity } from './conversation.entity';
 
 export interface ConversationPage {

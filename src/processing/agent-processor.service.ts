@@ -389,10 +389,7 @@ export class AgentProcessor {
           maxReminders: this.config.processing.max_reminders,
         });
         if (decision.kind === 'end') return decision.stopReason;
-        if (decision.kind === 'remind')
-          await this.write(ctx, [
-            this.msg(ctx, 'user_message', { content: reminderText(decision.missing) }),
-          ]);
+        if (decision.kind === 'remind') await this.remind(ctx, decision.missing);
       }
     }
     throwIfAborted(ctx);
@@ -550,9 +547,7 @@ export class AgentProcessor {
           continue;
         case 'remind':
           reminders++;
-          await this.write(ctx, [
-            this.msg(ctx, 'user_message', { content: reminderText(decision.missing) }),
-          ]);
+          await this.remind(ctx, decision.missing);
           continue;
         case 'heartbeat':
           return { kind: 'heartbeat', toolName: decision.toolName };
@@ -560,6 +555,11 @@ export class AgentProcessor {
           return { kind: 'stop', reason: decision.stopReason };
       }
     }
+  }
+
+  /** The reminder naming the tools the rules require before the batch may end. */
+  private async remind(ctx: RunContext, missing: string[]): Promise<void> {
+    await this.write(ctx, [this.msg(ctx, 'user_message', { content: reminderText(missing) })]);
   }
 
   private checkBudgets(ctx: RunContext): void {

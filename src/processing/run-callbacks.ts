@@ -4,8 +4,8 @@ import type { AppConfig } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
 import { HostPolicy } from '../core/net/host-policy';
 import type { Clock } from '../core/ports';
-import { HostRefused, send } from '../tools/http-tool.invoker';
-import type { RunCallback, RunEntity } from './entities/run.entity';
+import { postOnce } from '../tools/http-tool.invoker';
+import type { RunEntity } from './entities/run.entity';
 import { ProcessingRepository } from './processing.repository';
 
 const MAX_ERROR_TEXT = 500;
@@ -56,28 +56,18 @@ export class RunCallbacks implements OnApplicationShutdown {
       completed_at: run.completed_at === null ? null : new Date(run.completed_at).toISOString(),
       metadata: run.error ? { error: run.error } : {},
     });
-    const out: RunCallback = { sent_at: this.clock.now(), status_code: null, error: null };
-    try {
-      const res = await send(
-        new URL(url),
-        'POST',
-        { 'content-type': 'application/json', 'user-agent': 'rulebound-callbacks/1' },
-        body,
-        AbortSignal.timeout(this.config.webhooks.request_timeout_seconds * 1000),
-        this.policy,
-      );
-      out.status_code = res.statusCode ?? 0;
-      res.destroy();
-      if (out.status_code < 200 || out.status_code >= 300)
-        out.error = `the target answered HTTP ${out.status_code}`;
-    } catch (e) {
-      const errno = (e as NodeJS.ErrnoException).code;
-      out.error = (
-        e instanceof HostRefused
-          ? `refused: ${e.message}`
-          : (errno ? `${errno}: ` : '') + (e instanceof Error ? e.message : String(e))
-      ).slice(0, MAX_ERROR_TEXT);
-    }
-    await this.repo.recordCallback(run.id, out);
+    const sentAt = this.clock.now();
+    const sent = await postOnce(
+      url,
+      { 'content-type': 'application/json', 'user-agent': 'rulebound-callbacks/1' },
+      body,
+      this.config.webhooks.request_timeout_seconds * 1000,
+      this.policy,
+    );
+    await this.repo.recordCallback(run.id, {
+      sent_at: sentAt,
+      status_code: sent.statusCode,
+      error: sent.error?.slice(0, MAX_ERROR_TEXT) ?? null,
+    });
   }
 }

@@ -47,6 +47,8 @@ export interface SendMessageLimits {
   /** A grant's `seconds` (limits.max_duration_seconds). */
   grants: Pick<InputLimits, 'max_duration_seconds'>;
   images: ImageLimits;
+  /** `callback_url`'s length (webhooks.url_max_length, as a webhook's target URL). */
+  maxUrlLength: number;
 }
 
 export const sendMessageLimits = (config: AppConfig): SendMessageLimits => ({
@@ -57,6 +59,7 @@ export const sendMessageLimits = (config: AppConfig): SendMessageLimits => ({
     maxImages: config.processing.max_images_per_message,
     maxImageBytes: config.processing.max_image_bytes,
   },
+  maxUrlLength: config.webhooks.url_max_length,
 });
 
 /** In-band grants are checked here, before anything is stored: the decision must not fail after a 200. */
@@ -243,8 +246,6 @@ export function parseView(q: Obj, problems: ValidationProblem[]): LettaView {
   return view;
 }
 
-const MAX_URL = 2048;
-
 function urlProtocol(u: string): string {
   try {
     return new URL(u).protocol;
@@ -363,8 +364,12 @@ export function parseSendMessage(
   const bad = (path: string, message: string) => problems.push({ path, message });
   if (body.callback_url !== undefined && body.callback_url !== null) {
     const u = body.callback_url;
-    if (typeof u !== 'string' || u.length > MAX_URL || !/^https?:$/.test(urlProtocol(u)))
-      bad('callback_url', `must be an http:// or https:// URL of at most ${MAX_URL} characters`);
+    const max = opts.limits.maxUrlLength;
+    if (typeof u !== 'string' || u.length > max || !/^https?:$/.test(urlProtocol(u)))
+      bad(
+        'callback_url',
+        `must be an http:// or https:// URL of at most ${max} characters (webhooks.url_max_length)`,
+      );
     else out.callbackUrl = u;
   }
   for (const k of BUDGET_FIELD_NAMES) {

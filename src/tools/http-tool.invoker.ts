@@ -157,6 +157,45 @@ export function send(
   });
 }
 
+/** What one `postOnce` got: the answer's status, why it failed as one line (null: a 2xx), refused by policy. */
+export interface PostOutcome {
+  statusCode: number | null;
+  error: string | null;
+  /** The operator's policy refused the host: no retry will do better. */
+  refused: boolean;
+}
+
+/**
+ * One POST whose answer nobody reads (a webhook delivery, a run's callback): no redirect is followed
+ * (http.request never does: it would send the body elsewhere), the answer's body is dropped.
+ */
+export async function postOnce(
+  url: string,
+  headers: Record<string, string>,
+  body: string,
+  timeoutMs: number,
+  policy: HostPolicy,
+): Promise<PostOutcome> {
+  try {
+    const target = new URL(url);
+    const res = await send(target, 'POST', headers, body, AbortSignal.timeout(timeoutMs), policy);
+    const statusCode = res.statusCode ?? 0;
+    res.destroy();
+    const ok = statusCode >= 200 && statusCode < 300;
+    return {
+      statusCode,
+      error: ok ? null : `the target answered HTTP ${statusCode}`,
+      refused: false,
+    };
+  } catch (e) {
+    if (e instanceof HostRefused)
+      return { statusCode: null, error: `refused: ${e.message}`, refused: true };
+    const errno = (e as NodeJS.ErrnoException).code;
+    const text = (errno ? `${errno}: ` : '') + (e instanceof Error ? e.message : String(e));
+    return { statusCode: null, error: text, refused: false };
+  }
+}
+
 /**
  * Why the policy refuses `url`'s host, resolved now (an IP literal as itself), or null: allowed, or a name
  * that does not resolve (each connection checks again). Registration-time checks use it.

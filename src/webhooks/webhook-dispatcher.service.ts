@@ -28,7 +28,7 @@ import type { ConsentRequestEntity } from '../permissions/consent.entities';
 import { toRequestFrame, toResolvedFrame } from '../permissions/consent.mappers';
 import { ConsentResolved, PermissionBrokerService } from '../permissions/permission-broker.service';
 import { SECRET_CIPHER, SecretCipher } from '../secrets/secret-cipher';
-import { HostRefused, send } from '../tools/http-tool.invoker';
+import { postOnce, type PostOutcome } from '../tools/http-tool.invoker';
 import {
   WebhookDecisionTokenEntity,
   WebhookDeliveryEntity,
@@ -231,16 +231,12 @@ export class WebhookDispatcher
     const s = this.config.webhooks;
     const webhook = await this.repo.findById(d.webhookId);
     if (!webhook) return; // deleted meanwhile: its deliveries went with it
-    let code: number | null = null;
-    let err: string | null = null;
-    let final = false;
     const ts = Math.floor(this.clock.now() / 1000);
+    let sent: PostOutcome;
     try {
       const secret = this.unseal(webhook);
-      // no redirect is followed (http.request never does): it would send the signed event elsewhere
-      const res = await send(
-        new URL(webhook.url),
-        'POST',
+      sent = await postOnce(
+        webhook.url,
         {
           'content-type': 'application/json',
           'user-agent': 'rulebound-webhooks/1',
@@ -249,21 +245,20 @@ export class WebhookDispatcher
           [SIGNATURE_HEADER]: signatureFor(secret, ts, d.body),
         },
         d.body,
-        AbortSignal.timeout(s.request_timeout_seconds * 1000),
+        s.request_timeout_seconds * 1000,
         this.policy,
       );
-      code = res.statusCode ?? 0;
-      res.destroy();
-      if (code < 200 || code >= 300) err = `the target answered HTTP ${code}`;
     } catch (e) {
-      // a refused host (the operator's policy) or an unreadable secret is no hiccup: no retry
-      final = e instanceof HostRefused || e instanceof SecretUnreadable;
-      const errno = (e as NodeJS.ErrnoException).code;
-      err =
-        e instanceof HostRefused
-          ? `refused: ${e.message}`
-          : (errno ? `${errno}: ` : '') + (e instanceof Error ? e.message : String(e));
+      // the secret did not unseal (postOnce answers every failure of its own)
+      sent = {
+        statusCode: null,
+        error: e instanceof Error ? e.message : String(e),
+        refused: e instanceof SecretUnreadable,
+      };
     }
+    const { statusCode: code, error: err } = sent;
+    // a refused host (the operator's policy) or an unreadable secret is no hiccup: no retry
+    const final = sent.refused;
     const attempts = d.attempts + 1;
     const now = this.clock.now();
     const delay =

@@ -289,6 +289,21 @@ describe('messages API', () => {
         callback_url: 'file:///etc/passwd',
       });
       expect([bad.status, bad.body.details.problems[0].path]).toEqual([400, 'callback_url']);
+      // a tenant aiming its callback at the cloud metadata address: refused by the outbound policy
+      fake.push({ content: 'again' });
+      const metadata = await client.agents.messages.createAsync(id, {
+        messages: [{ role: 'user', content: 'hi' }],
+        callback_url: 'http://169.254.169.254/latest/meta-data/',
+      });
+      let refused: any;
+      do {
+        await new Promise((r) => setTimeout(r, 10));
+        refused = await client.runs.retrieve(metadata.id);
+      } while (!refused.callback_sent_at);
+      expect(refused).toMatchObject({
+        callback_status_code: null,
+        callback_error: 'refused: 169.254.169.254 is denied by the outbound host policy',
+      });
     } finally {
       target.closeAllConnections();
       await new Promise((r) => target.close(r));

@@ -193,7 +193,8 @@ export class ToolExecutor {
 
   /**
    * Contiguous read_only calls run concurrently (checked and claimed one by one, in order, then run
-   * together, then recorded in order), a deduplicated tool once per group; any other call runs alone. One outcome per call, in order.
+   * together, then recorded in order), a deduplicated tool once per group; any other call runs alone.
+   * One outcome per call, in order.
    */
   async executeBatch(
     setup: AgentToolSetup,

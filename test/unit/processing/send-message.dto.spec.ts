@@ -6,6 +6,7 @@ const LIMITS = {
   maxClientToolBytes: 300,
   grants: { max_duration_seconds: 315_360_000 },
   images: { maxImages: 2, maxImageBytes: 64 },
+  maxUrlLength: 2048,
 };
 const say = { messages: [{ role: 'user', content: 'x' }] };
 
