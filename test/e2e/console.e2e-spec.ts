@@ -203,9 +203,10 @@ describeBrowser('web console at /console/ (Chromium)', () => {
       await page.getByRole('button', { name: 'Sign in' }).click();
       await page.getByRole('heading', { name: 'Consent inbox' }).waitFor();
       await page.evaluate('sessionStorage.setItem("rulebound.apiKey", "sk-revoked")');
-      // the next request uses it: navigate by the address (any background request may refuse the key
-      // first and take the navigation away, which must end the same way)
-      await page.evaluate('location.hash = "#/agents"');
+      // the next request uses it: navigate by the address to a page that always asks (the agents page
+      // may join the sign-in's agent list still loading with the good key; any background request may
+      // refuse the key first and take the navigation away, which must end the same way)
+      await page.evaluate('location.hash = "#/grants"');
       await page.getByRole('alert').getByText('That key was refused.').waitFor();
       expect(await page.evaluate('sessionStorage.getItem("rulebound.apiKey")')).toBeNull();
     } finally {
