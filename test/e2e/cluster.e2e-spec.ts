@@ -353,17 +353,25 @@ describe('scale-out: three instances on one PostgreSQL database', () => {
     const first = (await api(nodes[1], 'POST', `/v1/agents/${id}/messages/async`, say('first')))
       .body;
     await toolStarted;
-    nodes[1].pause();
+    // the instance running the tool is the lease holder: whichever took the agent when it woke
+    const c = new Client({ connectionString: db!.url });
+    await c.connect();
+    const lease = await c
+      .query<{ owner: string }>('SELECT owner FROM agent_leases WHERE agent_id = $1', [id])
+      .finally(() => c.end());
+    const stalled = nodes.find((n) => n.id === lease.rows[0].owner.split('/')[0])!;
+    const other = nodes.find((n) => n !== stalled)!;
+    stalled.pause();
     try {
-      const second = (await api(nodes[2], 'POST', `/v1/agents/${id}/messages/async`, say('second')))
+      const second = (await api(other, 'POST', `/v1/agents/${id}/messages/async`, say('second')))
         .body;
-      expect(await runEnded(nodes[2], first.id)).toMatchObject({ error: 'interrupted' });
-      expect(await runEnded(nodes[2], second.id)).toMatchObject({ stop_reason: 'end_turn' });
+      expect(await runEnded(other, first.id)).toMatchObject({ error: 'interrupted' });
+      expect(await runEnded(other, second.id)).toMatchObject({ stop_reason: 'end_turn' });
     } finally {
-      nodes[1].resume();
+      stalled.resume();
     }
     await sleep(LEASE_MS * 3); // the tool answers the stalled instance, which then tries to write
-    const history = (await api(nodes[2], 'GET', `/v1/agents/${id}/messages?order=asc&limit=100`))
+    const history = (await api(other, 'GET', `/v1/agents/${id}/messages?order=asc&limit=100`))
       .body as any[];
     const returns = history.filter((m) => m.message_type === 'tool_return_message');
     expect(returns.map((m) => m.tool_return)).toEqual([OUTCOME_UNKNOWN]);
@@ -374,7 +382,7 @@ describe('scale-out: three instances on one PostgreSQL database', () => {
     expect(seqs).toEqual([...seqs].sort((x, y) => x - y));
     expect(new Set(seqs).size).toBe(seqs.length);
     // the resumed instance serves again, without taking over what it lost
-    const again = await api(nodes[1], 'POST', `/v1/agents/${id}/messages`, say('third'));
+    const again = await api(stalled, 'POST', `/v1/agents/${id}/messages`, say('third'));
     expect(again.body.stop_reason.stop_reason).toBe('end_turn');
     fake.respond(null);
   }, 180_000);
