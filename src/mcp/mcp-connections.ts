@@ -4,7 +4,7 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { CLOCK } from '../common/clock';
 import { AppConfig } from '../config/app-config';
-import { APP_CONFIG } from '../config/config.module';
+import { APP_CONFIG, OUTBOUND_HOST_POLICY } from '../config/config.module';
 import type { ListedMcpTool } from '../core/mcp/mcp-tools';
 import type { Clock } from '../core/ports';
 import { APP_VERSION } from '../common/version';
@@ -92,15 +92,12 @@ export class McpConnections implements OnModuleInit, OnApplicationShutdown {
   private readonly failures = new Map<string, { count: number; at: number }>();
   private sweeper: NodeJS.Timeout | undefined;
   private toolsChanged: (serverId: string) => void = () => undefined;
-  /** The outbound policy of http tools (`tools.http.allowed_hosts` / `denied_hosts`) applies here too. */
-  private readonly policy: HostPolicy;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(OUTBOUND_HOST_POLICY) private readonly policy: HostPolicy,
     @Inject(CLOCK) private readonly clock: Clock,
-  ) {
-    this.policy = new HostPolicy(config.tools.http.allowed_hosts, config.tools.http.denied_hosts);
-  }
+  ) {}
 
   /** Called with a server's id when it sends `notifications/tools/list_changed`. */
   onToolsChanged(fn: (serverId: string) => void): void {

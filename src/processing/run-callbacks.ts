@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 import { CLOCK } from '../common/clock';
 import type { AppConfig } from '../config/app-config';
-import { APP_CONFIG } from '../config/config.module';
+import { APP_CONFIG, OUTBOUND_HOST_POLICY } from '../config/config.module';
 import { HostPolicy } from '../core/net/host-policy';
 import type { Clock } from '../core/ports';
 import { postOnce } from '../tools/http-tool.invoker';
@@ -20,16 +20,14 @@ const MAX_ERROR_TEXT = 500;
 @Injectable()
 export class RunCallbacks implements OnApplicationShutdown {
   private readonly logger = new Logger('RunCallbacks');
-  private readonly policy: HostPolicy;
   private readonly sending = new Set<Promise<void>>();
 
   constructor(
     private readonly repo: ProcessingRepository,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(OUTBOUND_HOST_POLICY) private readonly policy: HostPolicy,
     @Inject(CLOCK) private readonly clock: Clock,
-  ) {
-    this.policy = new HostPolicy(config.tools.http.allowed_hosts, config.tools.http.denied_hosts);
-  }
+  ) {}
 
   /** Calls the run's callback in the background (the run is as it ended). */
   send(run: RunEntity): void {

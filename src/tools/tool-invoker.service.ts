@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { CLOCK } from '../common/clock';
 import { AppConfig } from '../config/app-config';
-import { APP_CONFIG } from '../config/config.module';
+import { APP_CONFIG, OUTBOUND_HOST_POLICY } from '../config/config.module';
 import type { ToolInvoker } from '../core/executor/contracts';
 import type { Clock } from '../core/ports';
 import type { ToolDefinition } from '../core/tools/tool-definition';
@@ -22,6 +22,7 @@ export class ToolInvokerService implements ToolInvoker {
   constructor(
     private readonly builtins: BuiltinToolHandlers,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(OUTBOUND_HOST_POLICY) policy: HostPolicy,
     @Inject(CLOCK) private readonly clock: Clock,
     private readonly secrets: SecretsService,
   ) {
@@ -29,7 +30,7 @@ export class ToolInvokerService implements ToolInvoker {
     this.httpLimits = {
       maxResponseBytes: h.max_response_bytes,
       maxRedirects: h.max_redirects,
-      policy: new HostPolicy(h.allowed_hosts, h.denied_hosts),
+      policy,
     };
   }
 

@@ -14,7 +14,7 @@ import { CLOCK } from '../common/clock';
 import { ID_GENERATOR } from '../common/ids';
 import { RunEvent, RunEventsBus } from '../common/run-events';
 import { AppConfig } from '../config/app-config';
-import { APP_CONFIG } from '../config/config.module';
+import { APP_CONFIG, OUTBOUND_HOST_POLICY } from '../config/config.module';
 import { HostPolicy } from '../core/net/host-policy';
 import type { Clock, IdGenerator } from '../core/ports';
 import {
@@ -64,8 +64,6 @@ export class WebhookDispatcher
   private readonly storing = new Set<Promise<void>>();
   private lastPrune = 0;
   private stopped = false;
-  /** The http tools' outbound policy, applied to every attempt after DNS resolution. */
-  private readonly policy: HostPolicy;
 
   constructor(
     private readonly repo: WebhooksRepository,
@@ -73,12 +71,11 @@ export class WebhookDispatcher
     private readonly bus: RunEventsBus,
     private readonly http: HttpAdapterHost,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(OUTBOUND_HOST_POLICY) private readonly policy: HostPolicy,
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(ID_GENERATOR) private readonly ids: IdGenerator,
     @Inject(SECRET_CIPHER) private readonly cipher: SecretCipher | null,
-  ) {
-    this.policy = new HostPolicy(config.tools.http.allowed_hosts, config.tools.http.denied_hosts);
-  }
+  ) {}
 
   onModuleInit(): void {
     this.unsubscribe.push(

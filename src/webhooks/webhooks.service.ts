@@ -10,7 +10,7 @@ import {
 } from '../common/domain-error';
 import { ID_GENERATOR } from '../common/ids';
 import { AppConfig } from '../config/app-config';
-import { APP_CONFIG } from '../config/config.module';
+import { APP_CONFIG, OUTBOUND_HOST_POLICY } from '../config/config.module';
 import { HostPolicy } from '../core/net/host-policy';
 import type { Clock, IdGenerator } from '../core/ports';
 import { validateWebhookInput } from '../core/webhooks/webhook-rules';
@@ -30,19 +30,15 @@ export const hashToken = (token: string): string =>
 /** Webhooks of a tenant, and decisions that arrive through a webhook's one-time URL. */
 @Injectable()
 export class WebhooksService {
-  /** The http tools' outbound policy: a webhook is a tenant-chosen URL the server posts to. */
-  private readonly policy: HostPolicy;
-
   constructor(
     private readonly repo: WebhooksRepository,
     private readonly broker: PermissionBrokerService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(OUTBOUND_HOST_POLICY) private readonly policy: HostPolicy,
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(ID_GENERATOR) private readonly ids: IdGenerator,
     @Inject(SECRET_CIPHER) private readonly cipher: SecretCipher | null,
-  ) {
-    this.policy = new HostPolicy(config.tools.http.allowed_hosts, config.tools.http.denied_hosts);
-  }
+  ) {}
 
   /** The new webhook, and its signing secret in the clear: the only time it leaves the server. */
   async create(

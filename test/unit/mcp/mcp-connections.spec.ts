@@ -1,4 +1,5 @@
 import { loadConfig } from '../../../src/config/app-config';
+import { HostPolicy } from '../../../src/core/net/host-policy';
 import {
   describe as describeError,
   McpConnections,
@@ -45,7 +46,7 @@ describe('McpConnections', () => {
     script = stdioServerScript();
   });
   beforeEach(() => {
-    pool = new McpConnections(config, clock);
+    pool = new McpConnections(config, new HostPolicy([], []), clock);
   });
   afterEach(() => pool.onApplicationShutdown());
 
