@@ -174,15 +174,21 @@ export class ToolExecutor {
     return tools.length === 1 && idx.toolNames.length > 1 ? { tools, force: tools[0] } : { tools };
   }
 
+  /**
+   * `awaiting`: the tools of this turn's earlier calls that wait for a person's consent. They count
+   * toward max-count and exclusive groups as if they ran, so nobody is asked to approve a call the rules
+   * would refuse once approved.
+   */
   async execute(
     setup: AgentToolSetup,
     pass: PassState,
     call: ToolCallRequest,
     meta: ExecutionMeta,
+    awaiting: readonly string[] = [],
   ): Promise<ToolOutcome> {
     try {
       const idx = ruleIndexFor(setup);
-      const a = await this.admit(setup, idx, pass, call, meta);
+      const a = await this.admit(setup, idx, pass, call, meta, awaiting);
       if (a.outcome) return a.outcome;
       const result = await this.run(setup, a.admitted, meta);
       return await this.record(setup, idx, pass, a.admitted, result);
@@ -204,6 +210,11 @@ export class ToolExecutor {
   ): Promise<ToolOutcome[]> {
     const idx = ruleIndexFor(setup);
     const out: ToolOutcome[] = [];
+    const awaiting: string[] = [];
+    const push = (o: ToolOutcome) => {
+      out.push(o);
+      if (o.kind === 'consent_required') awaiting.push(o.toolName);
+    };
     let i = 0;
     while (i < calls.length) {
       let j = i;
@@ -220,7 +231,7 @@ export class ToolExecutor {
         j++;
       }
       if (j - i < 2) {
-        out.push(await this.execute(setup, pass, calls[i], meta));
+        push(await this.execute(setup, pass, calls[i], meta, awaiting));
         i++;
         continue;
       }
@@ -228,7 +239,9 @@ export class ToolExecutor {
       const admissions: Admission[] = [];
       for (const call of group) {
         try {
-          admissions.push(await this.admit(setup, idx, pass, call, meta));
+          const a = await this.admit(setup, idx, pass, call, meta, awaiting);
+          if (a.outcome?.kind === 'consent_required') awaiting.push(call.name);
+          admissions.push(a);
         } catch (e) {
           admissions.push({ outcome: internalFailure(call, e) });
         }
@@ -365,6 +378,7 @@ export class ToolExecutor {
     pass: PassState,
     call: ToolCallRequest,
     meta: ExecutionMeta,
+    awaiting: readonly string[],
   ): Promise<Admission> {
     const { store } = this.deps;
     const name = call.name;
@@ -424,6 +438,7 @@ export class ToolExecutor {
     // 2–4. pass rules, batch rules, cooldown
     const view = this.view(pass, pass.batch ?? (await this.loadBatch(pass)));
     view.now = now;
+    view.awaiting = awaiting;
     let v = checkPassRules(idx, name, view);
     if (v.allowed) v = checkBatchRules(idx, name, view);
     if (v.allowed && idx.cooldowns.has(name)) {

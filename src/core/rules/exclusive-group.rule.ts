@@ -11,17 +11,26 @@ export function groupKey(rule: ExclusiveGroupRule): string {
   return key;
 }
 
-/** exclusive_group (batch): the first tool of the group used in a batch claims it for the batch. */
+/**
+ * exclusive_group (batch): the first tool of the group used in a batch claims it for the batch; one that
+ * waits for consent in this turn holds the claim meanwhile.
+ */
 export function checkExclusiveGroup(
   rule: ExclusiveGroupRule,
   tool: string,
   view: RuleView,
 ): Verdict {
   const claimedBy = view.batch.exclusiveGroups[groupKey(rule)];
-  if (claimedBy === undefined || claimedBy === tool) return ALLOW;
+  const waiting =
+    claimedBy === undefined
+      ? view.awaiting?.find((t) => t !== tool && rule.tools.includes(t))
+      : undefined;
+  if (claimedBy === tool || (claimedBy === undefined && waiting === undefined)) return ALLOW;
   return deny(
     'RuleViolation',
-    `${tool} is exclusive with ${claimedBy}, which this batch already used (group ${groupKey(rule)})`,
+    waiting === undefined
+      ? `${tool} is exclusive with ${claimedBy}, which this batch already used (group ${groupKey(rule)})`
+      : `${tool} is exclusive with ${waiting}, which waits for consent in this batch (group ${groupKey(rule)})`,
     rule,
   );
 }

@@ -23,6 +23,8 @@ export interface RuleView {
   now: number;
   /** Last execution of the tool under check (cooldown), when loaded. */
   lastExecutionAt: number | null;
+  /** Tools of this turn's earlier calls that wait for consent (batch rules count them as used). */
+  awaiting?: readonly string[];
 }
 
 export type RuleOf<T extends ToolRule['type']> = Extract<ToolRule, { type: T }>;

@@ -313,6 +313,63 @@ describe('consent', () => {
   });
 });
 
+describe('calls of one turn that wait for consent count toward batch rules', () => {
+  const turn = (h: Harness, names: string[]) =>
+    h.executor.executeBatch(
+      h.setup,
+      h.pass,
+      names.map((name, i) => ({ toolCallId: `call-${i}`, name, arguments: { n: i } })),
+      h.meta(),
+    );
+
+  it.each<[string, ToolRule[], string[], string]>([
+    [
+      'max count: no request for a call past the limit',
+      [{ type: 'max_count_per_step', tool_name: 'a', max_count_limit: 2 }],
+      ['a', 'a', 'a'],
+      'pending pending RuleViolation',
+    ],
+    [
+      'exclusive group: a waiting tool holds the group',
+      [{ type: 'exclusive_group', tools: ['a', 'b'] }],
+      ['a', 'b', 'a'],
+      'pending RuleViolation pending',
+    ],
+  ])('%s', async (_s, extra, names, codes) => {
+    const h = new Harness(
+      aSetup([
+        { type: 'requires_consent', tool_name: 'a' },
+        { type: 'requires_consent', tool_name: 'b' },
+        ...extra,
+      ]),
+    );
+    h.consent.answer = (req) => ({ kind: 'pending', requestId: `req-${req.toolCallId}` });
+    const out = await turn(h, names);
+    expect(out.map(code).join(' ')).toBe(codes);
+    // only the calls that may run once approved asked anyone
+    expect(h.consent.requests).toHaveLength(
+      out.filter((o) => o.kind === 'consent_required').length,
+    );
+    expect(out.find((o) => o.kind === 'refused')!.returnValue).toMatch(
+      /waiting for consent|waits for consent/,
+    );
+  });
+
+  it('once approved, the waiting calls run: they no longer count against each other', async () => {
+    const h = new Harness(
+      aSetup([
+        { type: 'requires_consent', tool_name: 'a' },
+        { type: 'max_count_per_step', tool_name: 'a', max_count_limit: 2 },
+      ]),
+    );
+    h.consent.answer = (req) => ({ kind: 'pending', requestId: `req-${req.toolCallId}` });
+    expect((await turn(h, ['a', 'a'])).map(code)).toEqual(['pending', 'pending']);
+    h.consent.answer = (req) => ({ kind: 'approved', requestId: `req-${req.toolCallId}` });
+    expect((await turn(h, ['a', 'a'])).map(code)).toEqual(['ok', 'ok']);
+    expect((await turn(h, ['a'])).map(code)).toEqual(['RuleViolation']);
+  });
+});
+
 describe('consent for a direct run (grantsOnly: no one can be asked)', () => {
   it('asks for grants only; none covering it is consent_required with no request, never run', async () => {
     const h = new Harness(aSetup([{ type: 'requires_consent', tool_name: 'a' }]));
