@@ -85,6 +85,16 @@ describe('scale-out: three instances on one PostgreSQL database', () => {
 
   const live = () => !skipReason;
 
+  /** The instance holding an agent's lease, read from `agent_leases`. */
+  async function leaseHolder(agentId: string): Promise<Instance> {
+    const c = new Client({ connectionString: db!.url });
+    await c.connect();
+    const lease = await c
+      .query<{ owner: string }>('SELECT owner FROM agent_leases WHERE agent_id = $1', [agentId])
+      .finally(() => c.end());
+    return nodes.find((n) => n.id === lease.rows[0].owner.split('/')[0])!;
+  }
+
   it('three instances booting at once: one migration run, one copy of each agent file', async () => {
     if (!live()) return;
     const migrating = nodes.filter((n) => /applied \d+ migration\(s\)/.test(n.output()));
@@ -287,42 +297,48 @@ describe('scale-out: three instances on one PostgreSQL database', () => {
         ? { tool_calls: [{ name: 'slow', arguments: {} }] }
         : { content: `answer:${last.content}` };
     });
-    // the agent is idle: the instance a message arrives at takes it
     const first = (await api(nodes[0], 'POST', `/v1/agents/${id}/messages/async`, say('first')))
       .body;
     await toolStarted;
+    // the instance running the tool is the lease holder (usually the one the message arrived at)
+    const k = nodes.indexOf(await leaseHolder(id));
+    const [a, b] = nodes.filter((_n, i) => i !== k);
     const queued = [
-      (await api(nodes[1], 'POST', `/v1/agents/${id}/messages/async`, say('second'))).body,
-      (await api(nodes[2], 'POST', `/v1/agents/${id}/messages/async`, say('third'))).body,
+      (await api(a, 'POST', `/v1/agents/${id}/messages/async`, say('second'))).body,
+      (await api(b, 'POST', `/v1/agents/${id}/messages/async`, say('third'))).body,
     ];
     const killedAt = Date.now();
-    await nodes[0].kill('SIGKILL');
-    const interrupted = await runEnded(nodes[1], first.id);
+    await nodes[k].kill('SIGKILL');
+    const interrupted = await runEnded(a, first.id);
     const tookOver = Date.now() - killedAt;
     console.log(
       `scale-out: the agent was taken over ${tookOver} ms after kill -9 (lease ${LEASE_MS} ms)`,
     );
     expect(tookOver).toBeLessThan(LEASE_MS + 5000);
     expect(interrupted).toMatchObject({ status: 'failed', error: 'interrupted' });
-    const msgs = (await api(nodes[1], 'GET', `/v1/runs/${first.id}/messages`)).body as any[];
+    const msgs = (await api(a, 'GET', `/v1/runs/${first.id}/messages`)).body as any[];
     expect(msgs.find((m) => m.message_type === 'tool_return_message')).toMatchObject({
       status: 'error',
       tool_return: OUTCOME_UNKNOWN,
     });
     for (const q of queued) {
-      expect(await runEnded(nodes[2], q.id)).toMatchObject({
+      expect(await runEnded(b, q.id)).toMatchObject({
         status: 'completed',
         stop_reason: 'end_turn',
       });
     }
     expect(tools.calls.filter((c) => c.name === 'slow')).toHaveLength(1);
-    const before = (await api(nodes[1], 'GET', `/v1/runs/?agent_id=${id}`)).body;
+    const before = (await api(a, 'GET', `/v1/runs/?agent_id=${id}`)).body;
 
     // the killed instance comes back under its id: it finds nothing of its own to recover
-    nodes[0] = await startInstance({ id: 'n1', databaseUrl: db!.url, config: configFor(fake) });
+    nodes[k] = await startInstance({
+      id: nodes[k].id,
+      databaseUrl: db!.url,
+      config: configFor(fake),
+    });
     await sleep(RENEW_MS * 3);
-    expect((await api(nodes[1], 'GET', `/v1/runs/?agent_id=${id}`)).body).toEqual(before);
-    const again = await api(nodes[0], 'POST', `/v1/agents/${id}/messages`, say('fourth'));
+    expect((await api(a, 'GET', `/v1/runs/?agent_id=${id}`)).body).toEqual(before);
+    const again = await api(nodes[k], 'POST', `/v1/agents/${id}/messages`, say('fourth'));
     expect(again.body.stop_reason.stop_reason).toBe('end_turn');
     expect(tools.calls.filter((c) => c.name === 'slow')).toHaveLength(1);
     fake.respond(null);
@@ -354,12 +370,7 @@ describe('scale-out: three instances on one PostgreSQL database', () => {
       .body;
     await toolStarted;
     // the instance running the tool is the lease holder: whichever took the agent when it woke
-    const c = new Client({ connectionString: db!.url });
-    await c.connect();
-    const lease = await c
-      .query<{ owner: string }>('SELECT owner FROM agent_leases WHERE agent_id = $1', [id])
-      .finally(() => c.end());
-    const stalled = nodes.find((n) => n.id === lease.rows[0].owner.split('/')[0])!;
+    const stalled = await leaseHolder(id);
     const other = nodes.find((n) => n !== stalled)!;
     stalled.pause();
     try {
