@@ -1,4 +1,5 @@
 import {
+  MAX_RETURN_CHAR_LIMIT,
   TOOL_SAFETIES,
   type HttpToolSpec,
   type ToolDefinition,
@@ -22,6 +23,8 @@ export const TOOL_NAME = /^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$/;
 /** A header value is literal text, or exactly one `${ENV_NAME}` placeholder somewhere inside it. */
 const ENV_REF = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+/** A tag's length, as an agent's. */
+const MAX_TAG = 200;
 
 /** Declaration only checks that a schema compiles: nothing needs to stay cached. */
 const schemas = new SchemaCompiler({ strict: false, allErrors: true }, 100);
@@ -41,7 +44,7 @@ export function validateToolDeclaration(
   if (!isObj(input))
     return { tool: null, problems: [{ path: basePath || '(body)', message: 'must be an object' }] };
 
-  const { name, description = '', parameters, safety, kind, http } = input;
+  const { name, description = '', parameters, safety, kind, http, tags, return_char_limit } = input;
   // Letta's Python tools: said alone, since the rest of the declaration is beside the point
   if (input.source_code !== undefined)
     return {
@@ -76,6 +79,21 @@ export function validateToolDeclaration(
       kind === 'builtin' ? 'builtin tools are declared in code, not here' : 'must be "http"',
     );
   const spec = kind === 'http' ? validateHttpSpec(http, (f, m) => bad(`http${f}`, m)) : null;
+  if (tags != null) {
+    if (!Array.isArray(tags)) bad('tags', 'must be a list of strings');
+    else
+      tags.forEach((t, i) => {
+        if (typeof t !== 'string' || t === '' || t.length > MAX_TAG)
+          bad(`tags[${i}]`, `must be a string of 1 to ${MAX_TAG} characters`);
+      });
+  }
+  if (
+    return_char_limit != null &&
+    (!Number.isInteger(return_char_limit) ||
+      (return_char_limit as number) < 1 ||
+      (return_char_limit as number) > MAX_RETURN_CHAR_LIMIT)
+  )
+    bad('return_char_limit', `must be a whole number from 1 to ${MAX_RETURN_CHAR_LIMIT}`);
 
   if (problems.length) return { tool: null, problems };
   return {
@@ -86,6 +104,8 @@ export function validateToolDeclaration(
       safety: safety as ToolSafety,
       kind: 'http',
       http: spec!,
+      ...(Array.isArray(tags) && tags.length ? { tags: [...new Set(tags as string[])] } : {}),
+      ...(return_char_limit != null ? { return_char_limit: return_char_limit as number } : {}),
     },
     problems,
   };

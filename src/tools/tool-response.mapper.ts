@@ -1,3 +1,4 @@
+import { DEFAULT_RETURN_CHAR_LIMIT } from '../core/tools/tool-definition';
 import { BUILTIN_TOOL_TYPES } from './builtin-tools';
 import { redactHeaders } from './tool-declaration';
 import type { ToolView } from './tools.service';
@@ -18,7 +19,8 @@ export function toToolResponse(t: ToolView): Record<string, unknown> {
     json_schema: { name: t.name, description: t.description, parameters: t.parameters },
     args_json_schema: t.parameters,
     // Letta tags an MCP tool `mcp:<server_name>` and keeps its server in metadata_.
-    tags: t.mcp ? [`mcp:${t.mcp.server_name}`] : [],
+    tags: t.mcp ? [`mcp:${t.mcp.server_name}`] : (t.tags ?? []),
+    return_char_limit: t.return_char_limit ?? DEFAULT_RETURN_CHAR_LIMIT,
     ...(t.mcp
       ? { metadata_: { mcp: { server_name: t.mcp.server_name, server_id: t.mcp.server_id } } }
       : {}),

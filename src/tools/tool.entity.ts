@@ -40,6 +40,12 @@ export class ToolEntity {
   @Column({ type: 'varchar', length: 16 })
   source!: 'api' | 'file' | 'mcp';
 
+  @JsonColumn({ nullable: true })
+  tags!: string[] | null;
+
+  @Column({ type: 'integer', nullable: true })
+  return_char_limit!: number | null;
+
   @EpochMsColumn()
   created_at!: number;
 

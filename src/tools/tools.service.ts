@@ -12,6 +12,7 @@ import { AppConfig } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
 import { nulBytePaths } from '../core/agents/nul-bytes';
 import { ArgumentValidator } from '../core/executor/argument-validator';
+import { countProblem } from '../core/limits';
 import { canonicalRuleType } from '../core/rules/tool-rule';
 import type { StoredToolRule } from '../core/rules/validate-tool-rules';
 import { answeringConflicts, isUniqueViolation } from '../database/unique-violation';
@@ -41,6 +42,17 @@ const toDefinition = (t: ToolEntity): ToolDefinition => ({
   kind: t.kind,
   ...(t.http ? { http: t.http } : {}),
   ...(t.mcp ? { mcp: t.mcp } : {}),
+  ...(t.tags?.length ? { tags: t.tags } : {}),
+  ...(t.return_char_limit ? { return_char_limit: t.return_char_limit } : {}),
+});
+
+/** A definition as a row's columns: what it leaves out is null (an update must clear it too). */
+const toColumns = (t: ToolDefinition) => ({
+  ...t,
+  http: t.http ?? null,
+  mcp: t.mcp ?? null,
+  tags: t.tags ?? null,
+  return_char_limit: t.return_char_limit ?? null,
 });
 
 /** What a refresh of an MCP server's tools changed (Letta's resync result, plus what was left out). */
@@ -219,7 +231,7 @@ export class ToolsService implements OnModuleInit {
         `the new parameters of "${row.name}" do not accept the prefilled arguments of its run_first rules`,
         { problems: problems.slice(0, 50) },
       );
-    Object.assign(row, { ...tool, http: tool.http ?? null, updated_at: this.clock.now() });
+    Object.assign(row, { ...toColumns(tool), updated_at: this.clock.now() });
     try {
       await answeringConflicts(() => this.tools.save(row));
     } catch (e) {
@@ -234,6 +246,13 @@ export class ToolsService implements OnModuleInit {
     const nul = nulBytePaths(body);
     if (nul.length) throw validationFailed(nul, 'tool is invalid');
     const { tool, problems } = validateToolDeclaration(body);
+    const tooMany = countProblem(
+      'tags',
+      tool?.tags?.length ?? 0,
+      'max_tags_per_agent',
+      this.config.limits,
+    );
+    if (tooMany) throw validationFailed([tooMany], 'tool is invalid');
     if (!tool) throw validationFailed(problems, 'tool is invalid');
     // `${NAME}` must be the tenant's own secret or an allow-listed variable: never the operator's environment
     const refused: ValidationProblem[] = [];
@@ -250,8 +269,7 @@ export class ToolsService implements OnModuleInit {
     const row = Object.assign(new ToolEntity(), {
       id: this.ids.prefixed('tool'),
       tenant_id: tenantId,
-      ...tool,
-      http: tool.http ?? null,
+      ...toColumns(tool),
       source: 'api',
       created_at: now,
       updated_at: now,
@@ -293,7 +311,7 @@ export class ToolsService implements OnModuleInit {
       }
       keep.add(def.name);
       const old = mine.get(def.name);
-      const next = { ...def, http: null, mcp: def.mcp ?? null };
+      const next = toColumns(def);
       if (old && JSON.stringify(toDefinition(old)) === JSON.stringify(def)) continue;
       const row = Object.assign(old ?? new ToolEntity(), {
         id: old?.id ?? this.ids.prefixed('tool'),
@@ -369,7 +387,7 @@ export class ToolsService implements OnModuleInit {
     old: ToolEntity | null,
     now: number,
   ): Promise<void> {
-    const next = { ...tool, http: tool.http ?? null };
+    const next = toColumns(tool);
     if (
       old &&
       JSON.stringify(toDefinition(old)) ===
@@ -465,6 +483,8 @@ function mergePatch(current: ToolDefinition, body: unknown): unknown {
     parameters: pick(b.parameters, b.args_json_schema, json.parameters, current.parameters),
     safety: pick(b.safety, current.safety),
     kind: pick(b.kind, current.kind),
+    tags: pick(b.tags, current.tags),
+    return_char_limit: pick(b.return_char_limit, current.return_char_limit),
     http:
       typeof b.http === 'object' && b.http !== null && !Array.isArray(b.http)
         ? { ...current.http, ...(b.http as Record<string, unknown>) }

@@ -12,7 +12,7 @@ import { groupKey } from '../rules/exclusive-group.rule';
 import { renderRefusal } from '../rules/render-refusal';
 import { RuleIndex, ruleIndexFor } from '../rules/rule-index';
 import type { Denial, RuleView } from '../rules/verdict';
-import type { ToolDefinition } from '../tools/tool-definition';
+import { DEFAULT_RETURN_CHAR_LIMIT, type ToolDefinition } from '../tools/tool-definition';
 import { ArgumentValidator } from './argument-validator';
 import {
   AgentToolSetup,
@@ -662,7 +662,7 @@ export class ToolExecutor {
     switch (r.kind) {
       case 'done':
         status = r.status;
-        value = r.value;
+        value = cutReturn(r.value, a.tool.return_char_limit ?? DEFAULT_RETURN_CHAR_LIMIT);
         if (status === 'error') error = { type: 'ToolError', message: value };
         break;
       case 'timeout':
@@ -863,4 +863,10 @@ function emptyBatch(now: number): BatchState {
     createdAt: now,
     updatedAt: now,
   };
+}
+
+/** A return past the tool's `return_char_limit` is cut there, with Letta's note saying so. */
+function cutReturn(value: string, limit: number): string {
+  if (value.length <= limit) return value;
+  return `${value.slice(0, limit)}... [NOTE: function output was truncated since it exceeded the character limit: ${value.length} > ${limit}]`;
 }

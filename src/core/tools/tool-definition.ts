@@ -21,7 +21,16 @@ export interface ToolDefinition {
   kind: ToolKind;
   http?: HttpToolSpec;
   mcp?: McpToolRef;
+  /** Letta's metadata tags (lists filter by them); an MCP tool's are `mcp:<server>`. */
+  tags?: string[];
+  /** The model reads at most this many characters of a return (Letta's; default below). */
+  return_char_limit?: number;
 }
+
+/** Letta's `FUNCTION_RETURN_CHAR_LIMIT`: what a tool's return is cut to when it sets none. */
+export const DEFAULT_RETURN_CHAR_LIMIT = 50_000;
+/** Letta's bound on a tool's `return_char_limit`. */
+export const MAX_RETURN_CHAR_LIMIT = 1_000_000;
 
 /** Where an MCP tool lives: its server (by id, and name for display) and its name there. */
 export interface McpToolRef {

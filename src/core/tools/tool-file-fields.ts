@@ -5,7 +5,16 @@ import type { ValidationProblem } from '../rules/validate-tool-rules';
  * The keys a tool file (config/tools/*.yaml) may have: those `validateToolDeclaration` reads. A file is
  * written by hand, so a key we do not know is a typo (`saftey:`) and stops the boot, as agent files do.
  */
-const TOOL_FIELDS = ['name', 'description', 'parameters', 'safety', 'kind', 'http'];
+const TOOL_FIELDS = [
+  'name',
+  'description',
+  'parameters',
+  'safety',
+  'kind',
+  'http',
+  'tags',
+  'return_char_limit',
+];
 const HTTP_FIELDS = ['url', 'method', 'headers', 'timeout_ms'];
 
 const isObj = (v: unknown): v is Record<string, unknown> =>
