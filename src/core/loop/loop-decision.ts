@@ -1,6 +1,7 @@
 import type { OutcomeKind } from '../executor/contracts';
 import type { ToolRule } from '../rules/tool-rule';
 import { canonicalRuleType } from '../rules/tool-rule';
+import { selectConditionalChild } from '../rules/conditional.rule';
 
 /**
  * The loop's decision after one model turn and its tool calls: data in, data out.
@@ -66,28 +67,12 @@ export function requiredNextTools(rules: ToolRule[], last: OutcomeView | undefin
     if (rule.type === 'constrain_child_tools' || rule.type === 'parent_last_tool') {
       rule.children.forEach((c) => out.add(c));
     } else if (type === 'conditional' && rule.type === 'conditional') {
-      const child = conditionalChild(rule, last.returnValue ?? '');
+      // the executor's own selection: what is forced is what it will admit
+      const child = selectConditionalChild(rule, last.returnValue ?? '');
       if (child) out.add(child);
     }
   }
   return [...out];
-}
-
-function conditionalChild(
-  rule: Extract<ToolRule, { type: 'conditional' }>,
-  output: string,
-): string | null {
-  const mapping = rule.child_output_mapping ?? {};
-  let value: unknown = output;
-  try {
-    value = JSON.parse(output);
-  } catch {
-    // plain text output: matched as is
-  }
-  const key = typeof value === 'string' ? value : JSON.stringify(value);
-  if (Object.prototype.hasOwnProperty.call(mapping, key)) return mapping[key];
-  if (Object.prototype.hasOwnProperty.call(mapping, output)) return mapping[output];
-  return rule.default_child ?? null;
 }
 
 /** Ending is allowed only when nothing is required; else a reminder, and after the last one a violation. */
@@ -108,8 +93,9 @@ export function decideAfterTurn(view: TurnView): LoopDecision {
     return { kind: 'park' };
   if (outcomes.length === 0) return endOr(view, 'end_turn');
 
-  // 1. an exit_loop tool ran: the batch ends (exit requirements first)
-  if (outcomes.some((o) => ran(o) && o.exitLoop && o.status === 'success')) {
+  // 1. an exit_loop tool ran, successfully or not (as Letta's terminal tools): the batch ends (exit
+  //    requirements first)
+  if (outcomes.some((o) => ran(o) && o.exitLoop)) {
     return endOr(view, 'tool_rule');
   }
   // 2. continue in the same pass: a failed or refused call (self-correction), every call continue_loop,

@@ -72,6 +72,11 @@ describe('decideAfterTurn', () => {
       { kind: 'end', stopReason: 'tool_rule' },
     ],
     [
+      'exit_loop ran and failed → the batch ends all the same (Letta: a terminal tool that was called)',
+      view([ran('done', { exitLoop: true, status: 'error' })]),
+      { kind: 'end', stopReason: 'tool_rule' },
+    ],
+    [
       'exit_loop with exit requirements pending → reminder',
       view([ran('done', { exitLoop: true })], { pendingExitRequirements: ['save'] }),
       { kind: 'remind', missing: ['save'] },
@@ -184,6 +189,12 @@ describe('requiredNextTools', () => {
     ['conditional maps the output', [cond], ran('check', { returnValue: 'yes' }), ['go']],
     ['conditional maps JSON output', [cond], ran('check', { returnValue: '42' }), ['answer']],
     ['conditional default child', [cond], ran('check', { returnValue: 'no' }), ['fallback']],
+    [
+      'conditional reads the message field of a JSON output, as the executor does',
+      [cond],
+      ran('check', { returnValue: '{"message":"yes"}' }),
+      ['go'],
+    ],
     [
       'parent_last_tool names its children',
       [{ type: 'parent_last_tool', tool_name: 'p', children: ['c1', 'c2'] }],
