@@ -139,7 +139,6 @@ export interface ConsentPort {
 /** Per-batch state (max calls, exclusive groups): survives heartbeats and parking for consent. */
 export interface BatchState {
   callCounts: Record<string, number>;
-  exclusiveGroups: Record<string, string>;
   /** Successful executions per tool in this batch (required_before_exit). */
   succeeded?: Record<string, number>;
   /** Tools that must still run before the batch may end (requires_following_tools, once triggered). */

@@ -60,7 +60,6 @@ export class InMemoryStateStore implements ExecutorStateStore {
 export function cloneBatch(b: BatchState): BatchState {
   return {
     callCounts: { ...b.callCounts },
-    exclusiveGroups: { ...b.exclusiveGroups },
     succeeded: { ...(b.succeeded ?? {}) },
     mustFollow: [...(b.mustFollow ?? [])],
     createdAt: b.createdAt,

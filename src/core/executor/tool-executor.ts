@@ -8,7 +8,6 @@ import {
   DedupePolicy,
   isLive,
 } from '../rules/dedupe.rule';
-import { groupKey } from '../rules/exclusive-group.rule';
 import { renderRefusal } from '../rules/render-refusal';
 import { RuleIndex, ruleIndexFor } from '../rules/rule-index';
 import type { Denial, RuleView } from '../rules/verdict';
@@ -563,11 +562,9 @@ export class ToolExecutor {
         false,
       );
 
-    // Reserve before running, so calls admitted alongside (concurrent read_only) see the count and claim.
+    // Reserve before running, so calls admitted alongside (concurrent read_only) see the count.
     const batch = view.batch as BatchState;
     batch.callCounts[name] = (batch.callCounts[name] ?? 0) + 1;
-    const groups = idx.groups.get(name);
-    if (groups) for (const g of groups) batch.exclusiveGroups[groupKey(g)] ??= name;
     if (idx.cooldowns.has(name)) {
       const r = store.setLastExecution(setup.agentId, name, now, setup.tenantId);
       if (isPromise(r)) await r;
@@ -857,7 +854,6 @@ function errorText(e: unknown): string {
 function emptyBatch(now: number): BatchState {
   return {
     callCounts: {},
-    exclusiveGroups: {},
     succeeded: {},
     mustFollow: [],
     createdAt: now,

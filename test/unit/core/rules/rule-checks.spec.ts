@@ -36,7 +36,7 @@ function view(
   return {
     history: h,
     startConstraintsDone: false,
-    batch: { callCounts: {}, exclusiveGroups: {}, createdAt: 0, updatedAt: 0, ...batch },
+    batch: { callCounts: {}, createdAt: 0, updatedAt: 0, ...batch },
     now: 100_000,
     lastExecutionAt: null,
     ...extra,
@@ -200,7 +200,7 @@ describe('one table per rule: given rule, state, this call → verdict', () => {
       checkExclusiveGroup(
         { type: 'exclusive_group', tools: ['a', 'b'], group: 'g' },
         'b',
-        view('', { exclusiveGroups: { g: 'a' } }),
+        view('', { callCounts: { a: 1 } }),
       ),
       'b is exclusive with a, which this batch already used (group g)',
     ],
@@ -209,9 +209,18 @@ describe('one table per rule: given rule, state, this call → verdict', () => {
       checkExclusiveGroup(
         { type: 'exclusive_group', tools: ['a', 'b'] },
         'a',
-        view('', { exclusiveGroups: { 'a,b': 'a' } }),
+        view('', { callCounts: { a: 1 } }),
       ),
       'allowed',
+    ],
+    [
+      'group: edited mid-batch (reordered, extended), what ran still holds it',
+      checkExclusiveGroup(
+        { type: 'exclusive_group', tools: ['c', 'b', 'a'] },
+        'c',
+        view('', { callCounts: { a: 1 } }),
+      ),
+      'c is exclusive with a, which this batch already used (group c,b,a)',
     ],
     [
       'cooldown: inside',
