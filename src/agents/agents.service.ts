@@ -389,12 +389,17 @@ export class AgentsService {
     });
   }
 
-  /** Detaching a tool also drops the rules that name it: they could no longer be satisfied. */
+  /**
+   * Detaching a tool drops the ordering and counting rules that name it (they could no longer be
+   * satisfied) and keeps its consent rules, as Letta keeps every rule: re-attached, it needs consent again.
+   */
   async detachTool(tenantId: string, agentId: string, toolId: string): Promise<AgentView> {
     const tool = await this.tools.get(tenantId, toolId);
     return this.changeRules(tenantId, agentId, (agent) => {
       agent.tools = agent.tools.filter((n) => n !== tool.name);
-      agent.tool_rules = agent.tool_rules.filter((r) => !ruleMentions(r, tool.name));
+      agent.tool_rules = agent.tool_rules.filter(
+        (r) => canonicalRuleType(r.type) === 'requires_consent' || !ruleMentions(r, tool.name),
+      );
     });
   }
 

@@ -220,6 +220,11 @@ describe('agents API (Letta SDK)', () => {
     const search = (await client.agents.retrieve(a.id)).tools.find(
       (x) => x.name === 'conversation_search',
     )!;
+    // detach and re-attach never loses a tool's consent rule (Letta keeps every rule)
+    await raw(`/v1/agents/${a.id}/tools/approval/conversation_search`, {
+      method: 'PATCH',
+      body: { requires_approval: true },
+    });
     const detached = await (
       await raw(`/v1/agents/${a.id}/tools/detach/${search.id}`, { method: 'PATCH' })
     ).json();
@@ -230,6 +235,9 @@ describe('agents API (Letta SDK)', () => {
       await raw(`/v1/agents/${a.id}/tools/attach/${search.id}`, { method: 'PATCH' })
     ).json();
     expect(attached.tools.map((x: { name: string }) => x.name)).toContain('conversation_search');
+    expect(attached.tool_rules).toEqual([
+      { type: 'requires_approval', tool_name: 'conversation_search' },
+    ]);
   });
 
   it('gives other modules a plain record, memory edits within limits, stop reasons and pending_approval', async () => {

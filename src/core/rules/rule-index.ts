@@ -61,6 +61,8 @@ export function compileRules(
   tools: readonly ToolDefinition[],
   rules: readonly ToolRule[],
 ): RuleIndex {
+  /** Tools whose consent rule came from a pattern (a tool's own rule replaces it). */
+  const byPattern = new Set<string>();
   const idx: RuleIndex = {
     tools: new Map(tools.map((t) => [t.name, t])),
     toolNames: tools.map((t) => t.name),
@@ -137,8 +139,21 @@ export function compileRules(
         break;
       }
       case 'requires_consent': {
+        // a tool's own rule wins over a pattern's; otherwise the first rule that names it
         const r = rule as ConsentRule;
-        if (!idx.consent.has(r.tool_name)) idx.consent.set(r.tool_name, r);
+        if (!r.tool_name.includes('*')) {
+          if (!idx.consent.has(r.tool_name) || byPattern.has(r.tool_name)) {
+            idx.consent.set(r.tool_name, r);
+            byPattern.delete(r.tool_name);
+          }
+          break;
+        }
+        const re = globRegExp(r.tool_name);
+        for (const t of idx.toolNames)
+          if (re.test(t) && !idx.consent.has(t)) {
+            idx.consent.set(t, r);
+            byPattern.add(t);
+          }
         break;
       }
       case 'continue_loop':
@@ -162,4 +177,9 @@ export function compileRules(
     idx.conditionals.size > 0 ||
     idx.parentLast.size > 0;
   return idx;
+}
+
+/** `delete_*` → /^delete_.*$/ (a consent name holds only letters, digits, `_`, `-` and `*`). */
+function globRegExp(pattern: string): RegExp {
+  return new RegExp(`^${pattern.split('*').join('.*')}$`);
 }

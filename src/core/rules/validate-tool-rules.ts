@@ -22,6 +22,7 @@ const DEDUPE_MODES: readonly DedupeMode[] = ['reject', 'return_cached', 'off'];
 type FieldKind =
   | 'tool'
   | 'tool|*'
+  | 'pattern'
   | 'tools'
   | 'count'
   | 'seconds'
@@ -35,6 +36,13 @@ type FieldKind =
 
 /** `tool_name: "*"`: the rule applies to each of the agent's tools (max calls and dedupe only). */
 export const EVERY_TOOL = '*';
+
+/**
+ * A consent rule's `tool_name`: a tool name, or a pattern where `*` stands for any characters
+ * (`delete_*`). It may name tools the agent does not have (yet): it guards them once attached, so
+ * detaching and re-attaching a tool never loses its consent rule.
+ */
+const CONSENT_NAME = /^[A-Za-z0-9_*-]{1,64}$/;
 
 /** The fields each rule type takes, and their kinds: one table is the whole schema. */
 const RULE_FIELDS: Record<ToolRuleType, Record<string, FieldKind>> = {
@@ -59,8 +67,8 @@ const RULE_FIELDS: Record<ToolRuleType, Record<string, FieldKind>> = {
   cooldown: { tool_name: 'tool', seconds: 'seconds' },
   // a window of 0 turns dedupe off for the tool, as `tool_executor.dedupe_window_seconds: 0` does
   dedupe: { tool_name: 'tool|*', window_seconds: 'seconds|0', mode: 'mode' },
-  requires_consent: { tool_name: 'tool', scope: 'string?' },
-  requires_approval: { tool_name: 'tool', scope: 'string?' },
+  requires_consent: { tool_name: 'pattern', scope: 'string?' },
+  requires_approval: { tool_name: 'pattern', scope: 'string?' },
 };
 
 export const TOOL_RULE_TYPES = Object.keys(RULE_FIELDS) as ToolRuleType[];
@@ -68,6 +76,7 @@ export const TOOL_RULE_TYPES = Object.keys(RULE_FIELDS) as ToolRuleType[];
 const KIND_SCHEMA: Record<FieldKind, Obj> = {
   tool: { type: 'string', minLength: 1 },
   'tool|*': { type: 'string', minLength: 1 },
+  pattern: { type: 'string', pattern: CONSENT_NAME.source },
   tools: { type: 'array', minItems: 1, items: { type: 'string', minLength: 1 } },
   count: { type: 'integer', minimum: 0 },
   seconds: { type: 'integer', minimum: 1 },
@@ -194,6 +203,15 @@ function validateOne(
         break;
       case 'tool|*':
         out[field] = v === EVERY_TOOL ? v : toolName(v, path);
+        break;
+      case 'pattern':
+        if (typeof v !== 'string' || !CONSENT_NAME.test(v))
+          problems.push({
+            path,
+            message:
+              'must be a tool name, or a pattern where * stands for any characters (letters, digits, _, -, *; at most 64)',
+          });
+        else out[field] = v;
         break;
       case 'tools':
         if (!Array.isArray(v)) problems.push({ path, message: 'must be a list of tool names' });

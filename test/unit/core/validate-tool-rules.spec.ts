@@ -317,6 +317,7 @@ describe('validateToolRules: "*" (each tool)', () => {
     ['max_count_per_step', { type: 'max_count_per_step', tool_name: '*', max_count_limit: 3 }],
     ['max_calls (alias)', { type: 'max_calls', tool_name: '*', max_count_limit: 1 }],
     ['dedupe', { type: 'dedupe', tool_name: '*', window_seconds: 60, mode: 'reject' }],
+    ['requires_approval (a pattern: every tool)', { type: 'requires_approval', tool_name: '*' }],
   ];
   it.each(accepted)('%s accepts tool_name "*"', (_n, rule) => {
     expect(validateToolRules([rule], TOOLS, LIMITS)).toEqual({ rules: [rule], problems: [] });
@@ -324,12 +325,30 @@ describe('validateToolRules: "*" (each tool)', () => {
 
   const refused: [string, Record<string, unknown>][] = [
     ['cooldown', { type: 'cooldown', tool_name: '*', seconds: 60 }],
-    ['requires_approval', { type: 'requires_approval', tool_name: '*' }],
     ['exit_loop', { type: 'exit_loop', tool_name: '*' }],
     ['exclusive_group member', { type: 'exclusive_group', tools: ['*', 'deploy'] }],
   ];
   it.each(refused)('%s does not ("*" means nothing there)', (_n, rule) => {
     const { problems } = validateToolRules([rule], TOOLS, LIMITS);
     expect(problems[0].message).toMatch(/names tool "\*", which the agent does not have/);
+  });
+});
+
+describe('validateToolRules: consent rules name tools or patterns, attached or not', () => {
+  it.each([
+    ['a pattern', 'delete_*'],
+    ['a tool the agent does not have (yet)', 'wire_money'],
+  ])('%s is accepted', (_n, name) => {
+    const rule = { type: 'requires_consent', tool_name: name };
+    expect(validateToolRules([rule], TOOLS, LIMITS)).toEqual({ rules: [rule], problems: [] });
+  });
+
+  it.each(['delete user', 'drop;table', '', 'x'.repeat(65)])('%j is refused', (name) => {
+    const { problems } = validateToolRules(
+      [{ type: 'requires_approval', tool_name: name }],
+      TOOLS,
+      LIMITS,
+    );
+    expect(problems[0]).toMatchObject({ path: 'tool_rules[0].tool_name' });
   });
 });

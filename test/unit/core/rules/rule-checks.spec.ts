@@ -336,3 +336,17 @@ describe('dedupe policy and key', () => {
     expect(renderRefusal('Timeout', 'slow')).toBe('[ToolTimeout] slow');
   });
 });
+
+describe('consent rules: patterns', () => {
+  const tools = ['delete_user', 'delete_file', 'deleted_report', 'list_users'].map((n) => aTool(n));
+  it('a pattern guards every tool it matches; a tool’s own rule wins whatever the order', () => {
+    const idx = compileRules(tools, [
+      { type: 'requires_consent', tool_name: 'delete_*', scope: 'deletions' },
+      { type: 'requires_consent', tool_name: 'delete_file', scope: 'files' },
+    ]);
+    expect(Object.fromEntries([...idx.consent].map(([t, r]) => [t, r.scope]))).toEqual({
+      delete_user: 'deletions',
+      delete_file: 'files',
+    });
+  });
+});
