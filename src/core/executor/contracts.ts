@@ -199,6 +199,8 @@ export interface ToolExecution {
   status: 'success' | 'error';
   returnValue: string;
   at: number;
+  /** Answered from the dedupe cache: nothing ran (so it meets no requires_preceding_tools). */
+  cached?: true;
 }
 
 export type PassPhase = 'start' | 'running' | 'exit_requested';

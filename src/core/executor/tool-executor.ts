@@ -122,7 +122,7 @@ const isPromise = <T>(v: T | Promise<T>): v is Promise<T> => v instanceof Promis
 /**
  * Decides, for every tool call an agent's model makes, whether it may run; runs it with a timeout;
  * records what the scopes need (pass, batch, persistent). Pure: every effect goes through a port.
- * Order of checks: dedupe → pass rules → batch rules → cooldown → consent → arguments → execute → record.
+ * Order of checks: pass rules → batch rules → cooldown → dedupe → consent → arguments → execute → record.
  */
 export class ToolExecutor {
   private readonly validator = new ArgumentValidator();
@@ -401,40 +401,7 @@ export class ToolExecutor {
       return this.refusal(setup, idx, pass, call, args, 'NotFound', `no tool named ${name}`);
     const now = this.deps.clock.now();
 
-    // 1. dedupe (persistent)
-    const policy = badJson
-      ? null
-      : dedupePolicy(tool, idx.dedupe.get(name), idx.dedupeStar, setup.settings);
-    let key: string | undefined;
-    if (policy) {
-      key = canonicalKey(name, args);
-      let entry = store.getDedupe(setup.agentId, key);
-      if (isPromise(entry)) entry = await entry;
-      if (entry && isLive(policy, entry, now)) {
-        if (policy.mode === 'return_cached') {
-          // The model got the result, so ordering rules see it; nothing ran, so nothing is counted.
-          pass.history.push({
-            toolCallId: call.toolCallId,
-            toolName: name,
-            status: 'success',
-            returnValue: entry.result,
-            at: now,
-          });
-          if (pass.phase === 'start') pass.phase = 'running';
-          return {
-            outcome: {
-              ...base(call, args, 'cached', 'success', entry.result),
-              requestHeartbeat: heartbeat,
-              continueLoop: idx.continueLoop.has(name),
-            },
-          };
-        }
-        const v = checkDedupe(policy, name, entry, now) as Denial;
-        return this.refusal(setup, idx, pass, call, args, v.code, v.detail, v);
-      }
-    }
-
-    // 2–4. pass rules, batch rules, cooldown
+    // 1–3. pass rules, batch rules, cooldown
     const view = this.view(pass, pass.batch ?? (await this.loadBatch(pass)));
     view.now = now;
     view.awaiting = awaiting;
@@ -447,6 +414,45 @@ export class ToolExecutor {
       v = checkCooldowns(idx, name, view);
     }
     if (!v.allowed) return this.refusal(setup, idx, pass, call, args, v.code, v.detail, v);
+
+    // 4b. dedupe (persistent), after the rules: a cached answer is one the rules allow now
+    const policy = badJson
+      ? null
+      : dedupePolicy(tool, idx.dedupe.get(name), idx.dedupeStar, setup.settings);
+    let key: string | undefined;
+    if (policy) {
+      key = canonicalKey(name, args);
+      let entry = store.getDedupe(setup.agentId, key);
+      if (isPromise(entry)) entry = await entry;
+      if (entry && isLive(policy, entry, now)) {
+        if (policy.mode === 'return_cached') {
+          // The model got the result, so ordering rules see it (as the last call, a start tool, an exit),
+          // but it satisfies no prerequisite; nothing ran, so nothing is counted.
+          pass.history.push({
+            toolCallId: call.toolCallId,
+            toolName: name,
+            status: 'success',
+            returnValue: entry.result,
+            at: now,
+            cached: true,
+          });
+          if (pass.phase === 'start') pass.phase = 'running';
+          if (idx.startTools.has(name)) pass.startConstraintsDone = true;
+          const exitLoop = idx.exitLoop.has(name);
+          if (exitLoop) pass.phase = 'exit_requested';
+          return {
+            outcome: {
+              ...base(call, args, 'cached', 'success', entry.result),
+              requestHeartbeat: heartbeat,
+              continueLoop: idx.continueLoop.has(name),
+              exitLoop,
+            },
+          };
+        }
+        const v = checkDedupe(policy, name, entry, now) as Denial;
+        return this.refusal(setup, idx, pass, call, args, v.code, v.detail, v);
+      }
+    }
 
     // 5. consent (fails closed: a broken broker is a denial)
     let grantId: string | undefined;

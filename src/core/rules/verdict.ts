@@ -35,7 +35,7 @@ export function lastExecution(view: RuleView): ToolExecution | undefined {
 
 export function hasRun(view: RuleView, tool: string, successOnly: boolean): boolean {
   for (const h of view.history) {
-    if (h.toolName === tool && (!successOnly || h.status === 'success')) return true;
+    if (h.toolName === tool && (!successOnly || (h.status === 'success' && !h.cached))) return true;
   }
   return false;
 }

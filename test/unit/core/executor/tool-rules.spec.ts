@@ -15,6 +15,7 @@ type Row = [
 ];
 
 const sideEffecting = ['a', 'b', 'c', 'd', 'e'].map((n) => aTool(n, 'side_effecting'));
+const workflow = ['plan', 'z', 'act', 'run_tests', 'deploy', 'init'].map((n) => aTool(n));
 
 const rows: Row[] = [
   // ---- run_first (pass)
@@ -350,11 +351,41 @@ const rows: Row[] = [
     'ok Deduplicated ok',
   ],
   [
-    'dedupe comes first: a duplicate is Deduplicated even where a rule would refuse',
+    'the rules come first: a duplicate past a limit is refused by the limit',
     [{ type: 'max_count_per_step', tool_name: 'a', max_count_limit: 1 }],
     ['a', 'a'],
-    'ok Deduplicated',
+    'ok RuleViolation',
     sideEffecting,
+  ],
+  [
+    'a cached answer is one the rules allow now: after plan only act, so no cached z',
+    [
+      { type: 'constrain_child_tools', tool_name: 'plan', children: ['act'] },
+      { type: 'dedupe', tool_name: 'z', window_seconds: 300, mode: 'return_cached' },
+    ],
+    ['z', 'batch', 'plan', 'z', 'act'],
+    'ok ok RuleViolation ok',
+    workflow,
+  ],
+  [
+    'a cached answer meets no prerequisite: deploy still needs run_tests to run',
+    [
+      { type: 'requires_preceding_tools', tool_name: 'deploy', tools: ['run_tests'] },
+      { type: 'dedupe', tool_name: '*', window_seconds: 300, mode: 'return_cached' },
+    ],
+    ['run_tests', 'batch', 'run_tests', 'deploy'],
+    'ok cached RuleViolation',
+    workflow,
+  ],
+  [
+    'a cached start tool meets run_first (no loop on a cached init)',
+    [
+      { type: 'run_first', tool_name: 'init' },
+      { type: 'dedupe', tool_name: 'init', window_seconds: 300, mode: 'return_cached' },
+    ],
+    ['init', 'batch', 'init', 'act'],
+    'ok cached ok',
+    workflow,
   ],
   // ---- unknown tools
   [
