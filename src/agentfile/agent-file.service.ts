@@ -5,6 +5,7 @@ import { CLOCK } from '../common/clock';
 import { badRequest, notFound, validationFailed, ValidationProblem } from '../common/domain-error';
 import { ID_GENERATOR } from '../common/ids';
 import { APP_VERSION } from '../common/version';
+import { tooDeep } from '../common/json-body';
 import type { AppConfig } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
 import { ConversationsService } from '../conversations/conversations.service';
@@ -197,7 +198,7 @@ export class AgentFileService {
     opts: ImportOptions,
   ): Promise<{ agent_ids: string[] }> {
     const limits = this.config.agent_files;
-    const af = parseAgentFile(file, limits.max_agents);
+    const af = parseAgentFile(file, limits.max_agents, this.config.server.json_max_depth);
     const problems: ValidationProblem[] = [];
     const total = opts.stripMessages
       ? 0
@@ -384,7 +385,7 @@ const EXPORTED_BY = 'rulebound-agent-server';
  * The file's JSON (double-encoded JSON too, as Letta accepts): one agent or several, ids unique, no data
  * sources; `groups` are read past (their agents are imported on their own).
  */
-function parseAgentFile(file: Buffer, maxAgents: number): AgentFile {
+function parseAgentFile(file: Buffer, maxAgents: number, maxDepth: number): AgentFile {
   let json: unknown;
   try {
     json = JSON.parse(file.toString('utf8'));
@@ -392,6 +393,9 @@ function parseAgentFile(file: Buffer, maxAgents: number): AgentFile {
   } catch {
     throw badRequest('AGENT_FILE_INVALID', 'the agent file is not JSON');
   }
+  // a multipart upload skips the JSON body parser and its depth check
+  const deep = tooDeep(json, maxDepth);
+  if (deep) throw deep;
   if (
     typeof json !== 'object' ||
     json === null ||

@@ -17,6 +17,13 @@ export function jsonDepth(value: unknown, stopAt: number): number {
   return max;
 }
 
+/** The one refusal of JSON nested past `server.json_max_depth` (bodies, agent files, WebSocket frames). */
+export function tooDeep(value: unknown, maxDepth: number) {
+  return jsonDepth(value, maxDepth) > maxDepth
+    ? badRequest('JSON_TOO_DEEP', `JSON nesting deeper than ${maxDepth} levels`)
+    : null;
+}
+
 /**
  * The JSON body parser with the configured size limit, and a depth check: a plain Nest app accepts
  * any nesting, and later JSON.stringify of it overflows the stack. Errors answer in the one error shape.
@@ -35,12 +42,8 @@ export function jsonBodyMiddleware(limitBytes: number, maxDepth: number): Reques
       parse(req, res, (err?: unknown) => (err ? send(res, err) : next()));
     },
     (req: Request, res: Response, next: NextFunction) => {
-      if (req.body !== undefined && jsonDepth(req.body, maxDepth) > maxDepth) {
-        return send(
-          res,
-          badRequest('JSON_TOO_DEEP', `JSON nesting deeper than ${maxDepth} levels`),
-        );
-      }
+      const deep = req.body === undefined ? null : tooDeep(req.body, maxDepth);
+      if (deep) return send(res, deep);
       next();
     },
   ];

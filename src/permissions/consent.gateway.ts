@@ -13,6 +13,7 @@ import { ApiKeysService } from '../auth/api-keys.service';
 import { CLOCK } from '../common/clock';
 import { EVENT_BUS, type EventBus } from '../cluster/event-bus';
 import { toErrorBody } from '../common/domain-error.filter';
+import { tooDeep } from '../common/json-body';
 import { RunEvent, RunEventsBus } from '../common/run-events';
 import { AppConfig } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
@@ -183,6 +184,8 @@ export class ConsentGateway
     }
     if (typeof frame !== 'object' || frame === null || Array.isArray(frame))
       return this.send(ws, error('MALFORMED_FRAME', 'frame must be a JSON object'));
+    const deep = tooDeep(frame, this.config.server.json_max_depth);
+    if (deep) return this.send(ws, error(deep.code, deep.message));
     const f = frame as Record<string, unknown>;
     switch (f.type) {
       case 'ping':

@@ -391,6 +391,11 @@ describe('agent files (.af): export and import', () => {
 
     const notJson = await importFile('{not json');
     expect(notJson).toMatchObject({ status: 400, body: { code: 'AGENT_FILE_INVALID' } });
+    // a multipart upload skips the JSON body parser: the file's nesting is bounded all the same
+    const deep = await importFile(
+      `{"agents":[{"id":"a","name":"x","metadata":${'{"a":'.repeat(5000)}1${'}'.repeat(5000)}}]}`,
+    );
+    expect(deep).toMatchObject({ status: 400, body: { code: 'JSON_TOO_DEEP' } });
     const twice = await importFile({ ...good, agents: [good.agents[0], good.agents[0]] });
     expect(twice.status).toBe(400);
     expect(twice.body.details.problems[0].path).toBe('agents[1].id');

@@ -72,6 +72,11 @@ describe('consent WebSocket /v1/ws', () => {
       ['not JSON', '{nope', 'MALFORMED_FRAME'],
       ['a JSON array', '[1,2]', 'MALFORMED_FRAME'],
       ['a JSON string', '"hi"', 'MALFORMED_FRAME'],
+      [
+        'nested past server.json_max_depth (as a body would be)',
+        `{"type":"ping","x":${'{"a":'.repeat(5000)}1${'}'.repeat(5000)}}`,
+        'JSON_TOO_DEEP',
+      ],
       ['no type', '{}', 'UNKNOWN_FRAME_TYPE'],
       ['an unknown type', '{"type":"launch"}', 'UNKNOWN_FRAME_TYPE'],
       ['agent_ids not a list', '{"type":"subscribe","agent_ids":"agent-1"}', 'VALIDATION_FAILED'],
