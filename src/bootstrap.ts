@@ -7,7 +7,7 @@ import { AppModule } from './app.module';
 import { RequestRateLimiter } from './auth/request-rate.limiter';
 import { AppConfig } from './config/app-config';
 import { answerClientErrors } from './common/client-errors';
-import { jsonBodyMiddleware } from './common/json-body';
+import { jsonBodyMiddleware, nulInUrlMiddleware } from './common/json-body';
 import { createPino, PinoNestLogger } from './observability/logger';
 import { requestLog } from './observability/request-log';
 import { serveApiDocs } from './openapi/openapi';
@@ -31,6 +31,7 @@ export async function createApp(given: AppConfig): Promise<INestApplication> {
   app.use(requestLog(logger.pino));
   // the rate is checked before a body is read
   app.use(app.get(RequestRateLimiter).handle);
+  app.use(nulInUrlMiddleware());
   app.use(...jsonBodyMiddleware(config.server.body_limit_bytes, config.server.json_max_depth));
   app.useWebSocketAdapter(new WsAdapter(app));
   serveApiDocs(app);

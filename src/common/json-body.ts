@@ -48,3 +48,17 @@ export function jsonBodyMiddleware(limitBytes: number, maxDepth: number): Reques
     },
   ];
 }
+
+/**
+ * A NUL byte (`%00`) in a path or query value is refused at the edge: PostgreSQL text cannot hold one,
+ * so it would otherwise reach the database as a 500 (bodies are checked per field, `nulBytePaths`).
+ */
+export function nulInUrlMiddleware(): RequestHandler {
+  return (req: Request, res: Response, next: NextFunction) => {
+    if (!/%00/i.test(req.originalUrl)) return next();
+    const { status, body } = toErrorBody(
+      badRequest('VALIDATION_FAILED', 'the URL holds a NUL byte (%00) in its path or query'),
+    );
+    res.status(status).json(body);
+  };
+}

@@ -31,6 +31,23 @@ describe('bad requests', () => {
   };
   const json = (v: unknown) => JSON.stringify(v);
   const cases: Case[] = [
+    // PostgreSQL text cannot hold NUL: refused at the edge, whatever the route (it was a 500 there)
+    ...['/v1/runs/?agent_id=%00', '/v1/tags/?name=a%00b', '/v1/messages/message-%00'].map(
+      (path): Case => ({
+        name: `a NUL byte in the URL: GET ${path}`,
+        method: 'GET',
+        path,
+        status: 400,
+        code: 'VALIDATION_FAILED',
+      }),
+    ),
+    {
+      name: 'a NUL byte in a path id: DELETE /v1/secrets/a%00b',
+      method: 'DELETE',
+      path: '/v1/secrets/a%00b',
+      status: 400,
+      code: 'VALIDATION_FAILED',
+    },
     {
       name: 'malformed JSON',
       method: 'POST',
@@ -180,8 +197,8 @@ describe('bad requests', () => {
       name: 'id with NUL',
       method: 'GET',
       path: `/v1/agents/${encodeURIComponent('agent-\u0000x')}`,
-      status: 404,
-      code: 'NOT_FOUND',
+      status: 400,
+      code: 'VALIDATION_FAILED',
     },
     {
       name: 'id with ../',
@@ -217,7 +234,6 @@ describe('bad requests', () => {
       path: `/v1/agents/?after=${encodeURIComponent('agent-\u0000')}`,
       status: 400,
       code: 'VALIDATION_FAILED',
-      problem: 'after',
     },
     {
       name: 'bad limit',
@@ -285,7 +301,6 @@ describe('bad requests', () => {
       path: `/v1/agents/?name=${encodeURIComponent('a\u0000')}`,
       status: 400,
       code: 'VALIDATION_FAILED',
-      problem: 'name',
     },
     {
       name: 'NUL in a tool declaration',
