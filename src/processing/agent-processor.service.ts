@@ -45,6 +45,7 @@ import { withoutImages } from '../core/loop/content-parts';
 import { RunCallbacks } from './run-callbacks';
 import { parseArgs, sendMessageText } from '../core/loop/tool-arguments';
 import {
+  inputMessageRows,
   MessageContext,
   NewMessage,
   newMessageRow,
@@ -216,10 +217,23 @@ export class AgentProcessor {
       stop = await this.runBatch(ctx);
     } catch (e) {
       ({ stop, detail } = this.stopFor(ctx, e));
+      // a run that failed before its first write (no model, say) still keeps what the client sent
+      const code = (e as { code?: string })?.code;
+      if (code !== 'NOT_FOUND' && code !== 'LEASE_LOST')
+        await this.writeInput(ctx).catch((w: unknown) =>
+          this.logger.error(`run ${run.id}: its input could not be stored: ${String(w)}`),
+        );
     } finally {
       clearTimeout(wallTimer);
     }
     return this.finish(ctx, stop, detail);
+  }
+
+  /** Stores the run's input messages, once. */
+  private async writeInput(ctx: RunContext): Promise<void> {
+    if (ctx.currentMessageId !== null || ctx.run.input.messages.length === 0) return;
+    const rows = inputMessageRows(ctx.run, () => this.ids.prefixed('message'), this.clock.now());
+    ctx.currentMessageId = (await this.write(ctx, rows))[0].id;
   }
 
   private async load(ctx: RunContext): Promise<void> {
@@ -262,19 +276,7 @@ export class AgentProcessor {
       const early = await this.resumeParked(ctx);
       if (early) return early;
     }
-    if (run.input.messages.length > 0) {
-      const rows = await this.write(
-        ctx,
-        run.input.messages.map((m) =>
-          this.msg(ctx, m.role === 'system' ? 'system_message' : 'user_message', {
-            content: m.content,
-            ...(m.otid !== undefined ? { otid: m.otid } : {}),
-            _input: true,
-          }),
-        ),
-      );
-      ctx.currentMessageId = rows[0].id;
-    }
+    await this.writeInput(ctx);
     for (;;) {
       const outcome = await this.runPass(ctx, pass);
       if (outcome.kind === 'stop') return outcome.reason;

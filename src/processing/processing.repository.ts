@@ -58,6 +58,20 @@ export function newMessageRow(
   };
 }
 
+/** A run's input (what the client sent), marked `_input`: stored once, before the run's first step. */
+export function inputMessageRows(run: RunEntity, newId: () => string, at: number): NewMessage[] {
+  return run.input.messages.map((m) =>
+    newMessageRow(
+      newId(),
+      run,
+      m.role === 'system' ? 'system_message' : 'user_message',
+      { content: m.content, ...(m.otid !== undefined ? { otid: m.otid } : {}), _input: true },
+      null,
+      at,
+    ),
+  );
+}
+
 export interface MessagePage {
   /** A conversation's messages; absent or null: the agent's default conversation. */
   conversationId?: string | null;

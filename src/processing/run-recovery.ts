@@ -5,7 +5,7 @@ import type { Clock, IdGenerator } from '../core/ports';
 import type { MessageEntity } from './entities/message.entity';
 import type { ParkedCall, RunEntity } from './entities/run.entity';
 import { EMPTY_USAGE } from './message.mapper';
-import { newMessageRow, ProcessingRepository } from './processing.repository';
+import { inputMessageRows, newMessageRow, ProcessingRepository } from './processing.repository';
 import {
   AGENT_PORT,
   AgentPort,
@@ -47,7 +47,16 @@ export class RunRecovery {
     const batch = await this.repo.batchMessages(run.batch_id, [
       'tool_call_message',
       'tool_return_message',
+      'user_message',
+      'system_message',
     ]);
+    // killed between its claim and its first write (its input): the message it was accepted with is
+    // kept, not lost
+    if (!batch.some((m) => m.run_id === run.id))
+      await this.repo.append(
+        run.agent_id,
+        inputMessageRows(run, () => this.ids.prefixed('message'), this.clock.now()),
+      );
     const answered = new Set(
       batch
         .filter((m) => m.message_type === 'tool_return_message')

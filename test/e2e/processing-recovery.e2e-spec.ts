@@ -83,6 +83,16 @@ describe('processing: restart recovery', () => {
     ]);
     // the claim is written before a tool starts: this call had started
     await t.app.get(ToolExecutorService).store.claimToolCall(id, 'call_crash', now, 'default');
+    // killed between its claim and its first write: nothing of it is stored but the run
+    const early = 'run-00000000-0000-4000-8000-000000000003';
+    await repo.insertRun({
+      ...base,
+      id: early,
+      status: 'running',
+      batch_id: '3',
+      input: { kind: 'message', mode: 'async', messages: [{ role: 'user', content: 'accepted' }] },
+      created_at: now,
+    });
     await repo.insertRun({
       ...base,
       id: queued,
@@ -106,6 +116,14 @@ describe('processing: restart recovery', () => {
         tool_return: OUTCOME_UNKNOWN,
       });
       expect(tools.calls).toHaveLength(0); // never executed again
+      // the message the early run was accepted with is in the history, not lost
+      expect((await api(t, 'GET', `/v1/runs/${early}`)).body).toMatchObject({
+        status: 'failed',
+        error: 'interrupted',
+      });
+      expect((await api(t, 'GET', `/v1/runs/${early}/messages`)).body).toMatchObject([
+        { message_type: 'user_message', content: 'accepted' },
+      ]);
       const q = await runEnded(t, queued);
       expect(q).toMatchObject({ status: 'completed', stop_reason: 'end_turn' });
       // the model got a valid history: the interrupted call with its error return
