@@ -15,7 +15,7 @@ import type { StopReason } from '../core/loop/stop-reason';
 import { AgentProcessor } from './agent-processor.service';
 import { mapMessage, MappedMessage } from './message.mapper';
 import type { ClientToolSpec, ParkedCall, RunEntity, RunInput } from './entities/run.entity';
-import { Mailbox } from './mailbox';
+import { Mailbox, MailboxJob } from './mailbox';
 import { ProcessingRepository } from './processing.repository';
 import {
   AGENT_PORT,
@@ -65,6 +65,11 @@ export class MessagingService implements OnModuleInit {
     string,
     RunEntity | Pick<RunEntity, 'id' | 'tenant_id' | 'agent_id'>
   >();
+  /**
+   * Message runs accepted before the batch ahead of them parked: one batch at a time, so they wait (still
+   * `created`, and in queuedRuns) until that batch ends, then queue again in their order.
+   */
+  private readonly held = new Map<string, MailboxJob[]>();
   /** Lease work per agent, one step at a time (taking, adopting, syncing the queue). */
   private readonly agentWork = new Map<string, Promise<void>>();
   private keeper: NodeJS.Timeout | null = null;
@@ -92,6 +97,15 @@ export class MessagingService implements OnModuleInit {
         this.queuedRuns.delete(job.runId);
         return this.settle(job.runId, null);
       }
+      if (
+        run.input.kind === 'message' &&
+        (this.repo.parkedHere(run.agent_id) ||
+          (await this.repo.findParkedRun(run.tenant_id, run.agent_id)))
+      ) {
+        const list = this.held.get(run.agent_id) ?? [];
+        this.held.set(run.agent_id, [...list, job]);
+        return;
+      }
       let result: BatchResult | null = null;
       try {
         result = await this.processor.process(run);
@@ -110,6 +124,7 @@ export class MessagingService implements OnModuleInit {
       this.settle(job.runId, result);
       // A person may have decided while the run was still parking (the request is pushed as it is made).
       if (result?.run.parked) await this.resumeIfDecided(result.run.tenant_id, result.run.agent_id);
+      else this.releaseHeld(run.agent_id);
     });
   }
 
@@ -680,9 +695,20 @@ export class MessagingService implements OnModuleInit {
     }
   }
 
+  /** The batch ahead of the held runs ended: they queue again, in their order. */
+  private releaseHeld(agentId: string): void {
+    const jobs = this.held.get(agentId);
+    if (!jobs) return;
+    this.held.delete(agentId);
+    for (const job of jobs)
+      if (!this.mailbox.enqueue(agentId, job)) this.queuedRuns.delete(job.runId);
+  }
+
   /** The agent went to another instance: stop its work here (its queued runs are that one's now). */
   private dropAgent(agentId: string, why: string): void {
     for (const id of this.mailbox.dropAgent(agentId)) this.queuedRuns.delete(id);
+    for (const job of this.held.get(agentId) ?? []) this.queuedRuns.delete(job.runId);
+    this.held.delete(agentId);
     for (const id of this.processor.activeRunIds(agentId)) this.processor.abort(id, 'interrupted');
     this.repo.forget(agentId);
     this.agents.forget(agentId);

@@ -331,4 +331,33 @@ describe('messages: consent park and resume', () => {
     expect(next.status).toBe(200);
     expect(next.body.stop_reason.stop_reason).toBe('end_turn');
   });
+  it('a message accepted before the batch ahead of it parked waits for that batch to end (one batch at a time)', async () => {
+    const id = await agent();
+    fake.push({ tool_calls: [{ name: 'pay', arguments: { q: '7' } }], delayMs: 300 });
+    const first = (await api(t, 'POST', `/v1/agents/${id}/messages/async`, say('pay it'))).body;
+    const second = (await api(t, 'POST', `/v1/agents/${id}/messages/async`, say('and then?'))).body;
+    expect(await runEnded(first.id)).toMatchObject({ stop_reason: 'requires_approval' });
+    await new Promise((r) => setTimeout(r, 200));
+    expect((await api(t, 'GET', `/v1/runs/${second.id}`)).body.status).toBe('created');
+
+    const requestId = (await api(t, 'GET', `/v1/agents/${id}`)).body.pending_approval.request_id;
+    fake.push({ content: 'paid' });
+    fake.push({ content: 'second answer' });
+    await api(t, 'POST', `/v1/consent/requests/${requestId}/decision`, {
+      decision: 'approve_once',
+    });
+    expect(await runEnded(second.id)).toMatchObject({
+      status: 'completed',
+      stop_reason: 'end_turn',
+    });
+    // the first batch whole (its payment's return and answer), then the second
+    const history = (await api(t, 'GET', `/v1/agents/${id}/messages?order=asc&limit=50`)).body;
+    const said = history
+      .filter((m: any) =>
+        ['user_message', 'assistant_message', 'tool_return_message'].includes(m.message_type),
+      )
+      .map((m: any) => m.content ?? m.tool_return);
+    expect(said).toEqual(['pay it', 'ok:pay', 'paid', 'and then?', 'second answer']);
+    expect(tools.calls).toHaveLength(1);
+  });
 });
