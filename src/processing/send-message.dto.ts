@@ -6,7 +6,6 @@ import { BUDGET_FIELD_NAMES, BudgetFields, parseBudgetValue } from '../core/loop
 import { ImageLimits, MessageContent, parseContent } from '../core/loop/content-parts';
 import { ConstraintCompiler } from '../core/permissions/constraint';
 import { validateDecisionInput } from '../core/permissions/consent-decision';
-import type { MessageType } from './entities/message.entity';
 import { SEND_MESSAGE_TOOL, type LettaView } from './message.mapper';
 import type { ClientToolSpec } from './entities/run.entity';
 import type { InBandApproval } from './processing.ports';
@@ -153,15 +152,23 @@ function parseAnswer(
   };
 }
 
-export const MESSAGE_TYPES: readonly MessageType[] = [
-  'user_message',
+/**
+ * Every value of Letta's MessageType, which `include_return_message_types` may name: Letta's clients send
+ * types this server never produces (hidden_reasoning_message, summary_message, event_message); they
+ * match nothing.
+ */
+export const MESSAGE_TYPES: readonly string[] = [
   'system_message',
-  'reasoning_message',
+  'user_message',
   'assistant_message',
+  'reasoning_message',
+  'hidden_reasoning_message',
   'tool_call_message',
   'tool_return_message',
   'approval_request_message',
   'approval_response_message',
+  'summary_message',
+  'event_message',
 ];
 
 type Obj = Record<string, unknown>;
@@ -235,13 +242,13 @@ export function parseView(q: Obj, problems: ValidationProblem[]): LettaView {
         : [types];
     if (
       list.length > MESSAGE_TYPES.length ||
-      list.some((t) => !MESSAGE_TYPES.includes(t as MessageType))
+      list.some((t) => typeof t !== 'string' || !MESSAGE_TYPES.includes(t))
     ) {
       problems.push({
         path: 'include_return_message_types',
         message: `must be a list of ${MESSAGE_TYPES.join(', ')}`,
       });
-    } else view.types = list as MessageType[];
+    } else view.types = list as string[];
   }
   return view;
 }

@@ -106,6 +106,39 @@ describe('parseSendMessage', () => {
       { view: { useAssistantMessage: false, types: ['assistant_message'] } },
     ],
     [
+      "every type of Letta's MessageType (Letta Code's list)",
+      {
+        ...say,
+        include_return_message_types: [
+          'user_message',
+          'assistant_message',
+          'reasoning_message',
+          'event_message',
+          'summary_message',
+          'approval_request_message',
+          'tool_return_message',
+          'approval_response_message',
+          'hidden_reasoning_message',
+        ],
+      },
+      {
+        view: {
+          useAssistantMessage: true,
+          types: [
+            'user_message',
+            'assistant_message',
+            'reasoning_message',
+            'event_message',
+            'summary_message',
+            'approval_request_message',
+            'tool_return_message',
+            'approval_response_message',
+            'hidden_reasoning_message',
+          ],
+        },
+      },
+    ],
+    [
       'client tools',
       {
         ...say,
