@@ -11,7 +11,7 @@ export interface RunEvent {
   type: string;
   data: Record<string, unknown>;
   /** For a `message` of a send_message call: which of Letta's two presentations it belongs to. */
-  sendMessageForm?: 'assistant' | 'tool' | null;
+  sendMessageForm?: 'assistant' | 'tool' | 'hidden' | null;
 }
 
 /** `tools.completed` carries one of these per call. */

@@ -42,6 +42,7 @@ import type {
 import type { StepEntity } from './entities/step.entity';
 import { EMPTY_USAGE, mapMessage, MappedMessage, toLettaMessage } from './message.mapper';
 import { withoutImages } from '../core/loop/content-parts';
+import { ruleIndexFor } from '../core/rules/rule-index';
 import { RunCallbacks } from './run-callbacks';
 import { parseArgs, sendMessageText } from '../core/loop/tool-arguments';
 import {
@@ -520,13 +521,18 @@ export class AgentProcessor {
         model_call_ns: Math.round(modelCallMs * 1e6),
         created_at: this.clock.now(),
       };
-      await this.write(ctx, this.assistantTurn(ctx, stepId, textId, response), step);
+      const turn = this.assistantTurn(ctx, stepId, textId, response);
+      await this.write(ctx, turn.rows, step);
 
       let outcomes: ToolOutcome[] = [];
       if (calls.length > 0) {
         this.publish(ctx, 'tools.executing', { step: stepNumber, tools: calls.map((c) => c.name) });
         outcomes = await this.exec.executor.executeBatch(ctx.setup, pass, calls, ctx.meta);
-        const parked = await this.persistOutcomes(ctx, outcomes, () => stepId, pass);
+        const argsText = new Map(response.toolCalls.map((c) => [c.id, c.argumentsText]));
+        const parked = await this.persistOutcomes(ctx, outcomes, () => stepId, pass, undefined, {
+          ids: turn.held,
+          argsText,
+        });
         if (parked.length) ctx.parked = parked;
         if (outcomes.some((o) => o.kind === 'executed' && MEMORY_EDIT_TOOLS.has(o.toolName))) {
           ctx.agent = await this.agents.get(ctx.run.tenant_id, ctx.run.agent_id);
@@ -575,14 +581,21 @@ export class AgentProcessor {
     if (over) throw new RunStop(over.reason, over.detail);
   }
 
-  /** The model's turn as Letta messages: reasoning, text, one tool_call_message per call. */
+  /**
+   * The model's turn as Letta messages: reasoning, text, one tool_call_message per call. A call that may
+   * park (a client tool, or one that needs consent) is stored `_held`, never shown: if it parks, its
+   * approval_request_message is all Letta's clients see of it (as Letta decides from the tool rules before
+   * running anything); if it runs, its tool_call_message is shown with its return. Stored now all the
+   * same, so that recovery finds a call whose process died while it ran.
+   */
   private assistantTurn(
     ctx: RunContext,
     stepId: string,
     textId: string,
     r: ModelResponse,
-  ): NewMessage[] {
+  ): { rows: NewMessage[]; held: Set<string> } {
     const out: NewMessage[] = [];
+    const held = new Set<string>();
     if (r.reasoning)
       out.push(this.msg(ctx, 'reasoning_message', { reasoning: r.reasoning }, stepId));
     if (r.content)
@@ -590,20 +603,28 @@ export class AgentProcessor {
         ...this.msg(ctx, 'assistant_message', { content: r.content }, stepId),
         id: textId,
       });
+    const idx = ruleIndexFor(ctx.setup);
     for (const c of r.toolCalls) {
-      out.push(
-        this.msg(
-          ctx,
-          'tool_call_message',
-          { tool_call: { name: c.name, arguments: c.argumentsText, tool_call_id: c.id } },
-          stepId,
-        ),
-      );
-      // Letta clients read the agent's words from assistant_message
-      const text = sendMessageText(c.name, c.argumentsText);
-      if (text !== undefined)
-        out.push(this.msg(ctx, 'assistant_message', { content: text, _derived: true }, stepId));
+      const call = { name: c.name, arguments: c.argumentsText, tool_call_id: c.id };
+      if (idx.consent.has(c.name) || idx.tools.get(c.name)?.kind === 'client') {
+        held.add(c.id);
+        out.push(this.msg(ctx, 'tool_call_message', { tool_call: call, _held: true }, stepId));
+      } else out.push(...this.callMessages(ctx, call, stepId));
     }
+    return { rows: out, held };
+  }
+
+  /** A call as Letta shows it: its tool_call_message, and send_message's text as an assistant_message. */
+  private callMessages(
+    ctx: RunContext,
+    call: { name: string; arguments: string; tool_call_id: string },
+    stepId: string | null,
+  ): NewMessage[] {
+    const out = [this.msg(ctx, 'tool_call_message', { tool_call: call }, stepId)];
+    // Letta clients read the agent's words from assistant_message
+    const text = sendMessageText(call.name, call.arguments);
+    if (text !== undefined)
+      out.push(this.msg(ctx, 'assistant_message', { content: text, _derived: true }, stepId));
     return out;
   }
 
@@ -618,6 +639,8 @@ export class AgentProcessor {
      * (a model turn); null: none (a batch parked before turns were kept).
      */
     turn?: TurnCall[] | null,
+    /** The turn's calls stored `_held` (with the model's arguments): shown now unless they park. */
+    held?: { ids: Set<string>; argsText: Map<string, string> },
   ): Promise<ParkedCall[]> {
     this.publish(ctx, 'tools.completed', { outcomes: outcomes.map(outcomeFacts) });
     const { batch: _cache, ...passSnapshot } = pass;
@@ -653,6 +676,16 @@ export class AgentProcessor {
             : {}),
         });
         continue;
+      }
+      if (held?.ids.has(o.toolCallId)) {
+        const args = held.argsText.get(o.toolCallId) ?? JSON.stringify(o.arguments);
+        rows.push(
+          ...this.callMessages(
+            ctx,
+            { name: o.toolName, arguments: args, tool_call_id: o.toolCallId },
+            stepId,
+          ),
+        );
       }
       rows.push(
         this.msg(
@@ -791,6 +824,7 @@ export class AgentProcessor {
   ): Promise<MessageEntity[]> {
     const stored = await this.repo.append(ctx.run.agent_id, rows, step);
     for (const m of stored) {
+      if (m.payload._held) continue; // shown later, as its approval request or its call
       const mapped = mapMessage(m);
       if (!m.payload._input) ctx.produced.push(mapped);
       this.publish(ctx, m.payload._input ? 'input_message' : 'message', mapped.letta, mapped.form);

@@ -44,14 +44,18 @@ export interface LettaView {
 export const DEFAULT_VIEW: LettaView = { useAssistantMessage: true, types: null };
 
 /**
- * Which presentation of a send_message call a stored message belongs to: `assistant` (the text as an
- * assistant_message, shown with use_assistant_message), `tool` (its call and return, shown without),
- * or null (every other message, always shown).
+ * How a stored message is presented: `assistant` / `tool` (the two presentations of a send_message call:
+ * its text as an assistant_message, shown with use_assistant_message, or its call and return, shown
+ * without), `hidden` (a call held back until its outcome was known: never shown; see `_held`), or null
+ * (every other message, always shown).
  */
+export type MessageForm = 'assistant' | 'tool' | 'hidden' | null;
+
 export function sendMessageForm(m: {
   message_type: string;
   payload: Record<string, unknown>;
-}): 'assistant' | 'tool' | null {
+}): MessageForm {
+  if (m.payload._held) return 'hidden';
   if (m.message_type === 'assistant_message') return m.payload._derived ? 'assistant' : null;
   if (m.message_type === 'tool_call_message') {
     return toolCallName(m.payload) === SEND_MESSAGE_TOOL ? 'tool' : null;
@@ -62,12 +66,9 @@ export function sendMessageForm(m: {
   return null;
 }
 
-/** Whether a message of this type and send_message form is shown in the view. */
-export function shownIn(
-  view: LettaView,
-  messageType: string,
-  form: 'assistant' | 'tool' | null,
-): boolean {
+/** Whether a message of this type and form is shown in the view. */
+export function shownIn(view: LettaView, messageType: string, form: MessageForm): boolean {
+  if (form === 'hidden') return false;
   if (form === 'assistant' && !view.useAssistantMessage) return false;
   if (form === 'tool' && view.useAssistantMessage) return false;
   return view.types === null || view.types.includes(messageType);
@@ -84,7 +85,7 @@ export function toLettaMessages(rows: MessageEntity[], view: LettaView): LettaMe
  */
 export interface MappedMessage {
   letta: LettaMessage;
-  form: 'assistant' | 'tool' | null;
+  form: MessageForm;
 }
 
 export function mapMessage(m: MessageEntity): MappedMessage {

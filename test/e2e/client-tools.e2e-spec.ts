@@ -169,6 +169,11 @@ describe('client tools', () => {
     );
     expect(refused.status).toBe('error');
     expect(refused.tool_return).toContain('[ToolRuleViolation]');
+    // held back until its outcome was known: it did not park, so it is shown as a call
+    const shown = res.body.messages
+      .filter((m: any) => (m.tool_call?.tool_call_id ?? m.tool_call_id) === 'call_m2')
+      .map((m: any) => m.message_type);
+    expect(shown).toEqual(['tool_call_message', 'tool_return_message']);
     expect(res.body.stop_reason.stop_reason).toBe('end_turn');
   });
 

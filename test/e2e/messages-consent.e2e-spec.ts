@@ -83,6 +83,53 @@ describe('messages: consent park and resume', () => {
     expect(typeof blocked.body.details.request_id).toBe('string');
   });
 
+  it("a parked call is shown only as its approval request (response, stream, resumed stream, history), as Letta's", async () => {
+    const id = await agent();
+    fake.push({
+      tool_calls: [
+        { id: 'call_look', name: 'lookup', arguments: { q: 'price' } },
+        { id: 'call_pay', name: 'pay', arguments: { q: '5' } },
+      ],
+    });
+    const res = await fetch(`${t.baseUrl}/v1/agents/${id}/messages/stream`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(say('pay it')),
+    });
+    const frames = (await res.text())
+      .split('\n\n')
+      .map((f) => f.replace(/^data: /, ''))
+      .filter((f) => f.startsWith('{'))
+      .map((f) => JSON.parse(f));
+    const shown = (ms: any[]) =>
+      ms
+        .filter((m) => m.message_type?.endsWith('_message') && m.message_type !== 'user_message')
+        .map((m) => `${m.message_type}:${m.tool_call?.tool_call_id ?? m.tool_call_id}`);
+    // the call that ran is a tool_call_message and its return; the parked one only its request
+    const expected = [
+      'tool_call_message:call_look',
+      'tool_return_message:call_look',
+      'approval_request_message:call_pay',
+    ];
+    expect(shown(frames)).toEqual(expected);
+    const runId = frames[0].run_id;
+    expect(shown((await api(t, 'GET', `/v1/runs/${runId}/messages`)).body)).toEqual(expected);
+    const resumed = await api(t, 'POST', `/v1/runs/${runId}/stream`, {});
+    const replay = String(resumed.body)
+      .split('\n\n')
+      .map((f) => f.replace(/^data: /, ''))
+      .filter((f) => f.startsWith('{'))
+      .map((f) => JSON.parse(f));
+    expect(shown(replay)).toEqual(expected);
+    const history = (await api(t, 'GET', `/v1/agents/${id}/messages?order=asc`)).body;
+    expect(shown(history)).toEqual(expected);
+    // the model still gets a well-formed turn holding both calls once approved
+    fake.push({ content: 'paid' });
+    await approveInBand(id, 'call_pay');
+    const assistant = fake.requests.at(-1)!.messages.find((m: any) => m.role === 'assistant');
+    expect(assistant.tool_calls.map((c: any) => c.id)).toEqual(['call_look', 'call_pay']);
+  });
+
   it('in-band approval through the SDK: the tool runs and the same batch continues in a new run', async () => {
     const id = await agent();
     const { res: parked, toolCallId } = await park(id);

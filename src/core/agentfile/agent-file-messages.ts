@@ -99,11 +99,14 @@ export function toAfMessages(
         if (row.message_type === 'assistant_message') msg.content.push(...text(str(p.content)));
         else {
           const tc = (p.tool_call ?? {}) as Record<string, unknown>;
-          (msg.tool_calls ??= []).push({
-            id: str(tc.tool_call_id),
-            type: 'function',
-            function: { name: str(tc.name), arguments: str(tc.arguments) },
-          });
+          const calls = (msg.tool_calls ??= []);
+          // a call held until its outcome was known is stored twice once it ran: exported once
+          if (!calls.some((c) => c.id === str(tc.tool_call_id)))
+            calls.push({
+              id: str(tc.tool_call_id),
+              type: 'function',
+              function: { name: str(tc.name), arguments: str(tc.arguments) },
+            });
         }
         break;
       }

@@ -107,7 +107,8 @@ export class UnitGrouper {
       case 'tool_call_message':
       case 'approval_request_message': {
         const call = toolCallOf(m.payload);
-        // a parked call is stored as tool_call_message and approval_request_message: offered once
+        // a call that may park is stored held (a tool_call_message), then as its approval request or
+        // its shown tool_call_message: offered once
         if (call && !this.turn?.calls.some((c) => c.id === call.id))
           this.turnFor(m).calls.push(call);
         break;
