@@ -649,16 +649,6 @@ export class AgentProcessor {
     for (const o of outcomes) {
       const stepId = stepOf(o.toolCallId);
       if (o.kind === 'consent_required' || o.kind === 'client_required') {
-        const args = JSON.stringify(o.arguments);
-        const toolCall = { name: o.toolName, arguments: args, tool_call_id: o.toolCallId };
-        rows.push(
-          this.msg(
-            ctx,
-            'approval_request_message',
-            { tool_call: toolCall, tool_calls: [toolCall], request_id: o.consentRequestId ?? null },
-            stepId,
-          ),
-        );
         parked.push({
           tool_call_id: o.toolCallId,
           name: o.toolName,
@@ -706,8 +696,27 @@ export class AgentProcessor {
       const whole = turn ?? outcomes.map((o, i) => turnCall(o, i === outcomes.length - 1));
       for (const p of parked) p.turn = whole;
     }
+    if (parked.length) rows.push(this.approvalRequest(ctx, parked));
     await this.write(ctx, rows);
     return parked;
+  }
+
+  /**
+   * One approval_request_message for every call the turn parked, as Letta writes it (`tool_call` is the
+   * first): Letta Code answers the calls the last request lists, so all of them must be there.
+   */
+  private approvalRequest(ctx: RunContext, parked: ParkedCall[]): NewMessage {
+    const toolCalls = parked.map((p) => ({
+      name: p.name,
+      arguments: JSON.stringify(p.arguments),
+      tool_call_id: p.tool_call_id,
+    }));
+    return this.msg(
+      ctx,
+      'approval_request_message',
+      { tool_call: toolCalls[0], tool_calls: toolCalls, request_id: parked[0].request_id },
+      parked[0].step_id,
+    );
   }
 
   private stopFor(ctx: RunContext, e: unknown): { stop: StopReason; detail: string | null } {

@@ -12,7 +12,7 @@ import {
   SelectQueryBuilder,
 } from 'typeorm';
 import { AGENT_LEASES, type AgentLeases } from '../cluster/agent-leases';
-import type { HistoryMessage } from '../core/loop/context-builder';
+import { type HistoryMessage, requestedCalls } from '../core/loop/context-builder';
 import { summaryHistoryMessage } from '../core/loop/compaction';
 import { ContextWindow } from '../core/loop/context-window';
 import type { SharedRange } from '../core/loop/fork-ranges';
@@ -367,7 +367,11 @@ export class ProcessingRepository {
     );
     if (requests.length === 0) return null;
     const first = toLettaMessage(requests[0]);
-    return { ...first, tool_calls: requests.map((m) => m.payload.tool_call) };
+    // one request lists the turn's parked calls; a batch parked again adds another
+    return {
+      ...first,
+      tool_calls: requests.flatMap((m) => requestedCalls(m.payload)),
+    };
   }
 
   /** Every run parked for consent and not yet continued (boot: resume after decisions). */

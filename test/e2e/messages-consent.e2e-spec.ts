@@ -130,6 +130,43 @@ describe('messages: consent park and resume', () => {
     expect(assistant.tool_calls.map((c: any) => c.id)).toEqual(['call_look', 'call_pay']);
   });
 
+  it("parallel calls that park: one approval request lists them all (Letta's tool_calls), answered together", async () => {
+    const id = await agent();
+    fake.push({
+      tool_calls: [
+        { id: 'call_p1', name: 'pay', arguments: { q: '1' } },
+        { id: 'call_p2', name: 'pay', arguments: { q: '2' } },
+      ],
+    });
+    const parked = (await api(t, 'POST', `/v1/agents/${id}/messages`, say('pay both'))).body;
+    const requests = parked.messages.filter(
+      (m: any) => m.message_type === 'approval_request_message',
+    );
+    expect(requests).toHaveLength(1);
+    expect(requests[0].tool_call.tool_call_id).toBe('call_p1');
+    expect(requests[0].tool_calls.map((c: any) => c.tool_call_id)).toEqual(['call_p1', 'call_p2']);
+    expect(parked.messages.at(-1)).toEqual(requests[0]);
+    const pending = (await api(t, 'GET', `/v1/agents/${id}`)).body.pending_approval;
+    expect(pending.tool_calls.map((c: any) => c.tool_call_id)).toEqual(['call_p1', 'call_p2']);
+    // Letta Code answers the calls the last request lists
+    fake.push({ content: 'paid both' });
+    const res = await api(t, 'POST', `/v1/agents/${id}/messages`, {
+      messages: [
+        {
+          type: 'approval',
+          approvals: requests[0].tool_calls.map((c: any) => ({
+            type: 'approval',
+            tool_call_id: c.tool_call_id,
+            approve: true,
+          })),
+        },
+      ],
+    });
+    expect(res.status).toBe(200);
+    expect(res.body.stop_reason.stop_reason).toBe('end_turn');
+    expect(tools.calls.map((c) => c.tool_call_id).sort()).toEqual(['call_p1', 'call_p2']);
+  });
+
   it('in-band approval through the SDK: the tool runs and the same batch continues in a new run', async () => {
     const id = await agent();
     const { res: parked, toolCallId } = await park(id);

@@ -44,8 +44,18 @@ type ToolCallPart = { id: string; type: 'function'; function: { name: string; ar
 const str = (v: unknown): string =>
   typeof v === 'string' ? v : v == null ? '' : JSON.stringify(v);
 
+/** The calls an approval_request_message asks about: its `tool_calls` (Letta's), else its `tool_call`. */
+export function requestedCalls(payload: Record<string, unknown>): unknown[] {
+  if (Array.isArray(payload.tool_calls)) return payload.tool_calls as unknown[];
+  return payload.tool_call ? [payload.tool_call] : [];
+}
+
 function toolCallOf(payload: Record<string, unknown>): ToolCallPart | null {
-  const tc = payload.tool_call as Record<string, unknown> | undefined;
+  return toolCallPart(payload.tool_call);
+}
+
+function toolCallPart(v: unknown): ToolCallPart | null {
+  const tc = v as Record<string, unknown> | undefined;
   if (!tc || typeof tc.tool_call_id !== 'string' || typeof tc.name !== 'string') return null;
   return {
     id: tc.tool_call_id,
@@ -106,11 +116,17 @@ export class UnitGrouper {
       }
       case 'tool_call_message':
       case 'approval_request_message': {
-        const call = toolCallOf(m.payload);
+        const calls =
+          m.message_type === 'tool_call_message'
+            ? [toolCallOf(m.payload)]
+            : requestedCalls(m.payload).map(toolCallPart);
         // a call that may park is stored held (a tool_call_message), then as its approval request or
         // its shown tool_call_message: offered once
-        if (call && !this.turn?.calls.some((c) => c.id === call.id))
-          this.turnFor(m).calls.push(call);
+        const added = calls.filter(
+          (call): call is ToolCallPart =>
+            call !== null && !this.turn?.calls.some((c) => c.id === call.id),
+        );
+        if (added.length) this.turnFor(m).calls.push(...added);
         break;
       }
       case 'tool_return_message': {

@@ -73,6 +73,27 @@ describe('toChatUnits', () => {
     expect(turn[0]).toMatchObject({ role: 'assistant', tool_calls: [{ id: 'c1' }] });
     expect(turn[1]).toEqual({ role: 'tool', tool_call_id: 'c1', content: 'paid' });
   });
+
+  it("one approval request listing the turn's parked calls (Letta's tool_calls) gives each call once", () => {
+    const pay = (id: string) => ({ name: 'pay', arguments: '{}', tool_call_id: id });
+    const units = toChatUnits([
+      user('pay both'),
+      m('tool_call_message', { tool_call: pay('c1'), _held: true }, 's1'),
+      m(
+        'approval_request_message',
+        { tool_call: pay('c1'), tool_calls: [pay('c1'), pay('c2')] },
+        's1',
+      ),
+      ret('s1', 'c1', 'paid 1'),
+      ret('s1', 'c2', 'paid 2'),
+    ]);
+    expect(units).toHaveLength(2);
+    expect(units[1].messages.map((x) => x.role)).toEqual(['assistant', 'tool', 'tool']);
+    expect(units[1].messages[0]).toMatchObject({
+      role: 'assistant',
+      tool_calls: [{ id: 'c1' }, { id: 'c2' }],
+    });
+  });
 });
 
 describe('buildContext', () => {
