@@ -92,10 +92,20 @@ export function mapMessage(m: MessageEntity): MappedMessage {
   return { letta: toLettaMessage(m), form: sendMessageForm(m) };
 }
 
-/** The mapped messages the view shows. */
+/**
+ * Whether a message a run wrote is in its response and stream. Letta answers neither the user messages
+ * a run writes (heartbeats, rule reminders: letta/agents/helpers.py); history keeps them.
+ */
+export function inRunResponse(messageType: string): boolean {
+  return messageType !== 'user_message';
+}
+
+/** The mapped messages of a run's response the view shows. */
 export function shownMessages(mapped: MappedMessage[], view: LettaView): LettaMessage[] {
   const out: LettaMessage[] = [];
-  for (const m of mapped) if (shownIn(view, m.letta.message_type, m.form)) out.push(m.letta);
+  for (const m of mapped)
+    if (inRunResponse(m.letta.message_type) && shownIn(view, m.letta.message_type, m.form))
+      out.push(m.letta);
   return out;
 }
 

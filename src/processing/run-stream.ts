@@ -4,6 +4,7 @@ import type { RunEvent, RunEventsBus } from '../common/run-events';
 import type { MessageEntity } from './entities/message.entity';
 import type { RunEntity, RunUsage } from './entities/run.entity';
 import {
+  inRunResponse,
   LettaView,
   sendMessageForm,
   shownIn,
@@ -77,7 +78,7 @@ export class RunStream {
     for (const m of stored) {
       this.replayedSeq = Math.max(this.replayedSeq, m.seq_id);
       if (startingAfter !== null && m.seq_id <= startingAfter) continue;
-      if (m.payload._input) continue;
+      if (m.payload._input || !inRunResponse(m.message_type)) continue;
       if (shownIn(this.opts.view, m.message_type, sendMessageForm(m)))
         this.frame(toLettaMessage(m));
     }
@@ -122,7 +123,8 @@ export class RunStream {
   }
 
   private shown(e: RunEvent): boolean {
-    return shownIn(this.opts.view, String(e.data.message_type), e.sendMessageForm ?? null);
+    const type = String(e.data.message_type);
+    return inRunResponse(type) && shownIn(this.opts.view, type, e.sendMessageForm ?? null);
   }
 
   private endWith(stopReason: unknown, usage: RunUsage | null): void {

@@ -48,7 +48,8 @@ describe('processing: loop decisions', () => {
     const res = await send(id);
     expect(res.stop_reason.stop_reason).toBe('end_turn');
     expect(fake.requests).toHaveLength(2);
-    expect(heartbeats(res.messages)).toHaveLength(0);
+    const written = (await api(t, 'GET', `/v1/runs/${res.run_id}/messages`)).body;
+    expect(heartbeats(written)).toHaveLength(0);
     // the second call sees the tool result
     expect(fake.requests[1].messages.at(-1)).toMatchObject({ role: 'tool', content: 'ok:lookup' });
     expect(res.usage.step_count).toBe(2);
@@ -99,13 +100,21 @@ describe('processing: loop decisions', () => {
       { content: 'after heartbeat' },
     );
     const res = await send(id);
+    // the heartbeat is history only: Letta's responses leave the user messages a run writes out
     expect(types(res.messages)).toEqual([
+      'tool_call_message',
+      'tool_return_message',
+      'assistant_message',
+    ]);
+    const written = (await api(t, 'GET', `/v1/runs/${res.run_id}/messages`)).body;
+    expect(types(written)).toEqual([
+      'user_message', // the request's
       'tool_call_message',
       'tool_return_message',
       'user_message',
       'assistant_message',
     ]);
-    const hb = JSON.parse(heartbeats(res.messages)[0].content);
+    const hb = JSON.parse(heartbeats(written)[0].content);
     expect(hb.type).toBe('heartbeat');
     expect(typeof hb.reason).toBe('string');
     // request_heartbeat is stripped before execution
@@ -131,7 +140,9 @@ describe('processing: loop decisions', () => {
     const res = await send(id);
     expect(res.stop_reason.stop_reason).toBe('tool_rule_violation');
     expect(fake.requests).toHaveLength(4);
-    const reminders = res.messages.filter(
+    expect(types(res.messages)).not.toContain('user_message');
+    const written = (await api(t, 'GET', `/v1/runs/${res.run_id}/messages`)).body;
+    const reminders = written.filter(
       (m: any) => m.message_type === 'user_message' && String(m.content).includes('save'),
     );
     expect(reminders).toHaveLength(3);
