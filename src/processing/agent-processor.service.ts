@@ -305,18 +305,29 @@ export class AgentProcessor {
       ? structuredClone(parkedPass)
       : this.exec.executor.newPass(ctx.setup, run.batch_id);
     if (run.input.approvals?.length) {
-      const approvals = run.input.approvals.map((a) => ({
-        type: 'approval',
-        tool_call_id: a.tool_call_id,
-        approve: a.approve,
-        reason: a.reason ?? null,
-      }));
+      // Letta's ApprovalReturn and ToolReturn items; the legacy fields repeat the first ApprovalReturn
+      const approvals = run.input.approvals.map((a) =>
+        a.tool_return !== undefined
+          ? {
+              type: 'tool',
+              tool_call_id: a.tool_call_id,
+              tool_return: a.tool_return,
+              status: a.status ?? 'success',
+            }
+          : {
+              type: 'approval',
+              tool_call_id: a.tool_call_id,
+              approve: a.approve,
+              reason: a.reason ?? null,
+            },
+      );
+      const first = approvals.find((a) => a.type === 'approval');
       await this.write(ctx, [
         this.msg(ctx, 'approval_response_message', {
           approvals,
-          approve: approvals.length === 1 ? approvals[0].approve : undefined,
-          approval_request_id: calls.length === 1 ? calls[0].request_id : undefined,
-          reason: approvals.length === 1 ? approvals[0].reason : undefined,
+          approve: first?.approve ?? null,
+          approval_request_id: first?.tool_call_id ?? null,
+          reason: first?.reason ?? null,
         }),
       ]);
     }

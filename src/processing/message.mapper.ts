@@ -94,10 +94,11 @@ export function mapMessage(m: MessageEntity): MappedMessage {
 
 /**
  * Whether a message a run wrote is in its response and stream. Letta answers neither the user messages
- * a run writes (heartbeats, rule reminders: letta/agents/helpers.py); history keeps them.
+ * a run writes (heartbeats, rule reminders) nor the approval response (letta/agents/helpers.py); history
+ * keeps them.
  */
 export function inRunResponse(messageType: string): boolean {
-  return messageType !== 'user_message';
+  return messageType !== 'user_message' && messageType !== 'approval_response_message';
 }
 
 /** The mapped messages of a run's response the view shows. */

@@ -85,17 +85,23 @@ describe('client tools', () => {
       toolReturn('call_b1', 'a.txt b.txt'),
     );
     expect(second.status).toBe(200);
-    expect(types(second.body.messages)).toEqual([
-      'approval_response_message',
-      'tool_return_message',
-      'assistant_message',
-    ]);
-    expect(second.body.messages[1]).toMatchObject({
+    expect(types(second.body.messages)).toEqual(['tool_return_message', 'assistant_message']);
+    expect(second.body.messages[0]).toMatchObject({
       tool_return: 'a.txt b.txt',
       status: 'success',
       name: 'Bash',
     });
     expect(second.body.stop_reason.stop_reason).toBe('end_turn');
+    // the approval response is history only, with Letta's ToolReturn item
+    const written = (await api(t, 'GET', `/v1/runs/${second.body.run_id}/messages`)).body;
+    expect(written[0]).toMatchObject({
+      message_type: 'approval_response_message',
+      approvals: [
+        { type: 'tool', tool_call_id: 'call_b1', tool_return: 'a.txt b.txt', status: 'success' },
+      ],
+      approve: null,
+      approval_request_id: null,
+    });
     // the model saw the client's result
     const toolMsg = fake.requests[1].messages.find((m: any) => m.role === 'tool');
     expect(toolMsg.content).toContain('a.txt b.txt');

@@ -179,15 +179,20 @@ describe('messages: consent park and resume', () => {
         },
       ] as any,
     });
-    expect(types(res.messages)).toEqual([
-      'approval_response_message',
-      'tool_return_message',
-      'assistant_message',
-    ]);
-    expect(res.messages[1]).toMatchObject({
+    // the approval response is history only, as Letta's responses leave it out
+    expect(types(res.messages)).toEqual(['tool_return_message', 'assistant_message']);
+    expect(res.messages[0]).toMatchObject({
       tool_call_id: toolCallId,
       status: 'success',
       tool_return: 'ok:pay',
+    });
+    const written = (await api(t, 'GET', `/v1/runs/${res.run_id}/messages`)).body;
+    // Letta's legacy fields repeat the first approval: approval_request_id is its tool_call_id
+    expect(written[0]).toMatchObject({
+      message_type: 'approval_response_message',
+      approve: true,
+      approval_request_id: toolCallId,
+      approvals: [{ type: 'approval', tool_call_id: toolCallId, approve: true }],
     });
     expect(res.stop_reason.stop_reason).toBe('end_turn');
     expect(tools.calls.map((c) => c.tool_call_id)).toEqual([toolCallId]);
@@ -221,7 +226,7 @@ describe('messages: consent park and resume', () => {
     const toolCallId = parked.messages.at(-1).tool_call.tool_call_id as string;
     fake.push({ content: 'paid' });
     const res = await approveInBand(id, toolCallId);
-    expect(res.messages[1]).toMatchObject({ tool_call_id: toolCallId, status: 'success' });
+    expect(res.messages[0]).toMatchObject({ tool_call_id: toolCallId, status: 'success' });
     expect(tools.calls.map((c) => c.name)).toEqual(['lookup', 'pay']);
     expect(res.stop_reason.stop_reason).toBe('end_turn');
   });
@@ -252,7 +257,7 @@ describe('messages: consent park and resume', () => {
     ).tool_call.tool_call_id as string;
     const requests = fake.requests.length;
     const res = await approveInBand(id, toolCallId);
-    expect(types(res.messages)).toEqual(['approval_response_message', 'tool_return_message']);
+    expect(types(res.messages)).toEqual(['tool_return_message']);
     expect(res.stop_reason.stop_reason).toBe('tool_rule');
     expect(fake.requests).toHaveLength(requests);
     expect(tools.calls.map((c) => `${c.name}:${String(c.arguments.q)}`)).toEqual([
@@ -308,9 +313,11 @@ describe('messages: consent park and resume', () => {
       messages: [{ type: 'approval', approval_request_id: requestId, approve: true }],
     });
     expect(legacy.status).toBe(200);
-    expect(legacy.body.messages[0]).toMatchObject({
-      message_type: 'approval_response_message',
+    expect(types(legacy.body.messages)).not.toContain('approval_response_message');
+    const history = (await api(t, 'GET', `/v1/agents/${id}/messages?order=asc`)).body;
+    expect(history.find((m: any) => m.message_type === 'approval_response_message')).toMatchObject({
       approve: true,
+      approval_request_id: toolCallId,
     });
     expect(tools.calls).toHaveLength(1);
   });
