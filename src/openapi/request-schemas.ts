@@ -212,7 +212,7 @@ const APPROVAL_ANSWER = {
 };
 const MESSAGE_ITEM = {
   anyOf: [
-    obj({ role: { enum: ['user', 'system'] }, content: CONTENT }, ['content']),
+    obj({ role: { enum: ['user', 'system', 'assistant'] }, content: CONTENT }, ['content']),
     obj(
       {
         type: { const: 'approval' },

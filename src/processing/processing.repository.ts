@@ -58,13 +58,20 @@ export function newMessageRow(
   };
 }
 
+/** The stored type of a request's message by its role (an assistant one joins the context as the agent's). */
+const INPUT_MESSAGE_TYPE: Record<string, MessageEntity['message_type']> = {
+  user: 'user_message',
+  system: 'system_message',
+  assistant: 'assistant_message',
+};
+
 /** A run's input (what the client sent), marked `_input`: stored once, before the run's first step. */
 export function inputMessageRows(run: RunEntity, newId: () => string, at: number): NewMessage[] {
   return run.input.messages.map((m) =>
     newMessageRow(
       newId(),
       run,
-      m.role === 'system' ? 'system_message' : 'user_message',
+      INPUT_MESSAGE_TYPE[m.role] ?? 'user_message',
       { content: m.content, ...(m.otid !== undefined ? { otid: m.otid } : {}), _input: true },
       null,
       at,

@@ -49,6 +49,7 @@ export class RunRecovery {
       'tool_return_message',
       'user_message',
       'system_message',
+      'assistant_message',
     ]);
     // killed between its claim and its first write (its input): the message it was accepted with is
     // kept, not lost

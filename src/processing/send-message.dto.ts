@@ -3,7 +3,13 @@ import { validationFailed, type ValidationProblem } from '../common/domain-error
 import { CLIENT_TOOL_NAME } from '../core/agents/validate-agent';
 import type { InputLimits } from '../core/limits';
 import { BUDGET_FIELD_NAMES, BudgetFields, parseBudgetValue } from '../core/loop/budgets';
-import { ImageLimits, MessageContent, parseContent } from '../core/loop/content-parts';
+import {
+  contentText,
+  hasImages,
+  ImageLimits,
+  MessageContent,
+  parseContent,
+} from '../core/loop/content-parts';
 import { ConstraintCompiler } from '../core/permissions/constraint';
 import { validateDecisionInput } from '../core/permissions/consent-decision';
 import { SEND_MESSAGE_TOOL, type LettaView } from './message.mapper';
@@ -13,7 +19,8 @@ import type { InBandApproval } from './processing.ports';
 /** A validated `POST /v1/agents/{id}/messages` body. */
 export interface SendMessageRequest {
   /** `otid`: the client's own id of the message (Letta's offline id), stored and answered with it. */
-  messages: { role: 'user' | 'system'; content: MessageContent; otid?: string }[];
+  /** `assistant`: Letta's MessageCreate allows it; it joins the context as the agent's own words. */
+  messages: { role: 'user' | 'system' | 'assistant'; content: MessageContent; otid?: string }[];
   approvals: InBandApproval[] | null;
   /**
    * Letta's legacy single approval `{type:'approval', approval_request_id?, approve, reason?}`: one answer for
@@ -348,10 +355,22 @@ export function parseSendMessage(
         return;
       }
       const role = m.role ?? 'user';
-      if (role !== 'user' && role !== 'system') {
-        return problems.push({ path: `${path}.role`, message: 'must be "user" or "system"' });
+      if (role !== 'user' && role !== 'system' && role !== 'assistant') {
+        return problems.push({
+          path: `${path}.role`,
+          message: 'must be "user", "system" or "assistant"',
+        });
       }
-      const content = parseContent(m.content, `${path}.content`, opts.limits.images, problems);
+      let content = parseContent(m.content, `${path}.content`, opts.limits.images, problems);
+      if (role === 'assistant' && content !== null) {
+        // the model's own turns are text
+        if (hasImages(content))
+          return problems.push({
+            path: `${path}.content`,
+            message: 'must be text for "assistant"',
+          });
+        content = contentText(content);
+      }
       const otid = m.otid;
       if (otid !== undefined && otid !== null && (typeof otid !== 'string' || otid.length > 200))
         return problems.push({

@@ -73,6 +73,34 @@ describe('messages: the loop through the fake model server', () => {
     expect(history[0].content).toBe('hi');
   });
 
+  it("an assistant message in the request (Letta's MessageCreate role) joins the context as the agent's", async () => {
+    const agentId = await anAgent({ include_base_tools: false });
+    fake.push({ content: 'Here is the poem.' });
+    const res = await post(`/v1/agents/${agentId}/messages`, {
+      messages: [
+        { role: 'user', content: 'promise me a poem' },
+        { role: 'assistant', content: 'I promise a poem.' },
+        { role: 'user', content: 'go on' },
+      ],
+    });
+    expect(res.status).toBe(200);
+    expect(res.body.messages.map((m: any) => m.content)).toEqual(['Here is the poem.']);
+    expect(fake.requests[0].messages.slice(1)).toEqual([
+      { role: 'user', content: 'promise me a poem' },
+      { role: 'assistant', content: 'I promise a poem.' },
+      { role: 'user', content: 'go on' },
+    ]);
+    const history = (await (
+      await fetch(`${t.baseUrl}/v1/agents/${agentId}/messages?order=asc`)
+    ).json()) as any[];
+    expect(history.map((m) => `${m.message_type}:${m.content}`)).toEqual([
+      'user_message:promise me a poem',
+      'assistant_message:I promise a poem.',
+      'user_message:go on',
+      'assistant_message:Here is the poem.',
+    ]);
+  });
+
   it('send_message: one assistant_message (Letta default), its call and return with use_assistant_message false', async () => {
     const agentId = await anAgent();
     fake.push({ tool_calls: [{ name: 'send_message', arguments: { message: 'Hi there' } }] });

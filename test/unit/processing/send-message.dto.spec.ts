@@ -96,6 +96,27 @@ describe('parseSendMessage', () => {
       },
     ],
     [
+      "an assistant message (Letta's MessageCreate allows it): its text",
+      {
+        messages: [
+          {
+            role: 'assistant',
+            content: [
+              { type: 'text', text: 'I said ' },
+              { type: 'text', text: 'so' },
+            ],
+          },
+          { role: 'user', content: 'go on' },
+        ],
+      },
+      {
+        messages: [
+          { role: 'assistant', content: 'I said so' },
+          { role: 'user', content: 'go on' },
+        ],
+      },
+    ],
+    [
       'Letta 1.x input',
       { input: 'hi there' },
       { messages: [{ role: 'user', content: 'hi there' }] },
@@ -174,6 +195,23 @@ describe('parseSendMessage', () => {
       'messages[0].content',
     ],
     ['an unknown role', { messages: [{ role: 'tool', content: 'x' }] }, 'messages[0].role'],
+    [
+      'an image in an assistant message',
+      {
+        messages: [
+          {
+            role: 'assistant',
+            content: [
+              {
+                type: 'image',
+                source: { type: 'base64', media_type: 'image/png', data: 'iVBORw0KGgo=' },
+              },
+            ],
+          },
+        ],
+      },
+      'messages[0].content',
+    ],
     ['max_steps 0', { messages: [{ role: 'user', content: 'x' }], max_steps: 0 }, 'max_steps'],
     [
       'a token budget of 0',
