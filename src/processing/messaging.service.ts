@@ -402,7 +402,11 @@ export class MessagingService implements OnModuleInit {
       const ids = req.approvals!.map((a) => a.tool_call_id).filter(Boolean);
       const known = ids.length ? await this.consent.requests(tenantId, agentId, ids) : [];
       if (known.some((r) => r.status !== 'pending')) throw alreadyDecided(known, null);
-      throw badRequest('NO_PENDING_APPROVAL', `agent ${agentId} has no pending approval request`);
+      // Letta's words: Letta Code matches on them
+      throw badRequest(
+        'NO_PENDING_APPROVAL',
+        `Cannot process approval response: No tool call is currently awaiting approval (agent ${agentId} has no pending approval request)`,
+      );
     }
     let approvals: InBandApproval[] = req.approvals!;
     if (req.legacyApproval)
@@ -417,7 +421,8 @@ export class MessagingService implements OnModuleInit {
     ) {
       throw badRequest(
         'APPROVAL_MISMATCH',
-        `the approvals must answer exactly the pending tool calls: ${[...pendingIds].join(', ')}`,
+        // Letta's words (letta/agents/helpers.py): Letta Code matches on them
+        `Invalid tool call IDs. Expected '${JSON.stringify([...pendingIds])}', but received '${JSON.stringify([...given])}': the approvals must answer exactly the pending tool calls`,
         { pending_tool_call_ids: [...pendingIds] },
       );
     }
@@ -485,7 +490,7 @@ export class MessagingService implements OnModuleInit {
     if (answered.length === 0 || answered.length !== calls.length) {
       throw badRequest(
         'APPROVAL_MISMATCH',
-        'approval_request_id does not match the pending approval request',
+        `Invalid tool call IDs. Expected '${JSON.stringify(calls.map((c) => c.tool_call_id))}', but received '${JSON.stringify([id])}': approval_request_id does not match the pending approval request`,
         {
           approval_request_id: requestMessages[0]?.id ?? null,
           pending: calls.map((c) => ({ request_id: c.request_id, tool_call_id: c.tool_call_id })),

@@ -296,6 +296,8 @@ describe('messages: consent park and resume', () => {
     });
     expect(none.status).toBe(400);
     expect(none.body.code).toBe('NO_PENDING_APPROVAL');
+    // Letta's words, which Letta Code matches on
+    expect(none.body.message).toContain('No tool call is currently awaiting approval');
     const { toolCallId } = await park(id);
     const mismatch = await api(t, 'POST', `/v1/agents/${id}/messages`, {
       messages: [
@@ -307,6 +309,9 @@ describe('messages: consent park and resume', () => {
     });
     expect(mismatch.status).toBe(400);
     expect(mismatch.body.details.pending_tool_call_ids).toEqual([toolCallId]);
+    expect(mismatch.body.message).toContain(
+      `Invalid tool call IDs. Expected '["${toolCallId}"]', but received '["call_other"]'`,
+    );
     const requestId = (await api(t, 'GET', `/v1/agents/${id}`)).body.pending_approval.request_id;
     fake.push({ content: 'done' });
     const legacy = await api(t, 'POST', `/v1/agents/${id}/messages`, {

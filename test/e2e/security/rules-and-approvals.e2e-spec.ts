@@ -119,6 +119,7 @@ describe('security: "*" rules and the approval forms', () => {
       code: 'APPROVAL_MISMATCH',
       details: { approval_request_id: pending.id },
     });
+    expect(res.body.message).toContain('Invalid tool call IDs');
     expect(tools.calls).toHaveLength(0);
   });
 
