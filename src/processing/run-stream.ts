@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Response } from 'express';
 import { filter, Subscription } from 'rxjs';
 import type { RunEvent, RunEventsBus } from '../common/run-events';
@@ -38,6 +39,8 @@ export class RunStream {
   private readonly chunked = new Set<string>();
   /** Resuming: the last stored message already replayed from the database. */
   private replayedSeq = -1;
+  /** The seq_id of the last message frame sent (pings carry it, as Letta's, so a client can resume). */
+  private lastSeq: number | null = null;
 
   constructor(
     private readonly res: Response,
@@ -57,7 +60,7 @@ export class RunStream {
       else if (e.runId === this.runId) this.onEvent(e);
     });
     if (opts.includePings) {
-      this.ping = setInterval(() => this.frame({ message_type: 'ping' }), PING_MS);
+      this.ping = setInterval(() => this.frame(this.pingFrame()), PING_MS);
       this.ping.unref();
     }
     res.on('close', () => this.close());
@@ -133,8 +136,24 @@ export class RunStream {
     this.end();
   }
 
-  private frame(data: unknown): void {
+  /** Letta's LettaPing: a keep-alive with its own id, the run and the last seq_id sent. */
+  private pingFrame() {
+    return {
+      id: `ping-${randomUUID()}`,
+      date: new Date().toISOString(),
+      message_type: 'ping',
+      run_id: this.runId,
+      seq_id: this.lastSeq,
+      step_id: null,
+      otid: null,
+      sender_id: null,
+      name: null,
+    };
+  }
+
+  private frame(data: Record<string, unknown>): void {
     if (this.ended) return;
+    if (typeof data.seq_id === 'number') this.lastSeq = data.seq_id;
     this.res.write(`data: ${JSON.stringify(data)}\n\n`);
   }
 
