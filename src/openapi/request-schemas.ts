@@ -257,6 +257,7 @@ const SEND_MESSAGE: Schema = {
     max_steps: orNull(int(1, 10000)),
     streaming: nullable('boolean'),
     stream_tokens: nullable('boolean'),
+    background: nullable('boolean'),
     client_tools: orNull({
       type: 'array',
       items: obj(

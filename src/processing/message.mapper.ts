@@ -139,7 +139,8 @@ export function toLettaRun(r: RunEntity) {
     agent_id: r.agent_id,
     status: r.status,
     stop_reason: r.stop_reason,
-    background: r.input.mode === 'async',
+    // async runs always are (as Letta's); a stream is when its request said so
+    background: r.input.mode === 'async' || r.input.background === true,
     batch_id: r.batch_id,
     created_at: iso(r.created_at),
     started_at: iso(r.started_at),

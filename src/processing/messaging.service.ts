@@ -205,6 +205,7 @@ export class MessagingService implements OnModuleInit {
         max_steps: req.maxSteps,
         budgets: req.budgets,
         ...(req.streamTokens ? { stream_tokens: true } : {}),
+        ...(req.background ? { background: true } : {}),
         ...(req.clientTools.length ? { client_tools: req.clientTools } : {}),
         ...(req.callbackUrl ? { callback_url: req.callbackUrl } : {}),
       });
@@ -435,6 +436,7 @@ export class MessagingService implements OnModuleInit {
       max_steps: req.maxSteps,
       budgets: req.budgets,
       ...(req.streamTokens ? { stream_tokens: true } : {}),
+      ...(req.background ? { background: true } : {}),
       ...clientToolsFor(req.clientTools, parked),
       ...(req.callbackUrl ? { callback_url: req.callbackUrl } : {}),
       resumes_run_id: parked.id,

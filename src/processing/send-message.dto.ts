@@ -33,6 +33,8 @@ export interface SendMessageRequest {
   streaming: boolean;
   /** Letta's token streaming: assistant text in several frames sharing the message id (streaming only). */
   streamTokens: boolean;
+  /** Letta's `background` (streaming only): recorded and answered on the run; every stream is resumable. */
+  background: boolean;
   includePings: boolean;
   /** Our extension (`include_progress: true`): progress frames on the stream, which Letta's union lacks. */
   includeProgress: boolean;
@@ -282,6 +284,7 @@ export function parseSendMessage(
     budgets: {},
     streaming: opts.streamPath || body.streaming === true,
     streamTokens: false,
+    background: false,
     includePings: body.include_pings !== false,
     includeProgress: body.include_progress === true,
     view: parseView(body, problems),
@@ -290,6 +293,7 @@ export function parseSendMessage(
     callbackUrl: null,
   };
   out.streamTokens = out.streaming && body.stream_tokens === true;
+  out.background = out.streaming && body.background === true;
   if (body.input !== undefined && body.input !== null) {
     // Letta 1.x: `input` (a string or content parts) is one user message, before any `messages`
     const content = parseContent(body.input, 'input', opts.limits.images, problems);

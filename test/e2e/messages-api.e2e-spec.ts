@@ -208,6 +208,8 @@ describe('messages API', () => {
       break;
     }
     expect(seen.message_type).toBe('tool_call_message');
+    // the request's flag is the run's (Letta's Run.background)
+    expect((await api(t, 'GET', `/v1/runs/${seen.run_id}`)).body.background).toBe(true);
     const resumed = await client.runs.messages.stream(seen.run_id, {
       starting_after: seen.seq_id,
     });

@@ -25,6 +25,8 @@ export interface RunInput {
   budgets?: Partial<BudgetFields>;
   /** Stream the model's text as it is generated (Letta's `stream_tokens`, on streaming requests). */
   stream_tokens?: boolean;
+  /** Letta's `background` on a streaming request (answered as the run's `background`). */
+  background?: boolean;
   /** resume: the parked run continued by this one. */
   resumes_run_id?: string;
   /** Approvals as the client sent them (in-band), for the approval_response_message. */

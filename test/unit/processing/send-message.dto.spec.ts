@@ -39,6 +39,16 @@ describe('parseSendMessage', () => {
       { streaming: true, streamTokens: true },
     ],
     [
+      'background on a streaming request',
+      { messages: [{ role: 'user', content: 'x' }], streaming: true, background: true },
+      { streaming: true, background: true },
+    ],
+    [
+      'background without streaming is ignored',
+      { messages: [{ role: 'user', content: 'x' }], background: true },
+      { streaming: false, background: false },
+    ],
+    [
       'stream_tokens without streaming is ignored',
       { messages: [{ role: 'user', content: 'x' }], stream_tokens: true },
       { streaming: false, streamTokens: false },
