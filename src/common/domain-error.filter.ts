@@ -87,6 +87,9 @@ export class DomainErrorFilter implements ExceptionFilter {
       res.end();
       return;
     }
+    // Letta's SDK (and others built by Stainless) retry a 5xx unless told not to
+    if (exception instanceof DomainError && exception.retry === false)
+      res.setHeader('x-should-retry', 'false');
     res.status(status).json(body);
   }
 }

@@ -23,6 +23,8 @@ export class DomainError extends Error {
     readonly code: string,
     message: string,
     readonly details: Record<string, unknown> = {},
+    /** false: sending the request again would repeat what it did (answered with `x-should-retry: false`). */
+    readonly retry?: false,
   ) {
     super(message);
     this.name = 'DomainError';

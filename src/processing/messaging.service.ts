@@ -259,11 +259,13 @@ export class MessagingService implements OnModuleInit {
     }
     const done = await pending;
     if (done === 'shutdown') {
+      // the run is stored: sending again would add the message twice
       throw new DomainError(
         'unavailable',
         'SHUTTING_DOWN',
-        `the server is shutting down; run ${runId} stays queued and runs after the restart`,
+        `the server is shutting down; run ${runId} stays queued and runs after the restart (do not send it again: GET /v1/runs/${runId} tells when it has run)`,
         { run_id: runId },
+        false,
       );
     }
     if (done) return done;

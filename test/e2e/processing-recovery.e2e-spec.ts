@@ -161,7 +161,11 @@ describe('processing: restart recovery', () => {
     const running = (await api(t, 'POST', `/v1/agents/${id}/messages/async`, say('one'))).body.id;
     await toolStarted;
     const waiting = (await api(t, 'POST', `/v1/agents/${id}/messages/async`, say('two'))).body.id;
-    const syncWaiting = api(t, 'POST', `/v1/agents/${id}/messages`, say('three'));
+    const syncWaiting = fetch(`${t.baseUrl}/v1/agents/${id}/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(say('three')),
+    });
     while ((await api(t, 'GET', `/v1/runs/?agent_id=${id}`)).body.length < 3) {
       await new Promise((r) => setTimeout(r, 10));
     }
@@ -169,8 +173,11 @@ describe('processing: restart recovery', () => {
     // a caller waiting on a run that could not start is told, and its run stays queued
     const answered = await syncWaiting;
     expect(answered.status).toBe(503);
-    expect(answered.body.code).toBe('SHUTTING_DOWN');
-    const third = answered.body.details.run_id as string;
+    // the run is stored: Letta's SDK must not send it again (it retries a 5xx unless told not to)
+    expect(answered.headers.get('x-should-retry')).toBe('false');
+    const body = (await answered.json()) as any;
+    expect(body.code).toBe('SHUTTING_DOWN');
+    const third = body.details.run_id as string;
 
     fake.push({ content: 'two done' }, { content: 'three done' });
     t = await startApp({ dir, modelBaseUrl: fake.baseUrl });
