@@ -1,7 +1,12 @@
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import { DataSource, EntityManager, LessThanOrEqual } from 'typeorm';
-import type { BatchState, ExecutorStateStore, MaybePromise } from '../core/executor/contracts';
+import type {
+  BatchState,
+  DedupeEntry,
+  ExecutorStateStore,
+  MaybePromise,
+} from '../core/executor/contracts';
 import { cloneBatch } from '../core/executor/in-memory-state-store';
 import { approxBytes } from '../common/approx-bytes';
 import { DEFAULT_TENANT } from '../config/app-config';
@@ -14,12 +19,6 @@ import {
   LastExecutionEntity,
   ToolCallClaimEntity,
 } from './executor-state.entities';
-
-interface DedupeEntry {
-  result: string;
-  at: number;
-  expiresAt: number;
-}
 
 /** LRU values cannot be null: a remembered "not in the database". */
 const ABSENT = Object.freeze({ absent: true as const });
@@ -76,7 +75,14 @@ export class DbExecutorStateStore implements ExecutorStateStore {
       .getRepository(DedupeEntryEntity)
       .findOneBy({ agent_id: agentId, key_hash: hashKey(key) })
       .then((row) => {
-        const entry = row ? { result: row.result, at: row.at, expiresAt: row.expires_at } : null;
+        const entry: DedupeEntry | null = row
+          ? {
+              result: row.result,
+              at: row.at,
+              expiresAt: row.expires_at,
+              ...(row.outcome_unknown ? { unknown: true as const } : {}),
+            }
+          : null;
         this.dedupe.set(ck, entry ?? ABSENT);
         return entry;
       });
@@ -95,6 +101,7 @@ export class DbExecutorStateStore implements ExecutorStateStore {
       result: entry.result,
       at: entry.at,
       expires_at: entry.expiresAt,
+      outcome_unknown: entry.unknown === true,
     };
     await this.tx.insert({
       entity: DedupeEntryEntity,

@@ -18,6 +18,9 @@ export class DedupeEntryEntity {
   at!: number;
   @EpochMsColumn()
   expires_at!: number;
+  /** The call did not finish (timed out, stopped): its outcome is unknown. */
+  @Column({ type: 'boolean', default: false })
+  outcome_unknown!: boolean;
 }
 
 /** When a tool last ran for an agent (cooldowns). */

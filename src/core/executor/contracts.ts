@@ -147,6 +147,15 @@ export interface BatchState {
   updatedAt: number;
 }
 
+/** A call remembered for dedupe: a success, or one whose outcome is unknown (timed out, stopped). */
+export interface DedupeEntry {
+  result: string;
+  at: number;
+  expiresAt: number;
+  /** It did not finish: it may have taken effect, so an identical call is refused, never answered from it. */
+  unknown?: true;
+}
+
 /**
  * A store may answer synchronously (the in-memory store, a warm LRU) so the executor's hot path stays
  * free of microtask hops; `await` works on both shapes.
@@ -158,14 +167,11 @@ export type MaybePromise<T> = T | Promise<T>;
  * Writers get the owning tenant as a trailing argument (rows carry tenant_id); agent ids are unique anyway.
  */
 export interface ExecutorStateStore {
-  getDedupe(
-    agentId: string,
-    key: string,
-  ): MaybePromise<{ result: string; at: number; expiresAt: number } | null>;
+  getDedupe(agentId: string, key: string): MaybePromise<DedupeEntry | null>;
   putDedupe(
     agentId: string,
     key: string,
-    entry: { result: string; at: number; expiresAt: number },
+    entry: DedupeEntry,
     tenantId?: string,
   ): MaybePromise<void>;
   getLastExecution(agentId: string, toolName: string): MaybePromise<number | null>;

@@ -1,10 +1,4 @@
-import type { BatchState, ExecutorStateStore } from './contracts';
-
-interface DedupeEntry {
-  result: string;
-  at: number;
-  expiresAt: number;
-}
+import type { BatchState, DedupeEntry, ExecutorStateStore } from './contracts';
 
 /**
  * ExecutorStateStore in plain Maps, answering synchronously: for tests, the bench, and as the

@@ -425,7 +425,7 @@ export class ToolExecutor {
       let entry = store.getDedupe(setup.agentId, key);
       if (isPromise(entry)) entry = await entry;
       if (entry && isLive(policy, entry, now)) {
-        if (policy.mode === 'return_cached') {
+        if (policy.mode === 'return_cached' && !entry.unknown) {
           // The model got the result, so ordering rules see it (as the last call, a start tool, an exit),
           // but it satisfies no prerequisite; nothing ran, so nothing is counted.
           pass.history.push({
@@ -672,12 +672,12 @@ export class ToolExecutor {
         kind = 'timeout';
         value = renderRefusal(
           'Timeout',
-          `${name} did not finish within ${setup.settings.toolTimeoutMs / 1000}s`,
+          `${name} did not finish within ${setup.settings.toolTimeoutMs / 1000}s; ${UNKNOWN_OUTCOME}`,
         );
         error = { type: 'Timeout', message: value };
         break;
       case 'cancelled':
-        value = renderRefusal('Cancelled', `${name} was cancelled while running`);
+        value = renderRefusal('Cancelled', `${name} was stopped while running; ${UNKNOWN_OUTCOME}`);
         error = { type: 'Cancelled', message: value };
         break;
     }
@@ -710,8 +710,10 @@ export class ToolExecutor {
     batch.updatedAt = finishedAt;
     const saved = store.saveBatch(pass.batchId, batch, setup.tenantId);
     if (isPromise(saved)) await saved;
-    // Errors are never cached, so a failed call can be retried.
-    if (status === 'success' && a.policy && a.key !== undefined) {
+    // Errors are never cached, so a failed call can be retried; a call that did not finish may have taken
+    // effect, so an identical one is refused for the window (never answered from it).
+    const unknown = r.kind === 'timeout' || r.kind === 'cancelled';
+    if ((status === 'success' || unknown) && a.policy && a.key !== undefined) {
       const put = store.putDedupe(
         setup.agentId,
         a.key,
@@ -719,6 +721,7 @@ export class ToolExecutor {
           result: value,
           at: finishedAt,
           expiresAt: finishedAt + a.policy.windowMs,
+          ...(unknown ? { unknown: true as const } : {}),
         },
         setup.tenantId,
       );
@@ -866,6 +869,9 @@ function emptyBatch(now: number): BatchState {
     updatedAt: now,
   };
 }
+
+/** Said of a call that did not finish: the model must not take it for one that did nothing. */
+const UNKNOWN_OUTCOME = 'its outcome is unknown (it may have taken effect)';
 
 /** A return past the tool's `return_char_limit` is cut there, with Letta's note saying so. */
 function cutReturn(value: string, limit: number): string {

@@ -39,18 +39,21 @@ export function canonicalKey(toolName: string, args: Record<string, unknown>): s
   return toolName + '|' + (stableStringify(args) ?? '{}');
 }
 
-/** dedupe (persistent): an identical successful call within the window is not executed again. */
+/** dedupe (persistent): an identical call that succeeded, or did not finish, within the window is not executed again. */
 export function checkDedupe(
   policy: DedupePolicy,
   tool: string,
-  entry: { at: number; expiresAt: number } | null,
+  entry: { at: number; expiresAt: number; unknown?: true } | null,
   now: number,
 ): Verdict {
   if (!entry || !isLive(policy, entry, now)) return ALLOW;
   const ago = Math.max(0, Math.round((now - entry.at) / 1000));
+  const window = `dedupe window ${policy.windowMs / 1000}s`;
   return deny(
     'Deduplicated',
-    `${tool} already ran with these arguments ${ago}s ago (dedupe window ${policy.windowMs / 1000}s); use its earlier result or change the arguments`,
+    entry.unknown
+      ? `${tool} was called with these arguments ${ago}s ago and did not finish: its outcome is unknown (it may have taken effect), so it is not run again (${window}); check before calling it again, or change the arguments`
+      : `${tool} already ran with these arguments ${ago}s ago (${window}); use its earlier result or change the arguments`,
     policy.rule,
   );
 }

@@ -23,6 +23,7 @@ import { StepFeedback1765020001000 } from './1765020001000-StepFeedback';
 import { AgentTypes1765050000000 } from './1765050000000-AgentTypes';
 import { RunCallbacks1765060000000 } from './1765060000000-RunCallbacks';
 import { ToolTagsAndReturnLimit1765070000000 } from './1765070000000-ToolTagsAndReturnLimit';
+import { DedupeUnknownOutcomes1765080000000 } from './1765080000000-DedupeUnknownOutcomes';
 /**
  * Every migration, in order. Named `<epoch>-<What>.ts`; the app runs them at boot. Those that seal data
  * are built with the secrets key.
@@ -53,4 +54,5 @@ export const migrations = (secretsKey: Buffer | null): Function[] => [
   AgentTypes1765050000000,
   RunCallbacks1765060000000,
   ToolTagsAndReturnLimit1765070000000,
+  DedupeUnknownOutcomes1765080000000,
 ];

@@ -418,9 +418,31 @@ describe('execution', () => {
     const out = await pending;
     expect([out.kind, out.returnValue]).toEqual([
       'timeout',
-      '[ToolTimeout] a did not finish within 5s',
+      '[ToolTimeout] a did not finish within 5s; its outcome is unknown (it may have taken effect)',
     ]);
     expect(code(await h.call('a'))).toBe('RuleViolation');
+  });
+
+  it('a side-effecting call that timed out may have taken effect: an identical one is refused, never cached', async () => {
+    const h = new Harness(
+      aSetup(
+        [{ type: 'dedupe', tool_name: 'pay', window_seconds: 300, mode: 'return_cached' }],
+        [aTool('pay', 'side_effecting')],
+        { toolTimeoutMs: 5000 },
+      ),
+    );
+    h.invoker.hanging.add('pay');
+    const pending = h.call('pay', { amount: 5 });
+    await Promise.resolve();
+    await Promise.resolve();
+    h.timers.fireAll();
+    expect((await pending).kind).toBe('timeout');
+    h.invoker.hanging.delete('pay');
+    const again = await h.call('pay', { amount: 5 });
+    expect(code(again)).toBe('Deduplicated');
+    expect(again.returnValue).toMatch(/did not finish: its outcome is unknown/);
+    expect(h.invoker.calls).toHaveLength(1);
+    expect(code(await h.call('pay', { amount: 6 }))).toBe('ok'); // other arguments run
   });
 
   it('a throwing tool is an error return', async () => {
