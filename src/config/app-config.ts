@@ -643,6 +643,9 @@ function validate(
       max_page_size: int('limits.max_page_size', 1, 10_000),
       max_agents_per_tenant: int('limits.max_agents_per_tenant', 1, 10_000_000),
       max_conversations_per_agent: int('limits.max_conversations_per_agent', 1, 10_000_000),
+      max_tools_per_tenant: int('limits.max_tools_per_tenant', 0, 1_000_000),
+      max_tool_description_chars: int('limits.max_tool_description_chars', 16, 1_000_000),
+      max_tool_parameters_bytes: int('limits.max_tool_parameters_bytes', 256, 10_000_000),
     },
     cluster: clusterSettings(str('cluster.instance_id', true), int, fail),
     secrets: {

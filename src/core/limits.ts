@@ -29,6 +29,12 @@ export interface InputLimits {
   max_agents_per_tenant: number;
   /** Conversations (created or forked) of one agent, besides its default one. */
   max_conversations_per_agent: number;
+  /** http tools one tenant declares over the API (MCP tools are bounded per server, file tools are the operator's). */
+  max_tools_per_tenant: number;
+  /** A declared tool's `description`, in characters (API and config/tools files alike). */
+  max_tool_description_chars: number;
+  /** A declared tool's `parameters` schema, as JSON, in bytes. */
+  max_tool_parameters_bytes: number;
 }
 
 /** A list longer than its bound; `setting` names the key under `limits`. */

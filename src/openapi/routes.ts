@@ -490,7 +490,8 @@ export const ROUTES: Record<string, RouteDoc> = {
     response: ['Tool'],
   },
   ToolsController_create: {
-    summary: 'Declare an http tool (409 TOOL_EXISTS for a taken name)',
+    summary:
+      'Declare an http tool (409 TOOL_EXISTS for a taken name, TOOL_LIMIT past limits.max_tools_per_tenant)',
     response: 'Tool',
     body: 'name, description, parameters (JSON Schema), safety (read_only | side_effecting | privileged), kind: http, http {url, method, headers (${NAME} from tenant secrets or the allow-list), timeout_ms}',
   },

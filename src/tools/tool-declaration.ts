@@ -6,6 +6,7 @@ import {
   type ToolSafety,
 } from '../core/tools/tool-definition';
 import type { ValidationProblem } from '../common/domain-error';
+import type { InputLimits } from '../core/limits';
 import { describeProblems, SchemaCompiler } from '../core/schemas/schema-compiler';
 
 type Obj = Record<string, unknown>;
@@ -32,10 +33,12 @@ const schemas = new SchemaCompiler({ strict: false, allErrors: true }, 100);
 /**
  * Validates a tool declaration (from a YAML file or POST /v1/tools/). Only `http` tools can be declared;
  * built-ins live in code. The `parameters` schema must compile. Header values keep their `${ENV}`
- * placeholders: they are resolved only when a call is sent.
+ * placeholders: they are resolved only when a call is sent. The description and schema are bounded
+ * (`limits`), operator files included: both are listed to tenants and sent to the model with every call.
  */
 export function validateToolDeclaration(
   input: unknown,
+  limits: Pick<InputLimits, 'max_tool_description_chars' | 'max_tool_parameters_bytes'>,
   basePath = '',
 ): { tool: ToolDefinition | null; problems: ValidationProblem[] } {
   const problems: ValidationProblem[] = [];
@@ -60,9 +63,19 @@ export function validateToolDeclaration(
   if (typeof name !== 'string' || !TOOL_NAME.test(name))
     bad('name', 'is required: letters, digits, _ or -, starting with a letter or _, at most 64');
   if (typeof description !== 'string') bad('description', 'must be a string');
+  else if (description.length > limits.max_tool_description_chars)
+    bad(
+      'description',
+      `must be at most ${limits.max_tool_description_chars} characters (limits.max_tool_description_chars)`,
+    );
   let params: Obj = { type: 'object', properties: {} };
   if (parameters !== undefined) {
     if (!isObj(parameters)) bad('parameters', 'must be a JSON Schema object');
+    else if (Buffer.byteLength(JSON.stringify(parameters)) > limits.max_tool_parameters_bytes)
+      bad(
+        'parameters',
+        `must be at most ${limits.max_tool_parameters_bytes} bytes as JSON (limits.max_tool_parameters_bytes)`,
+      );
     else if (parameters.type !== 'object')
       bad('parameters.type', 'must be "object": tools take named arguments');
     else {

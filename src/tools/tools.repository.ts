@@ -49,6 +49,11 @@ export class ToolsRepository {
     return this.repo.findOne({ where: { tenant_id: tenantId, name } });
   }
 
+  /** The tenant's http tools declared over the API (what `limits.max_tools_per_tenant` counts). */
+  countApiTools(tenantId: string): Promise<number> {
+    return this.repo.count({ where: { tenant_id: tenantId, source: 'api' } });
+  }
+
   listFileTools(): Promise<ToolEntity[]> {
     return this.repo.find({ where: { tenant_id: GLOBAL_TOOL_TENANT, source: 'file' } });
   }

@@ -245,7 +245,7 @@ export class ToolsService implements OnModuleInit {
   private async checkDeclaration(tenantId: string, body: unknown): Promise<ToolDefinition> {
     const nul = nulBytePaths(body);
     if (nul.length) throw validationFailed(nul, 'tool is invalid');
-    const { tool, problems } = validateToolDeclaration(body);
+    const { tool, problems } = validateToolDeclaration(body, this.config.limits);
     const tooMany = countProblem(
       'tags',
       tool?.tags?.length ?? 0,
@@ -265,6 +265,14 @@ export class ToolsService implements OnModuleInit {
   }
 
   private async insert(tenantId: string, tool: ToolDefinition): Promise<ToolView> {
+    const max = this.config.limits.max_tools_per_tenant;
+    // counted before the insert, as agents are: concurrent creates may pass it by a few, never without bound
+    if ((await this.tools.countApiTools(tenantId)) >= max)
+      throw conflict(
+        'TOOL_LIMIT',
+        `a tenant may declare at most ${max} tools (limits.max_tools_per_tenant)`,
+        { max },
+      );
     const now = this.clock.now();
     const row = Object.assign(new ToolEntity(), {
       id: this.ids.prefixed('tool'),
@@ -357,7 +365,7 @@ export class ToolsService implements OnModuleInit {
     const dir = this.config.paths.tools_dir;
     const declared = new Map<string, ToolDefinition>();
     for (const file of yamlFilesIn(dir)) {
-      for (const tool of parseToolFile(file)) {
+      for (const tool of parseToolFile(file, this.config.limits)) {
         for (const { header, name } of headerPlaceholders(tool.http?.headers)) {
           const why = this.secrets.refusalForOperator(name);
           if (why)
@@ -422,7 +430,10 @@ export class ToolsService implements OnModuleInit {
 }
 
 /** Reads one tool file; throws an Error naming the file, the field and the reason. */
-export function parseToolFile(file: string): ToolDefinition[] {
+export function parseToolFile(
+  file: string,
+  limits: Parameters<typeof validateToolDeclaration>[1],
+): ToolDefinition[] {
   const doc = readYamlFile(file, 'tool');
   const list = doc && typeof doc === 'object' && 'tools' in doc ? doc.tools : undefined;
   const items: unknown[] = list === undefined ? [doc] : Array.isArray(list) ? list : [null];
@@ -434,6 +445,7 @@ export function parseToolFile(file: string): ToolDefinition[] {
   return items.map((item, i) => {
     const { tool, problems } = validateToolDeclaration(
       item,
+      limits,
       items.length > 1 || item !== doc ? `tools[${i}]` : '',
     );
     if (!tool)

@@ -3,6 +3,7 @@ import {
   resolveHeaders,
   validateToolDeclaration,
 } from '../../../src/tools/tool-declaration';
+import { LIMITS } from '../../support/input-limits';
 
 const good = {
   name: 'issue_refund',
@@ -24,14 +25,14 @@ const good = {
 
 describe('validateToolDeclaration', () => {
   it('accepts a full http declaration (method upper-cased, placeholders kept)', () => {
-    const { tool, problems } = validateToolDeclaration(good);
+    const { tool, problems } = validateToolDeclaration(good, LIMITS);
     expect(problems).toEqual([]);
     expect(tool?.http).toEqual({ ...good.http, method: 'POST' });
   });
 
   it('defaults parameters to an empty object schema', () => {
     const { parameters: _p, ...rest } = good;
-    expect(validateToolDeclaration(rest).tool?.parameters).toEqual({
+    expect(validateToolDeclaration(rest, LIMITS).tool?.parameters).toEqual({
       type: 'object',
       properties: {},
     });
@@ -69,17 +70,32 @@ describe('validateToolDeclaration', () => {
       'http.headers.A',
     ],
     ['bad timeout', { http: { url: 'http://x', timeout_ms: 0 } }, 'http.timeout_ms'],
+    [
+      'a description past limits.max_tool_description_chars',
+      { description: 'x'.repeat(LIMITS.max_tool_description_chars + 1) },
+      'description',
+    ],
+    [
+      'parameters past limits.max_tool_parameters_bytes',
+      {
+        parameters: {
+          type: 'object',
+          description: 'x'.repeat(LIMITS.max_tool_parameters_bytes),
+        },
+      },
+      'parameters',
+    ],
   ];
   it.each(bad)('%s → problem at %s', (_n, change, path) => {
-    const { tool, problems } = validateToolDeclaration({ ...good, ...change });
+    const { tool, problems } = validateToolDeclaration({ ...good, ...change }, LIMITS);
     expect(tool).toBeNull();
     expect(problems.map((p) => p.path)).toContain(path);
   });
 
   it('prefixes paths with the base path', () => {
-    expect(validateToolDeclaration({ ...good, safety: 1 }, 'tools[2]').problems[0].path).toBe(
-      'tools[2].safety',
-    );
+    expect(
+      validateToolDeclaration({ ...good, safety: 1 }, LIMITS, 'tools[2]').problems[0].path,
+    ).toBe('tools[2].safety');
   });
 });
 
