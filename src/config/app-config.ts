@@ -89,7 +89,13 @@ export interface AppConfig {
     max_subscriptions_per_connection: number;
     max_frames_per_second: number;
   };
-  consent: { max_pending_per_agent: number };
+  consent: {
+    max_pending_per_agent: number;
+    /** Unrevoked, unexpired grants of one agent (past it a decision that makes one: 409 GRANT_LIMIT). */
+    max_active_grants_per_agent: number;
+    /** Revoked and expired grants are deleted this long after (their audit rows stay). */
+    grant_retention_days: number;
+  };
   limits: InputLimits;
   cluster: ClusterSettings;
   secrets: SecretsSettings;
@@ -626,7 +632,11 @@ function validate(
       max_subscriptions_per_connection: int('websocket.max_subscriptions_per_connection', 1),
       max_frames_per_second: int('websocket.max_frames_per_second', 1),
     },
-    consent: { max_pending_per_agent: int('consent.max_pending_per_agent', 1) },
+    consent: {
+      max_pending_per_agent: int('consent.max_pending_per_agent', 1),
+      max_active_grants_per_agent: int('consent.max_active_grants_per_agent', 1, 100_000),
+      grant_retention_days: int('consent.grant_retention_days', 1, 3650),
+    },
     limits: {
       max_duration_seconds: int('limits.max_duration_seconds', 1),
       max_tags_per_agent: int('limits.max_tags_per_agent', 1, 10_000),

@@ -1,21 +1,22 @@
 import type { ObjectLiteral, SelectQueryBuilder } from 'typeorm';
 
-type Keyed = ObjectLiteral & { id: string; created_at: number };
+/** A cursor: the row already looked up (its columns `created_at` and `id`, whatever the entity calls them). */
+type Keyed = { id: string; created_at: number };
 
 /**
  * One page ordered by (created_at, id), with Letta's cursors: `after` = further along the list order,
  * `before` = earlier in it (rows already looked up). With only `before`, the page nearest the cursor
  * is taken, then put back in list order.
  */
-export async function keysetPage<T extends Keyed>(
+export async function keysetPage<T extends ObjectLiteral>(
   qb: SelectQueryBuilder<T>,
   alias: string,
   order: 'asc' | 'desc',
-  cursors: { after: T | null; before: T | null },
+  cursors: { after: Keyed | null; before: Keyed | null },
   limit: number,
 ): Promise<T[]> {
   const desc = order === 'desc';
-  const beyond = (c: T, forward: boolean, key: string) => {
+  const beyond = (c: Keyed, forward: boolean, key: string) => {
     const op = forward === desc ? '<' : '>';
     qb.andWhere(
       `(${alias}.created_at ${op} :${key}At OR (${alias}.created_at = :${key}At AND ${alias}.id ${op} :${key}Id))`,

@@ -561,7 +561,8 @@ export const ROUTES: Record<string, RouteDoc> = {
   },
   ConsentController_get: { summary: 'Retrieve a consent request', response: 'ConsentRequest' },
   ConsentController_decide: {
-    summary: 'Decide a consent request (first decision wins; 409 ALREADY_RESOLVED for the loser)',
+    summary:
+      'Decide a consent request (first decision wins; 409 ALREADY_RESOLVED for the loser, GRANT_LIMIT for a grant past consent.max_active_grants_per_agent)',
     response: 'ConsentRequest',
     body: 'decision: approve_once | approve_for_duration (seconds) | approve_for_scope | deny (reason); constraint: a JSON Schema the arguments must match for a grant',
   },
@@ -585,7 +586,11 @@ export const ROUTES: Record<string, RouteDoc> = {
     body: '{value}: a non-empty string without control characters, at most secrets.max_value_bytes',
   },
   SecretsController_delete: { summary: 'Delete a secret' },
-  GrantsController_list: { summary: "An agent's standing grants", response: ['Grant'] },
+  GrantsController_list: {
+    summary:
+      "An agent's standing grants, newest first (limit ≤ limits.max_page_size, after, before, order)",
+    response: ['Grant'],
+  },
   GrantsController_listAll: {
     summary:
       "The tenant's standing grants, newest first (agent_id filters; limit ≤ limits.max_page_size)",

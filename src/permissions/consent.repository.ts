@@ -1,8 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource, EntityManager, In, IsNull } from 'typeorm';
+import { DataSource, EntityManager, In } from 'typeorm';
 import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
 import type { ConsentChannel, ConsentDecision } from '../core/permissions/consent-decision';
+import { keysetPage } from '../database/keyset-page';
 import { insertRows, updateWhere } from '../database/raw-writes';
 import {
   AuditEvent,
@@ -113,11 +114,45 @@ export class ConsentRepository {
       .getMany();
   }
 
-  /** Unrevoked grants that may still cover (tenant, agent, scope): expiry and constraint are checked by the core. */
-  candidateGrants(tenantId: string, agentId: string, scope: string) {
-    return this.ds.manager.find(ConsentGrantEntity, {
-      where: { tenantId, agentId, scope, revokedAt: IsNull() },
-    });
+  /**
+   * Grants that may still cover (tenant, agent, scope): unrevoked and unexpired, so expired ones are never
+   * loaded (1,743 of them made each check take 0.5 s); the constraint is checked by the core.
+   */
+  candidateGrants(tenantId: string, agentId: string, scope: string, now: number) {
+    return this.activeGrants(this.ds.manager, tenantId, agentId, now)
+      .andWhere('g.scope = :scope', { scope })
+      .getMany();
+  }
+
+  /** What `consent.max_active_grants_per_agent` counts: the agent's unrevoked, unexpired grants. */
+  countActiveGrants(tenantId: string, agentId: string, now: number, em: EntityManager) {
+    return this.activeGrants(em, tenantId, agentId, now).getCount();
+  }
+
+  private activeGrants(em: EntityManager, tenantId: string, agentId: string, now: number) {
+    return em
+      .createQueryBuilder(ConsentGrantEntity, 'g')
+      .where('g.tenant_id = :tenantId AND g.agent_id = :agentId AND g.revoked_at IS NULL', {
+        tenantId,
+        agentId,
+      })
+      .andWhere('(g.expires_at IS NULL OR g.expires_at > :now)', { now });
+  }
+
+  /**
+   * Deletes up to `limit` grants revoked or expired before `before` (their audit rows stay); the number
+   * deleted. Expired grants cover nothing, and each one slowed the agent's consent checks and grant list.
+   */
+  async pruneGrants(before: number, limit = 500): Promise<number> {
+    const ids = await this.ds.manager
+      .createQueryBuilder(ConsentGrantEntity, 'g')
+      .select('g.id', 'id')
+      .where('g.revoked_at < :before OR g.expires_at < :before', { before })
+      .limit(limit)
+      .getRawMany<{ id: string }>();
+    if (ids.length === 0) return 0;
+    await this.ds.manager.delete(ConsentGrantEntity, { id: In(ids.map((r) => r.id)) });
+    return ids.length;
   }
 
   async insertGrant(row: ConsentGrantEntity, em: EntityManager): Promise<void> {
@@ -128,11 +163,19 @@ export class ConsentRepository {
     return this.m(em).findOneBy(ConsentGrantEntity, { tenantId, id });
   }
 
-  grantsOfAgent(tenantId: string, agentId: string) {
-    return this.ds.manager.find(ConsentGrantEntity, {
-      where: { tenantId, agentId },
-      order: { createdAt: 'DESC', id: 'ASC' },
-    });
+  /** One page of an agent's grants, ordered by (created_at, id); cursors are grants already looked up. */
+  grantsOfAgent(
+    tenantId: string,
+    agentId: string,
+    page: { order: 'asc' | 'desc'; limit: number },
+    cursors: { after: ConsentGrantEntity | null; before: ConsentGrantEntity | null },
+  ) {
+    const qb = this.ds.manager
+      .createQueryBuilder(ConsentGrantEntity, 'g')
+      .where('g.tenant_id = :tenantId AND g.agent_id = :agentId', { tenantId, agentId });
+    const key = (g: ConsentGrantEntity | null) => g && { id: g.id, created_at: g.createdAt };
+    const keys = { after: key(cursors.after), before: key(cursors.before) };
+    return keysetPage(qb, 'g', page.order, keys, page.limit);
   }
 
   grantsOfTenant(tenantId: string, opts: { agentId?: string; limit: number }) {

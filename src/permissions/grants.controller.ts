@@ -4,6 +4,8 @@ import { Tenant } from '../auth/tenant.guard';
 import type { AppConfig } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
 import { assertPrefixedId } from '../common/ids';
+import { validationFailed, type ValidationProblem } from '../common/domain-error';
+import { readPageQuery } from '../common/list-page';
 import { pageLimit } from '../common/page-limit';
 import { toGrantResponse } from './consent.mappers';
 import { PermissionBrokerService } from './permission-broker.service';
@@ -17,11 +19,19 @@ export class GrantsController {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
+  /** Newest first by default; Letta's page parameters (`limit` ≤ limits.max_page_size, `after`, `before`, `order`). */
   @Get('agents/:id/grants')
-  async list(@Tenant() tenantId: string, @Param('id') agentId: string) {
+  async list(
+    @Tenant() tenantId: string,
+    @Param('id') agentId: string,
+    @Query() query: Record<string, unknown>,
+  ) {
     assertPrefixedId('agent', 'agent', agentId);
+    const problems: ValidationProblem[] = [];
+    const page = readPageQuery(query, problems, 100, this.config.limits);
+    if (problems.length) throw validationFailed(problems, 'query is invalid');
     await this.agents.getForTenant(tenantId, agentId); // 404 for another tenant's agent
-    return (await this.broker.listGrants(tenantId, agentId)).map(toGrantResponse);
+    return (await this.broker.listGrants(tenantId, agentId, page)).map(toGrantResponse);
   }
 
   /** Every grant of the tenant (or one agent's), newest first: the console's grants page in one request. */

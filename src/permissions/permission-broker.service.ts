@@ -17,7 +17,8 @@ import {
   notFound,
   validationFailed,
 } from '../common/domain-error';
-import { ID_GENERATOR } from '../common/ids';
+import { ID_GENERATOR, isPrefixedId } from '../common/ids';
+import type { PageQuery } from '../common/list-page';
 import type { AppConfig } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
 import type { ConsentCheck, ConsentCheckRequest, ConsentPort } from '../core/executor/contracts';
@@ -93,6 +94,10 @@ export interface DecisionFollower<T> {
 
 /** How often pending requests are checked for expiry. */
 const SWEEP_INTERVAL_MS = 1000;
+/** Old grants are pruned this often (a sweep of the whole table: not at every expiry sweep). */
+const PRUNE_INTERVAL_MS = 3_600_000;
+/** What a decision's transaction answers when its grant would pass consent.max_active_grants_per_agent. */
+const GRANT_LIMIT = Symbol('GRANT_LIMIT');
 const SYSTEM = 'system';
 const MAX_CACHED_PENDING = 10_000;
 
@@ -184,7 +189,7 @@ export class PermissionBrokerService
       resolved ?? (await this.repo.findRequestForCall(req.tenantId, req.agentId, req.toolCallId));
     if (existing) return this.recheck(existing, req);
 
-    const grants = await this.repo.candidateGrants(req.tenantId, req.agentId, req.scope);
+    const grants = await this.repo.candidateGrants(req.tenantId, req.agentId, req.scope, now);
     const grant = findCoveringGrant(
       grants.map(toGrantView),
       { agentId: req.agentId, scope: req.scope, arguments: req.arguments },
@@ -438,7 +443,16 @@ export class PermissionBrokerService
     };
     const request = { ...row, ...resolution };
     const event = toResolved(request, 'decision');
+    const maxGrants = this.config.consent.max_active_grants_per_agent;
     const written = await this.writes.run(async (em) => {
+      // counted in the transaction that stores it; past the bound nothing is written: the request stays
+      // pending (fails closed), for a decision that makes no grant or for after a revocation
+      if (
+        grant &&
+        created &&
+        (await this.repo.countActiveGrants(row.tenantId, row.agentId, now, em)) >= maxGrants
+      )
+        return GRANT_LIMIT;
       if (!(await this.repo.resolveIfPending(row.id, resolution, em))) return null;
       await this.repo.audit(
         {
@@ -462,6 +476,12 @@ export class PermissionBrokerService
       }
       return this.writeFollowUps(event, em);
     });
+    if (written === GRANT_LIMIT)
+      throw conflict(
+        'GRANT_LIMIT',
+        `an agent may have at most ${maxGrants} active grants (consent.max_active_grants_per_agent): revoke one, or decide without a grant; the request is still pending`,
+        { max: maxGrants, request_id: row.id },
+      );
     this.pendingById.delete(row.id);
     if (!written) throw alreadyResolved((await this.repo.findRequest(row.tenantId, row.id)) ?? row);
     this.rememberResolved(request);
@@ -515,6 +535,20 @@ export class PermissionBrokerService
     });
     this.sweeping = run.catch(() => 0);
     return run;
+  }
+
+  /**
+   * Deletes grants revoked or expired more than `consent.grant_retention_days` ago (the audit keeps their
+   * history); the number deleted. The timer calls this hourly; tests call it with a fake now.
+   */
+  async pruneGrants(now = this.clock.now()): Promise<number> {
+    const before = now - this.config.consent.grant_retention_days * 86_400_000;
+    let n = 0;
+    for (;;) {
+      const deleted = await this.repo.pruneGrants(before);
+      n += deleted;
+      if (deleted < 500) return n;
+    }
   }
 
   // ------------------------------------------------------------ cancellation
@@ -665,8 +699,24 @@ export class PermissionBrokerService
     return row;
   }
 
-  listGrants(tenantId: string, agentId: string): Promise<ConsentGrantEntity[]> {
-    return this.repo.grantsOfAgent(tenantId, agentId);
+  /** One page of an agent's grants; a cursor that is not one of them is 400 UNKNOWN_CURSOR. */
+  async listGrants(
+    tenantId: string,
+    agentId: string,
+    page: PageQuery,
+  ): Promise<ConsentGrantEntity[]> {
+    const cursor = async (id: string | undefined) => {
+      if (id === undefined) return null;
+      const found = isPrefixedId('grant', id) ? await this.repo.findGrant(tenantId, id) : null;
+      if (found?.agentId !== agentId)
+        throw badRequest(
+          'UNKNOWN_CURSOR',
+          `cursor ${JSON.stringify(id)} is not a grant of this agent`,
+        );
+      return found;
+    };
+    const cursors = { after: await cursor(page.after), before: await cursor(page.before) };
+    return this.repo.grantsOfAgent(tenantId, agentId, page, cursors);
   }
 
   listTenantGrants(
@@ -716,9 +766,16 @@ export class PermissionBrokerService
       this.logger.log(
         `${n} consent request(s) expired while the server was down: denied (timeout)`,
       );
+    let prunedAt = 0;
     this.timer = setInterval(() => {
       this.expireDue().catch((e: unknown) =>
         this.logger.error(`consent expiry sweep: ${String(e)}`),
+      );
+      const now = this.clock.now();
+      if (now - prunedAt < PRUNE_INTERVAL_MS) return;
+      prunedAt = now;
+      this.pruneGrants(now).catch((e: unknown) =>
+        this.logger.error(`consent grant pruning: ${String(e)}`),
       );
     }, SWEEP_INTERVAL_MS);
     this.timer.unref();
