@@ -5,6 +5,7 @@ import { NestExpressApplication } from '@nestjs/platform-express';
 import { WsAdapter } from '@nestjs/platform-ws';
 import { AppModule } from './app.module';
 import { RequestRateLimiter } from './auth/request-rate.limiter';
+import { StreamSlotsLimiter } from './auth/stream-slots.limiter';
 import { AppConfig } from './config/app-config';
 import { answerClientErrors } from './common/client-errors';
 import { jsonBodyMiddleware, nulInUrlMiddleware } from './common/json-body';
@@ -33,6 +34,7 @@ export async function createApp(given: AppConfig): Promise<INestApplication> {
   app.use(app.get(RequestRateLimiter).handle);
   app.use(nulInUrlMiddleware());
   app.use(...jsonBodyMiddleware(config.server.body_limit_bytes, config.server.json_max_depth));
+  app.use(app.get(StreamSlotsLimiter).handle);
   app.useWebSocketAdapter(new WsAdapter(app));
   serveApiDocs(app);
   serveConsole(app);

@@ -89,6 +89,8 @@ export interface AppConfig {
     max_subscriptions_per_connection: number;
     max_frames_per_second: number;
   };
+  /** Server-Sent Events streams (runs, messages with streaming, conversations). */
+  streaming: { max_streams_per_key: number };
   consent: {
     max_pending_per_agent: number;
     /** Unrevoked, unexpired grants of one agent (past it a decision that makes one: 409 GRANT_LIMIT). */
@@ -632,6 +634,7 @@ function validate(
       max_subscriptions_per_connection: int('websocket.max_subscriptions_per_connection', 1),
       max_frames_per_second: int('websocket.max_frames_per_second', 1),
     },
+    streaming: { max_streams_per_key: int('streaming.max_streams_per_key', 1, 100_000) },
     consent: {
       max_pending_per_agent: int('consent.max_pending_per_agent', 1),
       max_active_grants_per_agent: int('consent.max_active_grants_per_agent', 1, 100_000),
