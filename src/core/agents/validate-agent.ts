@@ -326,9 +326,14 @@ function resolveLlmConfig(
     for (const [k, type, nullable] of typed) {
       const v = given[k];
       if (v === undefined || (v === null && nullable)) continue;
+      const range = typeof v === 'number' ? LLM_NUMBER_RANGES[k] : undefined;
       if (typeof v !== type) {
         ok = false;
         bad(`llm_config.${k}`, `must be a ${type}${nullable ? ' or null' : ''}`);
+      } else if (range && !inRange(v as number, range)) {
+        // the same bounds as context_window_limit and model_settings: 1e308 or -7 reached the model call
+        ok = false;
+        bad(`llm_config.${k}`, range.message);
       }
     }
     if (!ok) return null;
@@ -363,6 +368,31 @@ function resolveLlmConfig(
 }
 
 const CONTEXT_WINDOW_MAX = 10_000_000;
+
+interface NumberRange {
+  min: number;
+  max: number;
+  integer: boolean;
+  message: string;
+}
+const inRange = (v: number, r: NumberRange) =>
+  (r.integer ? Number.isInteger(v) : Number.isFinite(v)) && v >= r.min && v <= r.max;
+/** llm_config's numbers, bounded as their model_settings / context_window_limit counterparts are. */
+const LLM_NUMBER_RANGES: Record<string, NumberRange> = {
+  context_window: {
+    min: 1,
+    max: CONTEXT_WINDOW_MAX,
+    integer: true,
+    message: `must be a whole number from 1 to ${CONTEXT_WINDOW_MAX}`,
+  },
+  max_tokens: {
+    min: 1,
+    max: CONTEXT_WINDOW_MAX,
+    integer: true,
+    message: `must be a whole number from 1 to ${CONTEXT_WINDOW_MAX}, or null`,
+  },
+  temperature: { min: 0, max: 2, integer: false, message: 'must be a number from 0 to 2' },
+};
 /** Letta's model_settings keys this server applies (or, for parallel calls and the provider type, accepts). */
 const MODEL_SETTINGS = ['temperature', 'max_output_tokens', 'parallel_tool_calls', 'provider_type'];
 
@@ -377,14 +407,10 @@ function applyModelSettings(
 ): LlmConfig {
   const out = { ...llm };
   const limit = input.context_window_limit;
+  const { context_window: window, max_tokens: tokens, temperature } = LLM_NUMBER_RANGES;
   if (limit !== undefined && limit !== null) {
-    if (
-      typeof limit !== 'number' ||
-      !Number.isInteger(limit) ||
-      limit < 1 ||
-      limit > CONTEXT_WINDOW_MAX
-    )
-      bad('context_window_limit', `must be a whole number from 1 to ${CONTEXT_WINDOW_MAX}`);
+    if (typeof limit !== 'number' || !inRange(limit, window))
+      bad('context_window_limit', window.message);
     else out.context_window = limit;
   }
   const ms = input.model_settings;
@@ -398,14 +424,14 @@ function applyModelSettings(
       bad(`model_settings.${k}`, `is not supported; supported: ${MODEL_SETTINGS.join(', ')}`);
   }
   if (ms.temperature !== undefined) {
-    if (typeof ms.temperature !== 'number' || ms.temperature < 0 || ms.temperature > 2)
-      bad('model_settings.temperature', 'must be a number from 0 to 2');
+    if (typeof ms.temperature !== 'number' || !inRange(ms.temperature, temperature))
+      bad('model_settings.temperature', temperature.message);
     else out.temperature = ms.temperature;
   }
   if (ms.max_output_tokens !== undefined) {
     const n = ms.max_output_tokens;
-    if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > CONTEXT_WINDOW_MAX)
-      bad('model_settings.max_output_tokens', 'must be a positive whole number');
+    if (typeof n !== 'number' || !inRange(n, tokens))
+      bad('model_settings.max_output_tokens', tokens.message);
     else out.max_tokens = n;
   }
   if (ms.parallel_tool_calls !== undefined && typeof ms.parallel_tool_calls !== 'boolean')

@@ -174,6 +174,21 @@ describe('validateAgentInput: create', () => {
       { llm_config: { context_window: '8k' } },
       'llm_config.context_window',
     ],
+    [
+      'context_window 1e308',
+      { llm_config: { context_window: 1e308 } },
+      'llm_config.context_window',
+    ],
+    ['context_window 0', { llm_config: { context_window: 0 } }, 'llm_config.context_window'],
+    [
+      'context_window 8000.5',
+      { llm_config: { context_window: 8000.5 } },
+      'llm_config.context_window',
+    ],
+    ['max_tokens -7', { llm_config: { max_tokens: -7 } }, 'llm_config.max_tokens'],
+    ['max_tokens 1e308', { llm_config: { max_tokens: 1e308 } }, 'llm_config.max_tokens'],
+    ['temperature 3', { llm_config: { temperature: 3 } }, 'llm_config.temperature'],
+    ['temperature -0.1', { llm_config: { temperature: -0.1 } }, 'llm_config.temperature'],
     ['unsupported provider', { model: 'anthropic/claude' }, 'model'],
     ['handle without provider', { model: 'gpt-4o' }, 'model'],
     [
