@@ -80,7 +80,7 @@ const FRAMES = {
       code: {
         type: 'string',
         description:
-          'MALFORMED_FRAME, UNKNOWN_FRAME_TYPE, VALIDATION_FAILED, NOT_FOUND, ALREADY_RESOLVED, TOO_MANY_SUBSCRIPTIONS, RATE_LIMITED (sent once; a client that goes on is closed with 1008)',
+          'MALFORMED_FRAME, UNKNOWN_FRAME_TYPE, VALIDATION_FAILED, NOT_FOUND, ALREADY_RESOLVED, TOO_MANY_SUBSCRIPTIONS, RATE_LIMITED (at most once a second; a client whose refused frames pass another second of them, with no quiet second between, is closed with 1008)',
       },
       message: { type: 'string' },
       ref: { type: 'string' },

@@ -17,6 +17,7 @@ import { tooDeep } from '../common/json-body';
 import { RunEvent, RunEventsBus } from '../common/run-events';
 import { AppConfig } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
+import { Flood, refuseFrame } from '../core/limits/frame-flood';
 import { Bucket, takeToken } from '../core/limits/token-bucket';
 import type { Clock } from '../core/ports';
 import type { ConsentRequestEntity } from './consent.entities';
@@ -37,8 +38,8 @@ interface Client {
   subscriptions: number;
   /** frames per second (websocket.max_frames_per_second) */
   bucket: Bucket | undefined;
-  /** Frames refused in a row: an error frame on the first, the connection closed once they persist. */
-  refused: number;
+  /** The refusals of the current flood (`refuseFrame`): an error frame a second, closed once it persists. */
+  flood: Flood | undefined;
 }
 
 /** A client this far behind on reading is dropped rather than buffered without bound. */
@@ -132,7 +133,7 @@ export class ConsentGateway
       subscribing: Promise.resolve(),
       subscriptions: 0,
       bucket: undefined,
-      refused: 0,
+      flood: undefined,
     };
     this.clients.set(ws, client);
     ws.on('message', (data, isBinary) => this.admit(ws, client, data, isBinary));
@@ -147,15 +148,17 @@ export class ConsentGateway
   /** The frame rate bound (websocket.max_frames_per_second), then the frame is handled. */
   private admit(ws: WebSocket, client: Client, data: RawData, isBinary: boolean): void {
     const rate = this.config.websocket.max_frames_per_second;
-    const taken = takeToken(client.bucket, rate, rate, this.clock.now());
+    const now = this.clock.now();
+    const taken = takeToken(client.bucket, rate, rate, now);
     client.bucket = taken.bucket;
     if (!taken.allowed) {
-      client.refused++;
-      if (client.refused > rate) {
+      const refused = refuseFrame(client.flood, rate, now);
+      client.flood = refused.flood;
+      if (refused.close) {
         ws.close(POLICY_VIOLATION, 'frame rate exceeded');
         return;
       }
-      if (client.refused === 1)
+      if (refused.warn)
         this.send(
           ws,
           error(
@@ -165,7 +168,6 @@ export class ConsentGateway
         );
       return;
     }
-    client.refused = 0;
     this.onFrame(ws, client, data, isBinary).catch((e: unknown) => this.sendError(ws, e));
   }
 

@@ -1,5 +1,6 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- frames are free-form JSON that tests inspect */
 import WebSocket from 'ws';
+import { CLOCK } from '../../../src/common/clock';
 import { startApp, TestApp } from '../../support/app-harness';
 import { aCheck, fakeClock, newAgentId, port, WsClient } from '../consent-helpers';
 
@@ -109,6 +110,23 @@ describe('security: bounded WebSocket', () => {
       expect(ws.ofType('subscribed').length).toBeLessThanOrEqual(50);
       const pushed = ws.ofType('consent.request').map((f) => f.request.id);
       expect(new Set(pushed).size).toBe(pushed.length);
+    });
+
+    it('a flood just past the rate, with frames let through between refusals, is still closed (1008) and told once a second', async () => {
+      // QA: 2x the rate, paced so the bucket refills between frames: every other frame passed, which reset
+      // the refusal count, so the connection was never closed, and RATE_LIMITED was sent 178 times.
+      // Here each frame reads a clock 10 ms later: at 50 frames a second every other one is refused.
+      let now = clock.now;
+      jest.spyOn(t.app.get(CLOCK), 'now').mockImplementation(() => (now += 10));
+      const ws = await WsClient.connect(t.baseUrl, { key: keyA });
+      const closed = new Promise<number>((r) => ws.ws.once('close', (code) => r(code)));
+      for (let i = 0; i < 1000; i++) ws.send({ type: 'ping' });
+      expect(await closed).toBe(1008);
+      expect(ws.ofType('pong').length).toBeGreaterThan(50); // frames did pass between refusals
+      const errors = ws.ofType('error');
+      expect(errors.length).toBeGreaterThanOrEqual(1);
+      expect(errors.length).toBeLessThanOrEqual(3); // about two seconds of clock: once a second
+      for (const e of errors) expect(e.code).toBe('RATE_LIMITED');
     });
 
     it('more agent ids than max_subscriptions_per_connection: TOO_MANY_SUBSCRIPTIONS', async () => {
