@@ -44,6 +44,7 @@ import { EMPTY_USAGE, mapMessage, MappedMessage, toLettaMessage } from './messag
 import { withoutImages } from '../core/loop/content-parts';
 import { ruleIndexFor } from '../core/rules/rule-index';
 import { RunCallbacks } from './run-callbacks';
+import { errorTypeOf } from './run-error';
 import { parseArgs, sendMessageText } from '../core/loop/tool-arguments';
 import {
   inputMessageRows,
@@ -209,6 +210,7 @@ export class AgentProcessor {
 
     let stop: StopReason;
     let detail: string | null = null;
+    let errorType: string | null = null;
     let wallTimer: NodeJS.Timeout | undefined;
     try {
       await this.load(ctx);
@@ -218,6 +220,7 @@ export class AgentProcessor {
       stop = await this.runBatch(ctx);
     } catch (e) {
       ({ stop, detail } = this.stopFor(ctx, e));
+      errorType = errorTypeOf(e);
       // a run that failed before its first write (no model, say) still keeps what the client sent
       const code = (e as { code?: string })?.code;
       if (code !== 'NOT_FOUND' && code !== 'LEASE_LOST')
@@ -227,7 +230,7 @@ export class AgentProcessor {
     } finally {
       clearTimeout(wallTimer);
     }
-    return this.finish(ctx, stop, detail);
+    return this.finish(ctx, stop, detail, errorType);
   }
 
   /** Stores the run's input messages, once. */
@@ -752,6 +755,7 @@ export class AgentProcessor {
     ctx: RunContext,
     stop: StopReason,
     detail: string | null,
+    errorType: string | null = null,
   ): Promise<RunResult> {
     const { run } = ctx;
     const status = runStatusFor(stop);
@@ -768,6 +772,7 @@ export class AgentProcessor {
             stop_reason: stop,
             usage: ctx.usage,
             error: detail,
+            error_type: errorType,
             parked,
           },
           completedAt,
@@ -798,6 +803,7 @@ export class AgentProcessor {
       stop_reason: stop,
       usage: ctx.usage,
       error: detail,
+      error_type: errorType,
     });
     this.callbacks.send({
       ...run,
@@ -805,6 +811,7 @@ export class AgentProcessor {
       stop_reason: stop,
       usage: ctx.usage,
       error: detail,
+      error_type: errorType,
       completed_at: completedAt,
     });
     return {
@@ -814,6 +821,7 @@ export class AgentProcessor {
         stop_reason: stop,
         usage: ctx.usage,
         error: detail,
+        error_type: errorType,
         parked,
         completed_at: completedAt,
       },

@@ -7,6 +7,7 @@ import { LettaView, shownMessages, toLettaUsage } from './message.mapper';
 import { BatchResult, MessagingService } from './messaging.service';
 import type { RunEntity } from './entities/run.entity';
 import { HistoryService } from './history.service';
+import { runFailure } from './run-error';
 import { RunStream, RunStreamOptions } from './run-stream';
 import { parseSendMessage, sendMessageLimits, SendMessageRequest } from './send-message.dto';
 
@@ -34,7 +35,11 @@ export class MessageResponder {
   async respond(tenant: string, agentId: string, req: SendMessageRequest, res: Response) {
     if (req.streaming) return this.stream(tenant, agentId, req, res);
     const run = await this.messaging.submit(tenant, agentId, req, 'sync');
-    sendJson(res, toBatchResponse(await this.messaging.waitFor(run.id), req.view));
+    const result = await this.messaging.waitFor(run.id);
+    // a run that failed on an error answers the error's status, as Letta's; other stops are answers
+    const failure = runFailure(result.run);
+    if (failure) throw failure;
+    sendJson(res, toBatchResponse(result, req.view));
   }
 
   /**

@@ -1,6 +1,7 @@
 import type { MessageEntity } from './entities/message.entity';
 import type { RunEntity, RunUsage } from './entities/run.entity';
 import type { StepEntity } from './entities/step.entity';
+import { runMetadata } from './run-error';
 
 export type LettaMessage = Record<string, unknown> & { id: string; message_type: string };
 
@@ -146,7 +147,7 @@ export function toLettaRun(r: RunEntity) {
     started_at: iso(r.started_at),
     completed_at: iso(r.completed_at),
     usage: toLettaUsage(r.usage),
-    metadata: r.error ? { error: r.error } : null,
+    metadata: runMetadata(r),
     error: r.error,
     continued_by: r.continued_by,
     resumes_run_id: r.input.resumes_run_id ?? null,

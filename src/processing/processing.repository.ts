@@ -195,6 +195,7 @@ export class ProcessingRepository {
       stop_reason: StopReason;
       usage: RunUsage;
       error?: string | null;
+      error_type?: string | null;
       parked?: ParkedCall[] | null;
     },
     at: number,
@@ -204,6 +205,7 @@ export class ProcessingRepository {
       stop_reason: fields.stop_reason,
       usage: fields.usage,
       error: fields.error ?? null,
+      error_type: fields.error_type ?? null,
       parked: fields.parked ?? null,
       completed_at: at,
     };

@@ -7,6 +7,7 @@ import type { Clock } from '../core/ports';
 import { postOnce } from '../tools/http-tool.invoker';
 import type { RunEntity } from './entities/run.entity';
 import { ProcessingRepository } from './processing.repository';
+import { runMetadata } from './run-error';
 
 const MAX_ERROR_TEXT = 500;
 
@@ -52,7 +53,7 @@ export class RunCallbacks implements OnApplicationShutdown {
       status: run.status,
       stop_reason: run.stop_reason,
       completed_at: run.completed_at === null ? null : new Date(run.completed_at).toISOString(),
-      metadata: run.error ? { error: run.error } : {},
+      metadata: runMetadata(run) ?? {},
     });
     const sentAt = this.clock.now();
     const sent = await postOnce(

@@ -12,6 +12,7 @@ import {
   toLettaMessage,
   toLettaUsage,
 } from './message.mapper';
+import { lettaRunError, LettaRunError } from './run-error';
 
 export interface RunStreamOptions {
   includePings: boolean;
@@ -86,7 +87,7 @@ export class RunStream {
         this.frame(toLettaMessage(m));
     }
     if (run.status === 'completed' || run.status === 'failed' || run.status === 'cancelled') {
-      this.endWith(run.stop_reason, run.usage);
+      this.endWith(run.stop_reason, run.usage, lettaRunError(run));
     } else this.follow(run.id);
   }
 
@@ -115,9 +116,11 @@ export class RunStream {
       case 'run.deferred':
         this.fail({ code: 'SHUTTING_DOWN', message: String(e.data.reason) });
         break;
-      case 'run.completed':
-        this.endWith(e.data.stop_reason, (e.data.usage as RunUsage | null) ?? null);
+      case 'run.completed': {
+        const d = e.data as Pick<RunEntity, 'stop_reason' | 'usage' | 'error' | 'error_type'>;
+        this.endWith(d.stop_reason, d.usage ?? null, lettaRunError({ ...d, id: e.runId }));
         break;
+      }
       default:
         if (this.opts.includeProgress) {
           this.frame({ message_type: 'progress', event: e.type, run_id: e.runId, ...e.data });
@@ -130,9 +133,14 @@ export class RunStream {
     return inRunResponse(type) && shownIn(this.opts.view, type, e.sendMessageForm ?? null);
   }
 
-  private endWith(stopReason: unknown, usage: RunUsage | null): void {
+  /**
+   * A run that failed on an error ends as Letta's does: an `event: error` frame (LettaErrorMessage) after
+   * the stop reason, on which Letta's SDK throws. The usage goes before it: nothing after it is read.
+   */
+  private endWith(stopReason: unknown, usage: RunUsage | null, error: LettaRunError | null): void {
     this.frame({ message_type: 'stop_reason', stop_reason: stopReason });
     this.frame(toLettaUsage(usage));
+    if (error && !this.ended) this.res.write(`event: error\ndata: ${JSON.stringify(error)}\n\n`);
     this.end();
   }
 

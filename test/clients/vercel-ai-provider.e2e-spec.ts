@@ -81,4 +81,23 @@ describe('clients: Vercel AI SDK provider', () => {
       toolCalls: [],
     });
   });
+
+  it("a model error surfaces as an error: generateText rejects, streamText's stream carries it", async () => {
+    const id = await plainAgent();
+    const providerSays = { status: 400, body: { error: { message: 'bad request from provider' } } };
+    fake.push(providerSays);
+    await expect(generateText({ ...options(id), maxRetries: 0 })).rejects.toMatchObject({
+      message: expect.stringContaining('bad request from provider'),
+    });
+    fake.push(providerSays);
+    const parts: string[] = [];
+    // the provider's (older) SDK does not know the error frame and fails parsing it, as against Letta
+    await expect(
+      (async () => {
+        for await (const p of streamText({ ...options(id), onError: () => {} }).fullStream)
+          parts.push(p.type);
+      })(),
+    ).rejects.toThrow(/error_message/);
+    expect(parts).not.toContain('text-delta');
+  });
 });

@@ -127,16 +127,71 @@ describe('messages: the loop through the fake model server', () => {
     expect(sendSchema.function.parameters.properties.request_heartbeat).toBeDefined();
   });
 
-  it('a model error ends the run failed with llm_api_error', async () => {
+  it("a model error is an error, as Letta's: the sync send answers its status, the stream an error event, the run metadata.error", async () => {
     const agentId = await anAgent();
-    fake.push({ status: 400, body: { error: { message: 'bad model request' } } });
+    const providerSays = { status: 400, body: { error: { message: 'bad request from provider' } } };
+    fake.push(providerSays);
     const res = await post(`/v1/agents/${agentId}/messages`, {
       messages: [{ role: 'user', content: 'x' }],
     });
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({
+      code: 'LLM_BAD_REQUEST',
+      details: { stop_reason: 'llm_api_error', error_type: 'llm_bad_request' },
+    });
+    const run: any = await (await fetch(`${t.baseUrl}/v1/runs/${res.body.details.run_id}`)).json();
+    expect(run).toMatchObject({ status: 'failed', stop_reason: 'llm_api_error' });
+    // Letta Code reads metadata.error.error_type and .detail
+    expect(run.metadata.error).toEqual({
+      message_type: 'error_message',
+      run_id: run.id,
+      error_type: 'llm_bad_request',
+      message: 'The request to the LLM model provider was invalid.',
+      detail: expect.stringContaining('bad request from provider'),
+      seq_id: null,
+    });
+
+    fake.push(providerSays);
+    const raw = await fetch(`${t.baseUrl}/v1/agents/${agentId}/messages/stream`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ messages: [{ role: 'user', content: 'y' }] }),
+    });
+    const frames = (await raw.text()).split('\n\n').filter(Boolean);
+    expect(frames.slice(-2)[0]).toMatch(/^event: error\ndata: .*"error_type":"llm_bad_request"/);
+    expect(frames.at(-1)).toBe('data: [DONE]');
+    expect(frames.join()).toContain('"stop_reason":"llm_api_error"');
+
+    // the SDK throws on it, with the LettaErrorMessage
+    fake.push(providerSays);
+    const stream = await client.agents.messages.create(agentId, {
+      messages: [{ role: 'user', content: 'z' }],
+      streaming: true,
+    });
+    const seen: string[] = [];
+    await expect(
+      (async () => {
+        for await (const f of stream as AsyncIterable<any>) seen.push(f.message_type);
+      })(),
+    ).rejects.toMatchObject({ error: { error_type: 'llm_bad_request' } });
+    expect(seen).toEqual(['stop_reason', 'usage_statistics']);
+  });
+
+  it('a stop that is not an error (max_steps) answers 200 with its stop reason and no metadata.error', async () => {
+    const agentId = await anAgent();
+    fake.push({
+      tool_calls: [
+        { name: 'conversation_search', arguments: { query: 'a', request_heartbeat: true } },
+      ],
+    });
+    const res = await post(`/v1/agents/${agentId}/messages`, {
+      messages: [{ role: 'user', content: 'x' }],
+      max_steps: 1,
+    });
     expect(res.status).toBe(200);
-    expect(res.body.stop_reason.stop_reason).toBe('llm_api_error');
+    expect(res.body.stop_reason.stop_reason).toBe('max_steps');
     const run: any = await (await fetch(`${t.baseUrl}/v1/runs/${res.body.run_id}`)).json();
-    expect(run.status).toBe('failed');
+    expect(run.metadata).toBeNull();
   });
 
   it('bad input is a clear 4xx', async () => {

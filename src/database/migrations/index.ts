@@ -24,6 +24,7 @@ import { AgentTypes1765050000000 } from './1765050000000-AgentTypes';
 import { RunCallbacks1765060000000 } from './1765060000000-RunCallbacks';
 import { ToolTagsAndReturnLimit1765070000000 } from './1765070000000-ToolTagsAndReturnLimit';
 import { DedupeUnknownOutcomes1765080000000 } from './1765080000000-DedupeUnknownOutcomes';
+import { RunErrorTypes1765090000000 } from './1765090000000-RunErrorTypes';
 /**
  * Every migration, in order. Named `<epoch>-<What>.ts`; the app runs them at boot. Those that seal data
  * are built with the secrets key.
@@ -55,4 +56,5 @@ export const migrations = (secretsKey: Buffer | null): Function[] => [
   RunCallbacks1765060000000,
   ToolTagsAndReturnLimit1765070000000,
   DedupeUnknownOutcomes1765080000000,
+  RunErrorTypes1765090000000,
 ];

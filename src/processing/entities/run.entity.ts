@@ -126,6 +126,10 @@ export class RunEntity {
   @Column({ type: 'text', nullable: true })
   error!: string | null;
 
+  /** A run that failed on an error: Letta's error type when more precise than its stop reason's. */
+  @Column({ type: 'varchar', length: 64, nullable: true })
+  error_type?: string | null;
+
   /** Calls parked for consent; cleared when a continuation run claims them. */
   @JsonColumn({ nullable: true })
   parked!: ParkedCall[] | null;

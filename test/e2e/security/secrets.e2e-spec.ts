@@ -292,8 +292,8 @@ describe('security: secrets', () => {
     await api(t, 'POST', `/v1/agents/${a}/messages`, say('hi'), A);
     expect(fake.requests.map((r) => r.headers.authorization)).toEqual(['Bearer sk-tenant-a-own']);
     const failed = (await api(t, 'POST', `/v1/agents/${b}/messages`, say('hi'), B)).body;
-    expect(failed.stop_reason.stop_reason).toBe('llm_api_error');
-    const run = (await api(t, 'GET', `/v1/runs/${failed.run_id}`, undefined, B)).body;
+    expect(failed.details).toMatchObject({ stop_reason: 'llm_api_error', error_type: 'llm_error' });
+    const run = (await api(t, 'GET', `/v1/runs/${failed.details.run_id}`, undefined, B)).body;
     expect(JSON.stringify(run)).toContain('MY_MODEL_KEY');
     expect(JSON.stringify([failed, run])).not.toContain('sk-tenant-a-own');
     expect(fake.requests).toHaveLength(1); // B's call never left
