@@ -44,6 +44,7 @@ import { EMPTY_USAGE, mapMessage, MappedMessage, toLettaMessage } from './messag
 import { withoutImages } from '../core/loop/content-parts';
 import { ruleIndexFor } from '../core/rules/rule-index';
 import { RunCallbacks } from './run-callbacks';
+import { RunChunks } from './run-chunks';
 import { errorTypeOf } from './run-error';
 import { parseArgs, sendMessageText } from '../core/loop/tool-arguments';
 import {
@@ -144,6 +145,7 @@ export class AgentProcessor {
     @Inject(MODELS_PORT) private readonly models: ModelsPort,
     @Inject(EXECUTOR_PORT) private readonly exec: ExecutorPort,
     private readonly callbacks: RunCallbacks,
+    private readonly chunks: RunChunks,
   ) {}
 
   isActive(runId: string): boolean {
@@ -477,6 +479,8 @@ export class AgentProcessor {
       // token streaming: the text's deltas go out under the id its stored message will have
       const textId = this.ids.prefixed('message');
       const streamTokens = ctx.run.input.stream_tokens === true;
+      // chunks take seq_ids as they go out (a resume continues after one)
+      if (streamTokens) await this.repo.loadSeq(ctx.run.agent_id);
       this.publish(ctx, 'step.started', { step: stepNumber, step_id: stepId });
       const modelCallStarted = performance.now();
       const modelCallStartedAt = this.clock.now();
@@ -612,9 +616,19 @@ export class AgentProcessor {
     const held = new Set<string>();
     if (r.reasoning)
       out.push(this.msg(ctx, 'reasoning_message', { reasoning: r.reasoning }, stepId));
+    // the seq_id of its first chunk: a resume after that never replays the message whole (RunStream)
+    const chunkedFrom = this.chunks.firstSeq(ctx.run.id, textId);
     if (r.content)
       out.push({
-        ...this.msg(ctx, 'assistant_message', { content: r.content }, stepId),
+        ...this.msg(
+          ctx,
+          'assistant_message',
+          {
+            content: r.content,
+            ...(chunkedFrom !== undefined ? { _chunked_from: chunkedFrom } : {}),
+          },
+          stepId,
+        ),
         id: textId,
       });
     const idx = ruleIndexFor(ctx.setup);
@@ -797,6 +811,7 @@ export class AgentProcessor {
       this.logger.error(`run ${run.id}: could not record its end: ${String(e)}`);
     } finally {
       this.active.delete(run.id);
+      this.chunks.end(run.id);
     }
     this.publish(ctx, 'run.completed', {
       status,
@@ -862,8 +877,11 @@ export class AgentProcessor {
 
   /** A chunk of the model's text, as Letta streams tokens: an assistant_message with the final message's id. */
   private publishDelta(ctx: RunContext, id: string, stepId: string, content: string): void {
-    const m = { ...this.msg(ctx, 'assistant_message', { content }, stepId), id, seq_id: null };
-    this.publish(ctx, 'message.delta', toLettaMessage(m));
+    const seq = this.repo.takeSeq(ctx.run.agent_id);
+    const m = { ...this.msg(ctx, 'assistant_message', { content }, stepId), id, seq_id: seq };
+    const chunk = toLettaMessage(m);
+    if (seq !== null) this.chunks.add(ctx.run.id, { ...chunk, seq_id: seq, content });
+    this.publish(ctx, 'message.delta', chunk);
   }
 
   private publish(

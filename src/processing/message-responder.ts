@@ -7,6 +7,7 @@ import { LettaView, shownMessages, toLettaUsage } from './message.mapper';
 import { BatchResult, MessagingService } from './messaging.service';
 import type { RunEntity } from './entities/run.entity';
 import { HistoryService } from './history.service';
+import { RunChunks } from './run-chunks';
 import { runFailure } from './run-error';
 import { RunStream, RunStreamOptions } from './run-stream';
 import { parseSendMessage, sendMessageLimits, SendMessageRequest } from './send-message.dto';
@@ -21,6 +22,7 @@ export class MessageResponder {
     private readonly messaging: MessagingService,
     private readonly history: HistoryService,
     private readonly bus: RunEventsBus,
+    private readonly chunks: RunChunks,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
@@ -55,7 +57,8 @@ export class MessageResponder {
     // subscribe first, then read: whatever lands in between is in both and sent once (by seq_id)
     const stream = new RunStream(res, this.bus, known.agent_id, opts);
     const run = await this.history.getRun(tenant, known.id);
-    stream.resume(run, await this.history.runMessages(tenant, known.id), opts.startingAfter);
+    const stored = await this.history.runMessages(tenant, known.id);
+    stream.resume(run, stored, opts.startingAfter, this.chunks.of(known.id));
   }
 
   /** Errors before the run is stored answer as JSON; from then on the stream carries everything. */

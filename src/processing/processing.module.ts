@@ -5,6 +5,7 @@ import { ModelsModule } from '../models/models.module';
 import { BuiltinToolHandlers } from '../tools/builtin-tool-handlers';
 import { AgentProcessor } from './agent-processor.service';
 import { RunCallbacks } from './run-callbacks';
+import { RunChunks } from './run-chunks';
 import { AgentToolRunController } from './agent-tool-run.controller';
 import { AgentToolRunService } from './agent-tool-run.service';
 import { HistoryService } from './history.service';
@@ -38,6 +39,7 @@ import { TenantMessagesController } from './tenant-messages.controller';
     ProcessingRepository,
     AgentProcessor,
     RunCallbacks,
+    RunChunks,
     MessagingService,
     HistoryService,
     MessageResponder,

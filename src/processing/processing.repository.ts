@@ -706,6 +706,22 @@ export class ProcessingRepository {
     });
   }
 
+  /** Loads the agent's seq counter, so that takeSeq can answer at once. */
+  async loadSeq(agentId: string): Promise<void> {
+    await this.withSeq(agentId, []);
+  }
+
+  /**
+   * The agent's next seq_id for a frame that is not stored (a token-streaming chunk), so that every frame
+   * of a stream has one; null when the counter is not loaded (loadSeq).
+   */
+  takeSeq(agentId: string): number | null {
+    const next = this.seq.get(agentId);
+    if (next === undefined) return null;
+    this.seq.set(agentId, next + 1);
+    return next + 1;
+  }
+
   private async withSeq(agentId: string, messages: NewMessage[]): Promise<MessageEntity[]> {
     let next = this.seq.get(agentId);
     if (next === undefined) {

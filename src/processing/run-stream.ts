@@ -6,6 +6,7 @@ import type { MessageEntity } from './entities/message.entity';
 import type { RunEntity, RunUsage } from './entities/run.entity';
 import {
   inRunResponse,
+  LettaMessage,
   LettaView,
   sendMessageForm,
   shownIn,
@@ -75,17 +76,36 @@ export class RunStream {
   }
 
   /**
-   * Resumes a run's stream (`POST /v1/runs/{id}/stream`): its stored messages after `startingAfter`
-   * (a seq_id), then, if it is still going, what it produces from now on.
+   * Resumes a run's stream (`POST /v1/runs/{id}/stream`): its stored messages and token-streaming chunks
+   * (kept by RunChunks) after `startingAfter` (a seq_id), in seq_id order, then, if it is still going,
+   * what it produces from now on. A chunked message is resent as its chunks, never whole on top of the
+   * chunks the client has (when they are no longer kept, the rest of its text is only in history).
    */
-  resume(run: RunEntity, stored: MessageEntity[], startingAfter: number | null): void {
+  resume(
+    run: RunEntity,
+    stored: MessageEntity[],
+    startingAfter: number | null,
+    chunks: LettaMessage[] = [],
+  ): void {
+    const after = startingAfter ?? -1;
+    const out: LettaMessage[] = [];
+    const chunkedIds = new Set(chunks.map((c) => c.id));
     for (const m of stored) {
       this.replayedSeq = Math.max(this.replayedSeq, m.seq_id);
-      if (startingAfter !== null && m.seq_id <= startingAfter) continue;
+      if (m.seq_id <= after || chunkedIds.has(m.id)) continue;
+      const chunkedFrom = m.payload._chunked_from;
+      if (typeof chunkedFrom === 'number' && chunkedFrom <= after) continue;
       if (m.payload._input || !inRunResponse(m.message_type)) continue;
-      if (shownIn(this.opts.view, m.message_type, sendMessageForm(m)))
-        this.frame(toLettaMessage(m));
+      if (shownIn(this.opts.view, m.message_type, sendMessageForm(m))) out.push(toLettaMessage(m));
     }
+    for (const c of chunks) {
+      const seq = Number(c.seq_id);
+      this.replayedSeq = Math.max(this.replayedSeq, seq);
+      this.chunked.add(c.id);
+      if (seq > after && shownIn(this.opts.view, c.message_type, null)) out.push(c);
+    }
+    out.sort((a, b) => Number(a.seq_id) - Number(b.seq_id));
+    for (const f of out) this.frame(f);
     if (run.status === 'completed' || run.status === 'failed' || run.status === 'cancelled') {
       this.endWith(run.stop_reason, run.usage, lettaRunError(run));
     } else this.follow(run.id);
@@ -101,7 +121,7 @@ export class RunStream {
   private onEvent(e: RunEvent): void {
     switch (e.type) {
       case 'message.delta':
-        if (!this.shown(e)) break;
+        if (Number(e.data.seq_id) <= this.replayedSeq || !this.shown(e)) break;
         this.chunked.add(String(e.data.id));
         this.frame(e.data);
         break;

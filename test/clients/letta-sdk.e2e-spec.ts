@@ -340,6 +340,43 @@ describe('clients: the Letta SDK walk', () => {
     expect(one.memory.blocks[0].id).toBe(two.memory.blocks[0].id);
   });
 
+  it('a resumed token stream continues after the last chunk seen: no text twice (as Letta Code resumes)', async () => {
+    const agent = await client.agents.create({
+      name: 'resumer',
+      agent_type: 'letta_v1_agent',
+      model: 'openai/fake',
+    });
+    const text = 'one two three four five six';
+    const byId = new Map<string, string>();
+    const add = (f: any) => {
+      if (f.message_type === 'assistant_message')
+        byId.set(f.id, (byId.get(f.id) ?? '') + String(f.content));
+    };
+    for (const stopAt of [1, 2]) {
+      byId.clear();
+      fake.push({ content: text });
+      const stream = await client.agents.messages.create(agent.id, {
+        messages: [{ role: 'user', content: 'count' }],
+        streaming: true,
+        stream_tokens: true,
+        background: true,
+      });
+      let runId = '';
+      let lastSeqId: number | null = null;
+      let chunks = 0;
+      for await (const f of stream as AsyncIterable<any>) {
+        runId = f.run_id ?? runId;
+        if (f.seq_id != null) lastSeqId = f.seq_id;
+        add(f);
+        if (f.message_type === 'assistant_message' && ++chunks === stopAt) break;
+      }
+      expect(lastSeqId).toEqual(expect.any(Number)); // chunks carry a seq_id, as Letta's frames
+      const resumed = await client.runs.messages.stream(runId, { starting_after: lastSeqId ?? 0 });
+      for await (const f of resumed as AsyncIterable<any>) add(f);
+      expect([...byId.values()]).toEqual([text]);
+    }
+  });
+
   it('auto-pagination ends on every list the SDK pages, one item a page, both orders', async () => {
     const agent = await client.agents.create({
       name: 'pager',
