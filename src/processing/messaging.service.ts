@@ -401,8 +401,14 @@ export class MessagingService implements OnModuleInit {
   ): Promise<RunEntity> {
     const calls = parked?.parked ?? [];
     if (!parked || calls.length === 0) {
-      // answering a request someone else (a cancel, another dialog) resolved first: 409 with that outcome
       const ids = req.approvals!.map((a) => a.tool_call_id).filter(Boolean);
+      // the same approval sent again (a client retrying after a network error): as Letta's, a follow-up
+      if (ids.length && (await this.repo.hasRecentToolReturns(agentId, req.conversationId, ids))) {
+        const messages = req.messages.length ? req.messages : [KEEP_ALIVE];
+        const followUp = { ...req, approvals: null, legacyApproval: null, messages };
+        return this.submit(tenantId, agentId, followUp, mode, beforeQueue);
+      }
+      // answering a request someone else (a cancel, another dialog) resolved first: 409 with that outcome
       const known = ids.length ? await this.consent.requests(tenantId, agentId, ids) : [];
       if (known.some((r) => r.status !== 'pending')) throw alreadyDecided(known, null);
       // Letta's words: Letta Code matches on them
@@ -840,6 +846,13 @@ export class MessagingService implements OnModuleInit {
     });
   }
 }
+
+/** Letta's message for an approval sent again with nothing else (letta/agents/helpers.py). */
+const KEEP_ALIVE = {
+  role: 'user' as const,
+  content:
+    '<system-alert>Automated keep-alive ping. Ignore this message and continue from where you stopped.</system-alert>',
+};
 
 /** A continuation offers the request's client tools, else those of the run it continues. */
 function clientToolsFor(

@@ -528,6 +528,30 @@ export class ProcessingRepository {
     return rows.reverse();
   }
 
+  /**
+   * Whether each of these tool calls has a tool return among the conversation's newest messages (Letta
+   * looks at the last 10 in context): an approval sent again after it was processed.
+   */
+  async hasRecentToolReturns(
+    agentId: string,
+    conversationId: string | null,
+    toolCallIds: string[],
+    recent = 10,
+  ): Promise<boolean> {
+    const qb = this.ds
+      .getRepository(MessageEntity)
+      .createQueryBuilder('m')
+      .where('m.agent_id = :agentId', { agentId });
+    inConversation(qb, conversationId, null);
+    const rows = await qb.orderBy('m.seq_id', 'DESC').limit(recent).getMany();
+    const returned = new Set(
+      rows
+        .filter((m) => m.message_type === 'tool_return_message')
+        .map((m) => String(m.payload.tool_call_id)),
+    );
+    return toolCallIds.every((id) => returned.has(id));
+  }
+
   /** Where the conversation's context starts and its summary; null: all of its history is in context. */
   async messageContext(
     agentId: string,

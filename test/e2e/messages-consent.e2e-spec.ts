@@ -206,6 +206,22 @@ describe('messages: consent park and resume', () => {
     expect((await api(t, 'GET', `/v1/agents/${id}`)).body.pending_approval ?? null).toBeNull();
   });
 
+  it("an approval sent again after it was processed continues, as Letta's: a keep-alive run, the tool not run twice", async () => {
+    const id = await agent();
+    const { toolCallId } = await park(id);
+    fake.push({ content: 'paid' });
+    expect((await approveInBand(id, toolCallId)).stop_reason.stop_reason).toBe('end_turn');
+    fake.push({ content: 'still here' });
+    const again = await approveInBand(id, toolCallId);
+    expect(again.stop_reason.stop_reason).toBe('end_turn');
+    expect(types(again.messages)).toEqual(['assistant_message']);
+    expect(tools.calls).toHaveLength(1);
+    expect(fake.requests.at(-1)!.messages.at(-1)).toMatchObject({
+      role: 'user',
+      content: expect.stringContaining('Automated keep-alive ping'),
+    });
+  });
+
   it('an approved call runs in the pass it was made in: ordering rules met there still hold', async () => {
     // lookup must precede pay in the pass; lookup continues the loop, so pay comes in the same pass and parks.
     const id = await createAgent(t, fake, {
