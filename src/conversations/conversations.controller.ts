@@ -28,8 +28,8 @@ import { ConversationsService } from './conversations.service';
 
 const iso = (ms: number | null) => (ms == null ? null : new Date(ms).toISOString());
 
-/** A conversation in Letta's shape. */
-function toLettaConversation(c: ConversationEntity) {
+/** A conversation in Letta's shape (its in-context message ids on a single retrieve only). */
+function toLettaConversation(c: ConversationEntity, inContextIds: string[] | null = null) {
   return {
     id: c.id,
     agent_id: c.agent_id,
@@ -40,7 +40,7 @@ function toLettaConversation(c: ConversationEntity) {
     created_at: iso(c.created_at),
     updated_at: iso(c.updated_at),
     last_message_at: iso(c.last_message_at),
-    in_context_message_ids: null,
+    in_context_message_ids: inContextIds,
     model: null,
     model_settings: null,
     context_window_limit: null,
@@ -99,12 +99,13 @@ export class ConversationsController {
       archived,
       ...(search ? { summarySearch: search } : {}),
     });
-    return rows.map(toLettaConversation);
+    return rows.map((c) => toLettaConversation(c));
   }
 
   @Get(':id')
   async get(@Tenant() tenant: string, @Param('id') id: string) {
-    return toLettaConversation(await this.conversations.get(tenant, id));
+    const { row, inContextIds } = await this.conversations.getWithContext(tenant, id);
+    return toLettaConversation(row, inContextIds);
   }
 
   @Patch(':id')

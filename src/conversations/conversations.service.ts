@@ -124,6 +124,15 @@ export class ConversationsService {
     return row;
   }
 
+  /** The conversation with the ids of its in-context messages (a single retrieve answers them). */
+  async getWithContext(
+    tenantId: string,
+    id: string,
+  ): Promise<{ row: ConversationEntity; inContextIds: string[] }> {
+    const row = await this.get(tenantId, id);
+    return { row, inContextIds: await this.contexts.inContextMessageIds(row.agent_id, row.id) };
+  }
+
   list(tenantId: string, page: ConversationPage): Promise<ConversationEntity[]> {
     return this.repo.list(tenantId, page);
   }

@@ -73,6 +73,14 @@ export class MessageContextService {
     );
   }
 
+  /** The ids of the conversation's in-context messages, oldest first (Letta's `in_context_message_ids`). */
+  async inContextMessageIds(agentId: string, conversationId: string | null): Promise<string[]> {
+    const context = await this.repo.messageContext(agentId, conversationId);
+    const rows = await this.repo.inContextMessages(agentId, conversationId, context);
+    // a held call is never shown (its approval request or its call is)
+    return rows.filter((m) => !m.payload._held).map((m) => m.id);
+  }
+
   /**
    * Asks the agent's model to summarize the older in-context messages; the summary replaces them in
    * the context window. A model failure changes nothing (502 SUMMARIZATION_FAILED).

@@ -195,6 +195,13 @@ describe('clients: the Letta SDK walk', () => {
       'stop_reason',
       'usage_statistics',
     ]);
+    // Letta's in_context_message_ids: the conversation's messages in context, oldest first
+    const history = (await client.conversations.messages.list(conv.id, { order: 'asc' }))
+      .getPaginatedItems()
+      .map((m: any) => m.id);
+    const retrieved = await client.conversations.retrieve(conv.id);
+    expect(retrieved.in_context_message_ids).toEqual(history);
+    expect(history).toHaveLength(2);
     // the conversation's newest run, resumed
     const replay = await collect(await client.conversations.messages.stream(conv.id, {}));
     expect(replay.map((f) => f.message_type)).toEqual([
