@@ -402,14 +402,23 @@ export class MessagingService implements OnModuleInit {
     const calls = parked?.parked ?? [];
     if (!parked || calls.length === 0) {
       const ids = req.approvals!.map((a) => a.tool_call_id).filter(Boolean);
-      // the same approval sent again (a client retrying after a network error): as Letta's, a follow-up
-      if (ids.length && (await this.repo.hasRecentToolReturns(agentId, req.conversationId, ids))) {
+      const known = ids.length ? await this.consent.requests(tenantId, agentId, ids) : [];
+      // the same answer sent again (a client retrying after a network error): as Letta's, a follow-up.
+      // An answer that differs from the decision stored (a cancel or another dialog won) is not one.
+      const same = req.approvals!.every((a) => {
+        const r = known.find((k) => k.tool_call_id === a.tool_call_id);
+        return !r || r.status === (a.approve === false ? 'denied' : 'approved');
+      });
+      if (
+        ids.length &&
+        same &&
+        (await this.repo.hasRecentToolReturns(agentId, req.conversationId, ids))
+      ) {
         const messages = req.messages.length ? req.messages : [KEEP_ALIVE];
         const followUp = { ...req, approvals: null, legacyApproval: null, messages };
         return this.submit(tenantId, agentId, followUp, mode, beforeQueue);
       }
       // answering a request someone else (a cancel, another dialog) resolved first: 409 with that outcome
-      const known = ids.length ? await this.consent.requests(tenantId, agentId, ids) : [];
       if (known.some((r) => r.status !== 'pending')) throw alreadyDecided(known, null);
       // Letta's words: Letta Code matches on them
       throw badRequest(

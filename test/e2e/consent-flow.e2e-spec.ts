@@ -326,16 +326,21 @@ describe('consent end to end: model → park → decision → tool', () => {
     expect((await say(agentId, 'pay 8')).stop_reason.stop_reason).toBe('end_turn');
     expect(toolCalls.map((c) => c.body.arguments.amount)).toEqual([7, 8]);
 
-    // answered already: an approval of that call is 409 with the outcome
-    await expect(
+    // the same approval sent again (a client retrying after a network error): as Letta's, a follow-up;
+    // nothing runs again
+    const answer = (approve: boolean) =>
       client.agents.messages.create(agentId, {
         messages: [
           {
             type: 'approval',
-            approvals: [{ type: 'approval', tool_call_id: 'call_inband', approve: true }],
+            approvals: [{ type: 'approval', tool_call_id: 'call_inband', approve }],
           },
         ],
-      } as any),
-    ).rejects.toMatchObject({ status: 409 });
+      } as any);
+    fake.push({ content: 'still here' });
+    expect(((await answer(true)) as any).stop_reason.stop_reason).toBe('end_turn');
+    expect(toolCalls.map((c) => c.body.arguments.amount)).toEqual([7, 8]);
+    // another answer than the one stored: 409 with the outcome
+    await expect(answer(false)).rejects.toMatchObject({ status: 409 });
   });
 });
