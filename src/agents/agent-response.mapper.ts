@@ -73,6 +73,7 @@ export function toAgentResponse(v: AgentView): Record<string, unknown> {
     source: a.source,
     last_stop_reason: a.last_stop_reason,
     pending_approval: v.pendingApproval ?? null,
+    message_ids: v.messageIds ?? null,
     created_at: iso(a.created_at),
     updated_at: iso(a.updated_at),
   };

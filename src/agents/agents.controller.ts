@@ -58,7 +58,7 @@ export class AgentsController {
     @Param('id') id: string,
     @Query() query: Json,
   ): Promise<Json> {
-    return toAgentResponse(await this.agents.get(tenant, id, query));
+    return toAgentResponse(await this.agents.retrieve(tenant, id, query));
   }
 
   @Patch(':id')

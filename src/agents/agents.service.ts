@@ -38,6 +38,8 @@ import { answeringConflicts, isUniqueViolation } from '../database/unique-violat
 
 /** Supplies `pending_approval` for an agent's responses (the processing module registers one). */
 export type PendingApprovalSource = (tenantId: string, agentId: string) => Promise<unknown>;
+/** Supplies Letta's `message_ids` (the in-context messages) of one agent (the processing module's). */
+export type InContextSource = (agentId: string) => Promise<string[]>;
 
 /** An agent with everything its response needs; relations not in `include` are left empty. */
 export interface AgentView {
@@ -45,6 +47,8 @@ export interface AgentView {
   include: ReadonlySet<AgentRelation>;
   tools: ToolView[];
   pendingApproval: unknown;
+  /** Letta's `message_ids`: answered on a single retrieve (a list would read every agent's context). */
+  messageIds?: string[] | null;
   identities: IdentityView[];
   /** The agent's own secrets, by name (values never leave the store). */
   secrets: SecretView[];
@@ -88,6 +92,7 @@ const draftOf = (a: AgentEntity): AgentDraft => ({
 @Injectable()
 export class AgentsService {
   private pendingApprovalSource: PendingApprovalSource | null = null;
+  private inContextSource: InContextSource | null = null;
   private readonly beforeDelete: ((tenantId: string, agentId: string) => Promise<void>)[] = [];
 
   constructor(
@@ -123,6 +128,11 @@ export class AgentsService {
   /** Lets another module (processing) fill `pending_approval` in agent responses. */
   registerPendingApprovalSource(fn: PendingApprovalSource): void {
     this.pendingApprovalSource = fn;
+  }
+
+  /** Lets another module (processing) fill `message_ids` in a retrieved agent. */
+  registerInContextSource(fn: InContextSource): void {
+    this.inContextSource = fn;
   }
 
   /** Lets another module stop an agent's work before the agent is deleted (processing cancels its runs). */
@@ -297,6 +307,17 @@ export class AgentsService {
   ): Promise<AgentView> {
     const include = this.includeOf(query);
     return this.view(tenantId, await this.load(tenantId, agentId), include);
+  }
+
+  /** Letta's `agents.retrieve`: the agent with its in-context message ids (`message_ids`). */
+  async retrieve(
+    tenantId: string,
+    agentId: string,
+    query: Record<string, unknown> = {},
+  ): Promise<AgentView> {
+    const view = await this.get(tenantId, agentId, query);
+    if (this.inContextSource) view.messageIds = await this.inContextSource(agentId);
+    return view;
   }
 
   async update(tenantId: string, agentId: string, body: unknown): Promise<AgentView> {

@@ -62,11 +62,15 @@ export class ProcessingModule implements OnModuleInit {
     private readonly repo: ProcessingRepository,
     private readonly agents: AgentsService,
     private readonly messaging: MessagingService,
+    private readonly contexts: MessageContextService,
   ) {}
 
   onModuleInit(): void {
     this.agents.registerPendingApprovalSource((tenantId, agentId) =>
       this.repo.pendingApproval(tenantId, agentId),
+    );
+    this.agents.registerInContextSource((agentId) =>
+      this.contexts.inContextMessageIds(agentId, null),
     );
     // a deleted agent leaves nothing running, queued or waiting for a person (its rows stay for the audit)
     this.agents.registerBeforeDelete(async (tenantId, agentId) => {

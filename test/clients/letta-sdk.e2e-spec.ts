@@ -225,6 +225,10 @@ describe('clients: the Letta SDK walk', () => {
       })
     ).getPaginatedItems();
     expect(inDefault.map((m: any) => m.content)).toEqual(['elsewhere', 'in the default one']);
+    // Letta's message_ids on a retrieved agent: its default conversation's messages in context
+    expect((await client.agents.retrieve(agentId)).message_ids).toEqual(
+      inDefault.map((m: any) => m.id),
+    );
 
     // fork: a new conversation sharing the source's in-context messages (by reference: the same ids)
     const fork: Letta.Conversations.Conversation = await client.conversations.fork(conv.id);
