@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { createHash } from 'node:crypto';
 import { filter } from 'rxjs';
 import type { EntityManager } from 'typeorm';
 import { AGENT_LEASES, type AgentLeases } from '../cluster/agent-leases';
@@ -184,6 +185,9 @@ export class MessagingService implements OnModuleInit {
         { path: `messages[${images}].content`, model: agent.model },
       );
     this.assertOpen();
+    // the same request sent again (a retry after a lost answer): its run, not a second one
+    const same = mode === 'stream' ? null : await this.duplicateOf(tenantId, agentId, req);
+    if (same) return same;
     const parked = await this.repo.findParkedRun(tenantId, agentId);
     if (req.approvals) {
       return this.approveInBand(tenantId, agentId, parked, req, mode, beforeQueue);
@@ -209,6 +213,8 @@ export class MessagingService implements OnModuleInit {
         ...(req.clientTools.length ? { client_tools: req.clientTools } : {}),
         ...(req.callbackUrl ? { callback_url: req.callbackUrl } : {}),
       });
+      const key = requestKey(req);
+      if (key) run.request_key = key;
       await this.repo.insertRun(run);
       beforeQueue?.(run);
       this.enqueue(run, false);
@@ -216,6 +222,20 @@ export class MessagingService implements OnModuleInit {
     } finally {
       admitted();
     }
+  }
+
+  /**
+   * Letta's request dedupe: a send whose messages all carry otids (Letta Code's; retries reuse them) that
+   * an earlier send to this agent had is that send again. Answers the run stored for it. A stream caller
+   * asks first and resumes the run's stream; submit answers the run to the others.
+   */
+  async duplicateOf(
+    tenantId: string,
+    agentId: string,
+    req: SendMessageRequest,
+  ): Promise<RunEntity | null> {
+    const key = requestKey(req);
+    return key && !req.approvals ? this.repo.findRunByRequestKey(tenantId, agentId, key) : null;
   }
 
   /**
@@ -854,6 +874,13 @@ export class MessagingService implements OnModuleInit {
       data: { status: 'cancelled', stop_reason: stop, usage: null },
     });
   }
+}
+
+/** A digest of the request messages' otids when every message carries one (else no dedupe). */
+function requestKey(req: SendMessageRequest): string | null {
+  if (req.messages.length === 0 || req.messages.some((m) => !m.otid)) return null;
+  const otids = JSON.stringify(req.messages.map((m) => m.otid));
+  return createHash('sha256').update(otids).digest('hex').slice(0, 64);
 }
 
 /** Letta's message for an approval sent again with nothing else (letta/agents/helpers.py). */

@@ -171,6 +171,13 @@ export class ProcessingRepository {
     return runById.one(this.ds, [id]);
   }
 
+  /** The agent's run stored for a request with this key (see `requestKey`), if any. */
+  findRunByRequestKey(tenantId: string, agentId: string, key: string): Promise<RunEntity | null> {
+    return this.ds
+      .getRepository(RunEntity)
+      .findOneBy({ tenant_id: tenantId, agent_id: agentId, request_key: key });
+  }
+
   /**
    * created → running; false when the run is no longer queued (cancelled meanwhile). Throws LEASE_LOST
    * when this instance no longer holds the agent: only the holder starts its runs.

@@ -485,6 +485,36 @@ describe('clients: the Letta SDK walk', () => {
     expect(await agentIds({ project_id: 'project-1' })).toEqual([]);
   });
 
+  it('a send retried with the same otids (a lost answer) is answered by its run, never processed twice', async () => {
+    const a = await createAgent(t, fake, { include_base_tools: false });
+    fake.push({ content: 'once' });
+    const send = { messages: [{ role: 'user', content: 'hi', otid: 'otid-retry-1' } as any] };
+    const first: any = await client.agents.messages.create(a, send);
+    const again: any = await client.agents.messages.create(a, send);
+    expect(again.run_id).toBe(first.run_id);
+    expect(again.messages.map((m: any) => m.content)).toEqual(['once']);
+    // a background stream retried: the stored run's stream again, from its start
+    fake.push({ content: 'streamed once' });
+    const streamed = { ...send, messages: [{ ...send.messages[0], otid: 'otid-retry-2' }] };
+    const frames = await collect(await client.agents.messages.stream(a, streamed));
+    const replay = await collect(await client.agents.messages.stream(a, streamed));
+    const text = (fs: any[]) => fs.filter((f) => f.message_type === 'assistant_message');
+    expect(text(replay).map((f) => [f.id, f.content])).toEqual(
+      text(frames).map((f) => [f.id, f.content]),
+    );
+    // async too: the same run
+    const run1 = await client.agents.messages.createAsync(a, {
+      messages: [{ role: 'user', content: 'later', otid: 'otid-retry-3' } as any],
+    });
+    const run2 = await client.agents.messages.createAsync(a, {
+      messages: [{ role: 'user', content: 'later', otid: 'otid-retry-3' } as any],
+    });
+    expect(run2.id).toBe(run1.id);
+    const history = (await client.agents.messages.list(a, { limit: 50 })).getPaginatedItems();
+    expect(history.filter((m: any) => m.message_type === 'user_message')).toHaveLength(3);
+    expect(fake.requests).toHaveLength(3);
+  });
+
   it('runs, steps, messages, tags', async () => {
     const agentId = await createAgent(t, fake, {
       include_base_tools: false,

@@ -25,6 +25,7 @@ import { RunCallbacks1765060000000 } from './1765060000000-RunCallbacks';
 import { ToolTagsAndReturnLimit1765070000000 } from './1765070000000-ToolTagsAndReturnLimit';
 import { DedupeUnknownOutcomes1765080000000 } from './1765080000000-DedupeUnknownOutcomes';
 import { RunErrorTypes1765090000000 } from './1765090000000-RunErrorTypes';
+import { RunRequestKeys1765100000000 } from './1765100000000-RunRequestKeys';
 /**
  * Every migration, in order. Named `<epoch>-<What>.ts`; the app runs them at boot. Those that seal data
  * are built with the secrets key.
@@ -57,4 +58,5 @@ export const migrations = (secretsKey: Buffer | null): Function[] => [
   ToolTagsAndReturnLimit1765070000000,
   DedupeUnknownOutcomes1765080000000,
   RunErrorTypes1765090000000,
+  RunRequestKeys1765100000000,
 ];

@@ -93,6 +93,7 @@ export type TurnCall = OutcomeView & { tool_call_id: string };
 @Index('idx_runs_parked', ['tenant_id', 'agent_id', 'created_at'], {
   where: 'parked IS NOT NULL AND continued_by IS NULL',
 })
+@Index('idx_runs_request_key', ['agent_id', 'request_key'], { where: 'request_key IS NOT NULL' })
 export class RunEntity {
   @PrimaryColumn({ type: 'varchar' })
   id!: string;
@@ -137,6 +138,10 @@ export class RunEntity {
   /** The run that continued this parked one. */
   @Column({ type: 'varchar', nullable: true })
   continued_by!: string | null;
+
+  /** Letta's request dedupe: a digest of the request messages' otids (all of them carried one). */
+  @Column({ type: 'varchar', length: 64, nullable: true })
+  request_key?: string | null;
 
   /** The call of `input.callback_url`, once made. */
   @JsonColumn({ nullable: true })
