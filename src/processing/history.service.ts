@@ -52,7 +52,8 @@ export class HistoryService {
 
   async getMessage(tenantId: string, id: string): Promise<MessageEntity> {
     const m = await this.repo.findMessage(tenantId, id);
-    if (!m) throw notFound('message', id);
+    // a call held back until its outcome was known is never shown (its approval request or call is)
+    if (!m || m.payload._held) throw notFound('message', id);
     return m;
   }
 

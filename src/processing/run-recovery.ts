@@ -6,6 +6,7 @@ import type { MessageEntity } from './entities/message.entity';
 import type { ParkedCall, RunEntity } from './entities/run.entity';
 import { EMPTY_USAGE } from './message.mapper';
 import { inputMessageRows, newMessageRow, ProcessingRepository } from './processing.repository';
+import { parseArgs } from '../core/loop/tool-arguments';
 import {
   AGENT_PORT,
   AgentPort,
@@ -13,6 +14,8 @@ import {
   ConsentBridge,
   EXECUTOR_PORT,
   ExecutorPort,
+  TOOLS_PORT,
+  ToolsPort,
 } from './processing.ports';
 
 export const OUTCOME_UNKNOWN =
@@ -37,6 +40,7 @@ export class RunRecovery {
     @Inject(AGENT_PORT) private readonly agents: AgentPort,
     @Inject(EXECUTOR_PORT) private readonly exec: ExecutorPort,
     @Inject(CONSENT_BRIDGE) private readonly consent: ConsentBridge,
+    @Inject(TOOLS_PORT) private readonly tools: ToolsPort,
   ) {}
 
   /**
@@ -67,7 +71,7 @@ export class RunRecovery {
     const stillParked = new Set((parkedRun?.parked ?? []).map((c) => c.tool_call_id));
     const now = this.clock.now();
     const callOf = (m: MessageEntity) =>
-      m.payload.tool_call as { tool_call_id: string; name: string };
+      m.payload.tool_call as { tool_call_id: string; name: string; arguments: string };
     const orphans = batch.filter((m) => {
       if (m.message_type !== 'tool_call_message') return false;
       const id = String(callOf(m)?.tool_call_id);
@@ -82,25 +86,42 @@ export class RunRecovery {
     const carried = await this.unstartedParkedCalls(run, orphans.map(callOf), started);
     const carriedIds = new Set(carried.map((c) => c.tool_call_id));
     const ended = orphans.filter((m) => !carriedIds.has(callOf(m).tool_call_id));
+    const row = (
+      type: MessageEntity['message_type'],
+      payload: Record<string, unknown>,
+      m: MessageEntity,
+    ) => newMessageRow(this.ids.prefixed('message'), run, type, payload, m.step_id, now);
     await this.repo.append(
       run.agent_id,
-      ended.map((m) => {
+      ended.flatMap((m) => {
         const call = callOf(m);
-        return newMessageRow(
-          this.ids.prefixed('message'),
-          run,
-          'tool_return_message',
-          {
-            tool_return: started.has(call.tool_call_id) ? OUTCOME_UNKNOWN : NOT_STARTED,
-            status: 'error',
-            tool_call_id: call.tool_call_id,
-            name: call.name,
-            error_type: 'ToolError',
-          },
-          m.step_id,
-          now,
-        );
+        return [
+          // a call held back until its outcome was known is shown now, before its return
+          ...(m.payload._held ? [row('tool_call_message', { tool_call: call }, m)] : []),
+          row(
+            'tool_return_message',
+            {
+              tool_return: started.has(call.tool_call_id) ? OUTCOME_UNKNOWN : NOT_STARTED,
+              status: 'error',
+              tool_call_id: call.tool_call_id,
+              name: call.name,
+              error_type: 'ToolError',
+            },
+            m,
+          ),
+        ];
       }),
+    );
+    await this.rememberUnknownOutcomes(
+      run,
+      ended.map(callOf).filter((c) => started.has(c.tool_call_id)),
+    );
+    // a call that never started may have asked a person: that request ends (nothing will run it)
+    await this.consent.denyPending(
+      run.tenant_id,
+      run.agent_id,
+      ended.map((m) => callOf(m).tool_call_id).filter((id) => !started.has(id)),
+      'interrupted: the server restarted before the call could run',
     );
     if (carried.length)
       await this.consent.restoreUnstartedApprovals(run.tenant_id, run.agent_id, [...carriedIds]);
@@ -125,6 +146,23 @@ export class RunRecovery {
         (started.size ? `; ${started.size} tool call(s) with unknown outcome` : '') +
         (carried.length ? `; ${carried.length} approved call(s) that had not started run now` : ''),
     );
+  }
+
+  /** Calls whose outcome is unknown are refused if made again within their dedupe window. */
+  private async rememberUnknownOutcomes(
+    run: RunEntity,
+    calls: { tool_call_id: string; name: string; arguments: string }[],
+  ): Promise<void> {
+    if (calls.length === 0) return;
+    const agent = await this.agents.get(run.tenant_id, run.agent_id).catch(() => null);
+    if (!agent) return; // deleted: nothing will call its tools again
+    const setup = this.exec.setupFor(agent, await this.tools.resolve(run.tenant_id, agent.tools));
+    for (const c of calls)
+      await this.exec.executor.rememberUnknownOutcome(
+        setup,
+        { toolCallId: c.tool_call_id, name: c.name, arguments: parseArgs(c.arguments) },
+        OUTCOME_UNKNOWN,
+      );
   }
 
   /**

@@ -5,6 +5,7 @@ import * as path from 'node:path';
 import { OUTCOME_UNKNOWN } from '../../src/processing/run-recovery';
 import { ProcessingRepository } from '../../src/processing/processing.repository';
 import { ToolExecutorService } from '../../src/rules/tool-executor.service';
+import { PermissionBrokerService } from '../../src/permissions/permission-broker.service';
 import { startApp } from '../support/app-harness';
 import { FakeModelServer, startFakeModelServer } from '../support/fake-model-server';
 import {
@@ -135,6 +136,103 @@ describe('processing: restart recovery', () => {
       const seqs = history.map((m: any) => m.seq_id);
       expect(seqs).toEqual([...seqs].sort((a: number, b: number) => a - b));
       expect(new Set(seqs).size).toBe(seqs.length);
+    } finally {
+      await t.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a crash mid-turn: a held call that started is shown with its unknown outcome and not run again; one that never started has its consent request denied', async () => {
+    let t = await startApp({ keepDir: true, modelBaseUrl: fake.baseUrl });
+    const dir = t.dir;
+    await tools.declare(t, 'pay', { safety: 'side_effecting' });
+    const id = await createAgent(t, fake, { tools: ['pay'], include_base_tools: false });
+    const repo = t.app.get(ProcessingRepository);
+    const now = Date.now();
+    const crashed = 'run-00000000-0000-4000-8000-000000000011';
+    await repo.insertRun({
+      tenant_id: 'default',
+      agent_id: id,
+      stop_reason: null,
+      usage: null,
+      error: null,
+      parked: null,
+      continued_by: null,
+      conversation_id: null,
+      started_at: now,
+      completed_at: null,
+      id: crashed,
+      status: 'running',
+      batch_id: '11',
+      input: { kind: 'message', mode: 'async', messages: [{ role: 'user', content: 'pay 4' }] },
+      created_at: now,
+    });
+    // what a crash mid-turn leaves: the input, and the turn's calls that may park stored held
+    const row = (n: number, type: string, payload: Record<string, unknown>) => ({
+      id: `message-00000000-0000-4000-8000-00000000001${n}`,
+      tenant_id: 'default',
+      agent_id: id,
+      run_id: crashed,
+      step_id: 'step-held',
+      batch_id: '11',
+      conversation_id: null,
+      message_type: type as any,
+      payload,
+      created_at: now,
+    });
+    const held = (callId: string) =>
+      row(callId === 'call_started' ? 2 : 3, 'tool_call_message', {
+        tool_call: { name: 'pay', arguments: '{"q":"4"}', tool_call_id: callId },
+        _held: true,
+      });
+    await repo.append(id, [
+      row(1, 'user_message', { content: 'pay 4', _input: true }),
+      held('call_started'),
+      held('call_asked'),
+    ]);
+    await t.app.get(ToolExecutorService).store.claimToolCall(id, 'call_started', now, 'default');
+    // the second call had asked a person when the process died
+    const asked = await t.app.get(PermissionBrokerService).check({
+      tenantId: 'default',
+      agentId: id,
+      runId: crashed,
+      batchId: '11',
+      toolCallId: 'call_asked',
+      toolName: 'pay',
+      arguments: { q: '5' },
+      scope: 'pay',
+      timeoutMs: 600_000,
+    });
+    expect(asked.kind).toBe('pending');
+    await t.close();
+
+    t = await startApp({ dir, modelBaseUrl: fake.baseUrl });
+    try {
+      const msgs = (await api(t, 'GET', `/v1/runs/${crashed}/messages`)).body;
+      expect(
+        msgs.map((m: any) => [m.message_type, m.tool_call?.tool_call_id ?? m.tool_call_id]),
+      ).toEqual([
+        ['user_message', undefined],
+        ['tool_call_message', 'call_started'],
+        ['tool_return_message', 'call_started'],
+        ['tool_call_message', 'call_asked'],
+        ['tool_return_message', 'call_asked'],
+      ]);
+      expect(msgs[2].tool_return).toBe(OUTCOME_UNKNOWN);
+      // the held row itself is never shown, not even by id
+      const heldRow = 'message-00000000-0000-4000-8000-000000000012';
+      expect((await api(t, 'GET', `/v1/messages/${heldRow}`)).status).toBe(404);
+      const request = (await api(t, 'GET', `/v1/consent/requests/${(asked as any).requestId}`))
+        .body;
+      expect(request).toMatchObject({ status: 'denied', decided_by: 'system' });
+      // the same payment asked for again: refused, its outcome being unknown; nothing runs
+      fake.push({ tool_calls: [{ name: 'pay', arguments: { q: '4' } }] }, { content: 'checked' });
+      const res = (await api(t, 'POST', `/v1/agents/${id}/messages`, say('pay 4 again'))).body;
+      const ret = res.messages.find((m: any) => m.message_type === 'tool_return_message');
+      expect(ret.tool_return).toMatch(
+        /^\[ToolDeduplicated\] pay was called with these arguments .* outcome is unknown/,
+      );
+      expect(tools.calls).toHaveLength(0);
     } finally {
       await t.close();
       rmSync(dir, { recursive: true, force: true });

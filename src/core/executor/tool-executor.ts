@@ -364,6 +364,32 @@ export class ToolExecutor {
     return this.deps.store.isClaimed(agentId, toolCallId);
   }
 
+  /**
+   * A call that started and never finished here (its process died): its outcome is unknown, so an
+   * identical call is refused for the dedupe window, as after a timeout (recovery calls this).
+   */
+  async rememberUnknownOutcome(
+    setup: AgentToolSetup,
+    call: ToolCallRequest,
+    text: string,
+  ): Promise<void> {
+    const idx = ruleIndexFor(setup);
+    const tool = idx.tools.get(call.name);
+    if (!tool || typeof call.arguments === 'string') return;
+    const policy = dedupePolicy(tool, idx.dedupe.get(call.name), idx.dedupeStar, setup.settings);
+    if (!policy) return;
+    const now = this.deps.clock.now();
+    const key = canonicalKey(call.name, admittedArgs(idx, call).args);
+    const entry = {
+      result: text,
+      at: now,
+      expiresAt: now + policy.windowMs,
+      unknown: true as const,
+    };
+    const put = this.deps.store.putDedupe(setup.agentId, key, entry, setup.tenantId);
+    if (isPromise(put)) await put;
+  }
+
   /** Drops expired dedupe entries, old claims and abandoned batch state. */
   async pruneExpired(): Promise<void> {
     await this.deps.store.pruneExpired(this.deps.clock.now(), this.deps.limits.batchTtlMs);
@@ -381,21 +407,8 @@ export class ToolExecutor {
   ): Promise<Admission> {
     const { store } = this.deps;
     const name = call.name;
-    const raw = call.arguments;
-    const badJson = typeof raw === 'string';
-    let args: Record<string, unknown> = {};
-    let heartbeat = false;
-    if (!badJson) {
-      heartbeat = raw.request_heartbeat === true;
-      const prefilled = idx.startTools.get(name)?.args;
-      if ('request_heartbeat' in raw || prefilled) {
-        args = { ...raw };
-        delete args.request_heartbeat;
-        if (prefilled) Object.assign(args, prefilled); // the rule's args override the model's
-      } else {
-        args = raw;
-      }
-    }
+    const badJson = typeof call.arguments === 'string';
+    const { args, heartbeat } = admittedArgs(idx, call);
     const tool = idx.tools.get(name);
     if (!tool)
       return this.refusal(setup, idx, pass, call, args, 'NotFound', `no tool named ${name}`);
@@ -868,6 +881,22 @@ function emptyBatch(now: number): BatchState {
     createdAt: now,
     updatedAt: now,
   };
+}
+
+/** A call's arguments as they run: `request_heartbeat` taken out, a run_first rule's args over the model's. */
+function admittedArgs(
+  idx: RuleIndex,
+  call: ToolCallRequest,
+): { args: Record<string, unknown>; heartbeat: boolean } {
+  const raw = call.arguments;
+  if (typeof raw === 'string') return { args: {}, heartbeat: false };
+  const heartbeat = raw.request_heartbeat === true;
+  const prefilled = idx.startTools.get(call.name)?.args;
+  if (!('request_heartbeat' in raw) && !prefilled) return { args: raw, heartbeat };
+  const args = { ...raw };
+  delete args.request_heartbeat;
+  if (prefilled) Object.assign(args, prefilled); // the rule's args override the model's
+  return { args, heartbeat };
 }
 
 /** Said of a call that did not finish: the model must not take it for one that did nothing. */
