@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { OUTCOME_UNKNOWN } from '../../src/processing/run-recovery';
 import { ProcessingRepository } from '../../src/processing/processing.repository';
+import type { RunEntity } from '../../src/processing/entities/run.entity';
 import { ToolExecutorService } from '../../src/rules/tool-executor.service';
 import { PermissionBrokerService } from '../../src/permissions/permission-broker.service';
 import { startApp } from '../support/app-harness';
@@ -17,6 +18,24 @@ import {
   ToolServer,
 } from '../support/processing-fixtures';
 import { spawnServer } from '../support/server-process';
+
+/** A run row as a process left it (the fields a test does not care about are null). */
+const runRow = (
+  agentId: string,
+  o: Partial<RunEntity> & Pick<RunEntity, 'id' | 'status' | 'batch_id' | 'input' | 'created_at'>,
+): RunEntity => ({
+  tenant_id: 'default',
+  agent_id: agentId,
+  stop_reason: null,
+  usage: null,
+  error: null,
+  parked: null,
+  continued_by: null,
+  conversation_id: null,
+  started_at: null,
+  completed_at: null,
+  ...o,
+});
 
 /** Crash and restart: nothing lost, nothing run twice. */
 describe('processing: restart recovery', () => {
@@ -46,28 +65,17 @@ describe('processing: restart recovery', () => {
     // what a crash mid-tool leaves behind: a running run whose tool call has no return, and a queued run
     const repo = t.app.get(ProcessingRepository);
     const now = Date.now();
-    const base = {
-      tenant_id: 'default',
-      agent_id: id,
-      stop_reason: null,
-      usage: null,
-      error: null,
-      parked: null,
-      continued_by: null,
-      conversation_id: null,
-      started_at: null,
-      completed_at: null,
-    };
     const crashed = 'run-00000000-0000-4000-8000-000000000001';
     const queued = 'run-00000000-0000-4000-8000-000000000002';
-    await repo.insertRun({
-      ...base,
-      id: crashed,
-      status: 'running',
-      batch_id: '1',
-      input: { kind: 'message', mode: 'async', messages: [{ role: 'user', content: 'crash' }] },
-      created_at: now,
-    });
+    await repo.insertRun(
+      runRow(id, {
+        id: crashed,
+        status: 'running',
+        batch_id: '1',
+        input: { kind: 'message', mode: 'async', messages: [{ role: 'user', content: 'crash' }] },
+        created_at: now,
+      }),
+    );
     await repo.append(id, [
       {
         id: 'message-00000000-0000-4000-8000-000000000001',
@@ -86,22 +94,28 @@ describe('processing: restart recovery', () => {
     await t.app.get(ToolExecutorService).store.claimToolCall(id, 'call_crash', now, 'default');
     // killed between its claim and its first write: nothing of it is stored but the run
     const early = 'run-00000000-0000-4000-8000-000000000003';
-    await repo.insertRun({
-      ...base,
-      id: early,
-      status: 'running',
-      batch_id: '3',
-      input: { kind: 'message', mode: 'async', messages: [{ role: 'user', content: 'accepted' }] },
-      created_at: now,
-    });
-    await repo.insertRun({
-      ...base,
-      id: queued,
-      status: 'created',
-      batch_id: '2',
-      input: { kind: 'message', mode: 'async', messages: [{ role: 'user', content: 'queued' }] },
-      created_at: now + 1,
-    });
+    await repo.insertRun(
+      runRow(id, {
+        id: early,
+        status: 'running',
+        batch_id: '3',
+        input: {
+          kind: 'message',
+          mode: 'async',
+          messages: [{ role: 'user', content: 'accepted' }],
+        },
+        created_at: now,
+      }),
+    );
+    await repo.insertRun(
+      runRow(id, {
+        id: queued,
+        status: 'created',
+        batch_id: '2',
+        input: { kind: 'message', mode: 'async', messages: [{ role: 'user', content: 'queued' }] },
+        created_at: now + 1,
+      }),
+    );
     await t.close();
 
     fake.push({ content: 'after restart' });
@@ -150,23 +164,16 @@ describe('processing: restart recovery', () => {
     const repo = t.app.get(ProcessingRepository);
     const now = Date.now();
     const crashed = 'run-00000000-0000-4000-8000-000000000011';
-    await repo.insertRun({
-      tenant_id: 'default',
-      agent_id: id,
-      stop_reason: null,
-      usage: null,
-      error: null,
-      parked: null,
-      continued_by: null,
-      conversation_id: null,
-      started_at: now,
-      completed_at: null,
-      id: crashed,
-      status: 'running',
-      batch_id: '11',
-      input: { kind: 'message', mode: 'async', messages: [{ role: 'user', content: 'pay 4' }] },
-      created_at: now,
-    });
+    await repo.insertRun(
+      runRow(id, {
+        id: crashed,
+        status: 'running',
+        batch_id: '11',
+        input: { kind: 'message', mode: 'async', messages: [{ role: 'user', content: 'pay 4' }] },
+        created_at: now,
+        started_at: now,
+      }),
+    );
     // what a crash mid-turn leaves: the input, and the turn's calls that may park stored held
     const row = (n: number, type: string, payload: Record<string, unknown>) => ({
       id: `message-00000000-0000-4000-8000-00000000001${n}`,
