@@ -63,7 +63,6 @@ const tokens = (u: Record<string, number | undefined>) =>
 
 /** One timeline line per run event; messages by their Letta type. */
 function TimelineItem({ e, pass }: { e: Entry; pass: number }) {
-  const s = useStore();
   const d = e.data;
   switch (e.kind) {
     case 'run.started':
@@ -168,24 +167,18 @@ function TimelineItem({ e, pass }: { e: Entry; pass: number }) {
         </li>
       );
     case 'approval_request_message': {
-      const id = asText(m.request_id);
-      const pending =
-        s.pending.get(id) ??
-        [...s.pending.values()].find((r) => r.tool_call_id === call?.tool_call_id);
-      const resolved = s.resolved.get(id);
+      // one request lists every call its turn parked (Letta's shape): each gets its own line
+      const calls = (Array.isArray(m.tool_calls) ? m.tool_calls : [call]) as (typeof call)[];
       return (
-        <li class="tl tl-park">
-          <span class="who">{pending ? 'Waiting for consent' : 'Consent'}</span>{' '}
-          <code>{call?.name}</code>
-          <pre class="json small">{args(call?.arguments)}</pre>
-          {pending ? (
-            <button class="btn primary small" onClick={() => s.open(pending.id)}>
-              Answer consent request
-            </button>
-          ) : (
-            <span class="muted small">{resolved ? describeResolution(resolved) : 'answered'}</span>
-          )}
-        </li>
+        <>
+          {calls.map((c, i) => (
+            <ConsentLine
+              key={c?.tool_call_id ?? i}
+              call={c}
+              requestId={i === 0 ? asText(m.request_id) : ''}
+            />
+          ))}
+        </>
       );
     }
     case 'tool_return_message': {
@@ -225,6 +218,35 @@ interface Step {
 }
 
 /** A finished run, opened on demand: its model calls (steps) and its messages as a timeline. */
+/** A parked call in the timeline: its consent request's button while pending, its answer after. */
+function ConsentLine({
+  call,
+  requestId,
+}: {
+  call: { name?: string; arguments?: unknown; tool_call_id?: string } | undefined;
+  requestId: string;
+}) {
+  const s = useStore();
+  const pending =
+    s.pending.get(requestId) ??
+    [...s.pending.values()].find((r) => r.tool_call_id === call?.tool_call_id);
+  const resolved = s.resolved.get(pending?.id ?? requestId);
+  return (
+    <li class="tl tl-park">
+      <span class="who">{pending ? 'Waiting for consent' : 'Consent'}</span>{' '}
+      <code>{call?.name}</code>
+      <pre class="json small">{args(call?.arguments)}</pre>
+      {pending ? (
+        <button class="btn primary small" onClick={() => s.open(pending.id)}>
+          Answer consent request
+        </button>
+      ) : (
+        <span class="muted small">{resolved ? describeResolution(resolved) : 'answered'}</span>
+      )}
+    </li>
+  );
+}
+
 function PastRun({ run }: { run: Run }) {
   const [open, setOpen] = useState(false);
   const [msgs, setMsgs] = useState<LettaMessage[] | null>(null);
