@@ -184,17 +184,30 @@ type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** A tool return's text: a string or text parts. */
+/**
+ * A client tool's return as the text the model reads. Letta's `ToolReturn` may hold image parts (Letta
+ * Code's Read of a picture): a tool message carries text only, so each image is named in its place.
+ */
 function textOf(content: unknown, path: string, problems: ValidationProblem[]): string | null {
   if (typeof content === 'string') return content;
   if (Array.isArray(content)) {
     const parts: string[] = [];
     content.forEach((p, i) => {
       if (isObj(p) && p.type === 'text' && typeof p.text === 'string') parts.push(p.text);
-      else problems.push({ path: `${path}[${i}]`, message: 'must be {type: "text", text}' });
+      else if (isObj(p) && p.type === 'image') {
+        const source = isObj(p.source) ? p.source : {};
+        const type =
+          typeof source.media_type === 'string' ? source.media_type.slice(0, 100) : 'image';
+        parts.push(`[${type} returned by the tool; not shown: a tool result is text]`);
+      } else
+        problems.push({
+          path: `${path}[${i}]`,
+          message: 'must be {type: "text", text} or {type: "image", source}',
+        });
     });
     return parts.join('');
   }
-  problems.push({ path, message: 'must be a string or an array of text parts' });
+  problems.push({ path, message: 'must be a string or an array of text or image parts' });
   return null;
 }
 

@@ -191,6 +191,39 @@ describe('parseSendMessage', () => {
       },
       { approvals: [{ tool_call_id: 'c1', approve: true, tool_return: 'out', status: 'success' }] },
     ],
+    [
+      "a client tool's result with an image (Letta Code's Read of a picture): named in its place",
+      {
+        messages: [
+          {
+            type: 'approval',
+            approvals: [
+              {
+                type: 'tool',
+                tool_call_id: 'c1',
+                status: 'success',
+                tool_return: [
+                  { type: 'text', text: '[Image: x.png] ' },
+                  {
+                    type: 'image',
+                    source: { type: 'base64', media_type: 'image/png', data: 'AA==' },
+                  },
+                ],
+              },
+            ],
+          },
+        ],
+      },
+      {
+        approvals: [
+          {
+            tool_call_id: 'c1',
+            tool_return:
+              '[Image: x.png] [image/png returned by the tool; not shown: a tool result is text]',
+          },
+        ],
+      },
+    ],
   ];
   it.each(ok)('%s', (_n, body, expected) => {
     expect(parseSendMessage(body, { streamPath: false, limits: LIMITS })).toMatchObject(expected);
