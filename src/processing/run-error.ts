@@ -86,8 +86,10 @@ export function runMetadata(run: FailedRun): { error: LettaRunError } | null {
 export function runFailure(run: FailedRun): DomainError | null {
   const error = lettaRunError(run);
   if (!error) return null;
+  // stopped by a shutdown (or another instance taking the agent), not broken: unavailable, not a 500
+  const interrupted = run.stop_reason === 'error' && run.error === 'interrupted';
   return new DomainError(
-    ERROR_TYPES[error.error_type].kind,
+    interrupted ? 'unavailable' : ERROR_TYPES[error.error_type].kind,
     error.error_type.toUpperCase(),
     error.detail ? `${error.message} ${error.detail}` : error.message,
     {
