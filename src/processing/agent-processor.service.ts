@@ -279,8 +279,9 @@ export class AgentProcessor {
       run.input.kind === 'message' ? 'new' : undefined,
     );
     if (run.input.kind === 'resume') {
-      const early = await this.resumeParked(ctx);
-      if (early) return early;
+      const resumed = await this.resumeParked(ctx);
+      if (typeof resumed === 'string') return resumed;
+      pass = resumed;
     }
     await this.writeInput(ctx);
     for (;;) {
@@ -298,9 +299,10 @@ export class AgentProcessor {
 
   /**
    * A continuation of a parked batch: the parked calls run (or are refused) through the executor first,
-   * in the pass they were made in; the caller then continues the batch in a new pass.
+   * in the pass they were made in. Answers how the batch ends here, or the pass it goes on in: that same
+   * pass, so the rules it met still hold and the ones it set (a child rule after an approved parent) apply.
    */
-  private async resumeParked(ctx: RunContext): Promise<StopReason | null> {
+  private async resumeParked(ctx: RunContext): Promise<StopReason | PassState> {
     const { run } = ctx;
     const parkedRun =
       ctx.resumed?.run ?? (await this.repo.findRunById(run.input.resumes_run_id ?? ''));
@@ -412,7 +414,7 @@ export class AgentProcessor {
       }
     }
     throwIfAborted(ctx);
-    return null;
+    return pass;
   }
 
   /**

@@ -247,6 +247,28 @@ describe('messages: consent park and resume', () => {
     expect(res.stop_reason.stop_reason).toBe('end_turn');
   });
 
+  it('after an approved call the batch goes on in its pass: a child rule it set names the next tool', async () => {
+    const id = await createAgent(t, fake, {
+      tools: ['pay', 'lookup'],
+      tool_rules: [
+        { type: 'requires_approval', tool_name: 'pay' },
+        { type: 'constrain_child_tools', tool_name: 'pay', children: ['lookup'] },
+      ],
+      include_base_tools: false,
+    });
+    const { toolCallId } = await park(id);
+    fake.push(
+      { tool_calls: [{ name: 'lookup', arguments: { q: 'receipt' } }] },
+      { content: 'done' },
+    );
+    await approveInBand(id, toolCallId);
+    // the model call after the approved pay was offered lookup alone, forced
+    const after = fake.requests.find((r: any) => r.messages.at(-1).content === 'ok:pay')!;
+    expect(after.tools.map((x: any) => x.function.name)).toEqual(['lookup']);
+    expect(after.tool_choice).toMatchObject({ function: { name: 'lookup' } });
+    expect(tools.calls.map((c) => c.name)).toEqual(['pay', 'lookup']);
+  });
+
   it('an exit_loop call beside the parked one: once decided, the batch ends there (no model call)', async () => {
     const id = await createAgent(t, fake, {
       tools: ['pay', 'lookup'],
