@@ -125,7 +125,14 @@ export class ConsentRepository {
   }
 
   /** What `consent.max_active_grants_per_agent` counts: the agent's unrevoked, unexpired grants. */
-  countActiveGrants(tenantId: string, agentId: string, now: number, em: EntityManager) {
+  /**
+   * The agent's active grants, counted for a bound. On PostgreSQL grant creations of one agent are first
+   * serialised (a transaction-scoped advisory lock): under READ COMMITTED two instances deciding at once
+   * would each count the grants before the other's, and both pass the bound. SQLite has one writer.
+   */
+  async countActiveGrants(tenantId: string, agentId: string, now: number, em: EntityManager) {
+    if (em.connection.options.type === 'postgres')
+      await em.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`grants:${agentId}`]);
     return this.activeGrants(em, tenantId, agentId, now).getCount();
   }
 

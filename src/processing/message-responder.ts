@@ -63,12 +63,13 @@ export class MessageResponder {
 
   /** Errors before the run is stored answer as JSON; from then on the stream carries everything. */
   private async stream(tenant: string, agentId: string, req: SendMessageRequest, res: Response) {
-    // the same request sent again (its otids): the stream of the run stored for it, from its start
-    const same = await this.messaging.duplicateOf(tenant, agentId, req);
-    if (same) return this.resume(tenant, same, { ...req, startingAfter: null }, res);
-    await this.messaging.submit(tenant, agentId, req, 'stream', (run) => {
-      new RunStream(res, this.bus, agentId, req).follow(run.id);
+    let followed = false;
+    const run = await this.messaging.submit(tenant, agentId, req, 'stream', (stored) => {
+      followed = true;
+      new RunStream(res, this.bus, agentId, req).follow(stored.id);
     });
+    // the same request sent again (its otids): the stream of the run stored for it, from its start
+    if (!followed) await this.resume(tenant, run, { ...req, startingAfter: null }, res);
   }
 }
 

@@ -5,6 +5,7 @@ import type { EntityManager } from 'typeorm';
 import { AGENT_LEASES, type AgentLeases } from '../cluster/agent-leases';
 import { EVENT_BUS, type EventBus } from '../cluster/event-bus';
 import { badRequest, conflict, DomainError } from '../common/domain-error';
+import { isUniqueViolation } from '../database/unique-violation';
 import { CLOCK } from '../common/clock';
 import { ID_GENERATOR } from '../common/ids';
 import { RunEventsBus } from '../common/run-events';
@@ -186,7 +187,7 @@ export class MessagingService implements OnModuleInit {
       );
     this.assertOpen();
     // the same request sent again (a retry after a lost answer): its run, not a second one
-    const same = mode === 'stream' ? null : await this.duplicateOf(tenantId, agentId, req);
+    const same = await this.duplicateOf(tenantId, agentId, req);
     if (same) return same;
     const parked = await this.repo.findParkedRun(tenantId, agentId);
     if (req.approvals) {
@@ -215,7 +216,15 @@ export class MessagingService implements OnModuleInit {
       });
       const key = requestKey(req);
       if (key) run.request_key = key;
-      await this.repo.insertRun(run);
+      try {
+        await this.repo.insertRun(run);
+      } catch (e) {
+        // a copy of it stored at the same moment (at another instance, say): that one is the run
+        const first =
+          key && isUniqueViolation(e) ? await this.duplicateOf(tenantId, agentId, req) : null;
+        if (first) return first;
+        throw e;
+      }
       beforeQueue?.(run);
       this.enqueue(run, false);
       return run;
@@ -226,10 +235,10 @@ export class MessagingService implements OnModuleInit {
 
   /**
    * Letta's request dedupe: a send whose messages all carry otids (Letta Code's; retries reuse them) that
-   * an earlier send to this agent had is that send again. Answers the run stored for it. A stream caller
-   * asks first and resumes the run's stream; submit answers the run to the others.
+   * an earlier send to this agent had is that send again. Submit answers the run stored for it, without
+   * calling `beforeQueue` (a stream caller then resumes that run's stream).
    */
-  async duplicateOf(
+  private async duplicateOf(
     tenantId: string,
     agentId: string,
     req: SendMessageRequest,

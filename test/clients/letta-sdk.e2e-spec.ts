@@ -510,9 +510,19 @@ describe('clients: the Letta SDK walk', () => {
       messages: [{ role: 'user', content: 'later', otid: 'otid-retry-3' } as any],
     });
     expect(run2.id).toBe(run1.id);
+    // two copies at the same moment: one run (the runs' request key is unique)
+    const copy = { messages: [{ role: 'user', content: 'twice', otid: 'otid-retry-4' } as any] };
+    const [c1, c2] = await Promise.all([
+      client.agents.messages.createAsync(a, copy),
+      client.agents.messages.createAsync(a, copy),
+    ]);
+    expect(c2.id).toBe(c1.id);
+    for (const id of [run1.id, c1.id])
+      while (!['completed', 'failed'].includes((await client.runs.retrieve(id)).status ?? ''))
+        await new Promise((r) => setTimeout(r, 20));
     const history = (await client.agents.messages.list(a, { limit: 50 })).getPaginatedItems();
-    expect(history.filter((m: any) => m.message_type === 'user_message')).toHaveLength(3);
-    expect(fake.requests).toHaveLength(3);
+    expect(history.filter((m: any) => m.message_type === 'user_message')).toHaveLength(4);
+    expect(fake.requests).toHaveLength(4);
   });
 
   it('runs, steps, messages, tags', async () => {

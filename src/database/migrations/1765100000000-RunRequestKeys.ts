@@ -1,6 +1,9 @@
 import { MigrationInterface, QueryRunner, TableColumn, TableIndex } from 'typeorm';
 
-/** Letta's request dedupe: a send's otids digest, so a retried send answers the run stored for it. */
+/**
+ * Letta's request dedupe: a send's otids digest, so a retried send answers the run stored for it. Unique:
+ * two copies of a send arriving at once (at two instances) store one run.
+ */
 export class RunRequestKeys1765100000000 implements MigrationInterface {
   async up(q: QueryRunner): Promise<void> {
     await q.addColumn(
@@ -12,6 +15,7 @@ export class RunRequestKeys1765100000000 implements MigrationInterface {
       new TableIndex({
         name: 'idx_runs_request_key',
         columnNames: ['agent_id', 'request_key'],
+        isUnique: true,
         where: 'request_key IS NOT NULL',
       }),
     );

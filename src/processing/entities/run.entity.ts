@@ -93,7 +93,10 @@ export type TurnCall = OutcomeView & { tool_call_id: string };
 @Index('idx_runs_parked', ['tenant_id', 'agent_id', 'created_at'], {
   where: 'parked IS NOT NULL AND continued_by IS NULL',
 })
-@Index('idx_runs_request_key', ['agent_id', 'request_key'], { where: 'request_key IS NOT NULL' })
+@Index('idx_runs_request_key', ['agent_id', 'request_key'], {
+  unique: true,
+  where: 'request_key IS NOT NULL',
+})
 export class RunEntity {
   @PrimaryColumn({ type: 'varchar' })
   id!: string;
