@@ -17,7 +17,7 @@ import type { StopReason } from '../core/loop/stop-reason';
 import { AgentProcessor } from './agent-processor.service';
 import { mapMessage, MappedMessage } from './message.mapper';
 import type { ClientToolSpec, ParkedCall, RunEntity, RunInput } from './entities/run.entity';
-import { Mailbox, MailboxJob } from './mailbox';
+import { Mailbox } from './mailbox';
 import { ProcessingRepository } from './processing.repository';
 import {
   AGENT_PORT,
@@ -68,10 +68,11 @@ export class MessagingService implements OnModuleInit {
     RunEntity | Pick<RunEntity, 'id' | 'tenant_id' | 'agent_id'>
   >();
   /**
-   * Message runs accepted before the batch ahead of them parked: one batch at a time, so they wait (still
-   * `created`, and in queuedRuns) until that batch ends, then queue again in their order.
+   * Agents with message runs held back here: accepted before the batch ahead of them parked, they wait
+   * (`created`, in the database only) until that batch ends, then are read and queued again in their
+   * order, by whichever instance holds the agent then.
    */
-  private readonly held = new Map<string, MailboxJob[]>();
+  private readonly holding = new Set<string>();
   /** Lease work per agent, one step at a time (taking, adopting, syncing the queue). */
   private readonly agentWork = new Map<string, Promise<void>>();
   private keeper: NodeJS.Timeout | null = null;
@@ -104,8 +105,9 @@ export class MessagingService implements OnModuleInit {
         (this.repo.parkedHere(run.agent_id) ||
           (await this.repo.findParkedRun(run.tenant_id, run.agent_id)))
       ) {
-        const list = this.held.get(run.agent_id) ?? [];
-        this.held.set(run.agent_id, [...list, job]);
+        // one batch at a time; its callers are settled when it runs, here or where the agent goes
+        this.queuedRuns.delete(job.runId);
+        this.holding.add(run.agent_id);
         return;
       }
       let result: BatchResult | null = null;
@@ -126,7 +128,7 @@ export class MessagingService implements OnModuleInit {
       this.settle(job.runId, result);
       // A person may have decided while the run was still parking (the request is pushed as it is made).
       if (result?.run.parked) await this.resumeIfDecided(result.run.tenant_id, result.run.agent_id);
-      else this.releaseHeld(run.agent_id);
+      else if (this.holding.delete(run.agent_id)) await this.syncQueue(run.agent_id);
     });
   }
 
@@ -748,20 +750,10 @@ export class MessagingService implements OnModuleInit {
     }
   }
 
-  /** The batch ahead of the held runs ended: they queue again, in their order. */
-  private releaseHeld(agentId: string): void {
-    const jobs = this.held.get(agentId);
-    if (!jobs) return;
-    this.held.delete(agentId);
-    for (const job of jobs)
-      if (!this.mailbox.enqueue(agentId, job)) this.queuedRuns.delete(job.runId);
-  }
-
   /** The agent went to another instance: stop its work here (its queued runs are that one's now). */
   private dropAgent(agentId: string, why: string): void {
     for (const id of this.mailbox.dropAgent(agentId)) this.queuedRuns.delete(id);
-    for (const job of this.held.get(agentId) ?? []) this.queuedRuns.delete(job.runId);
-    this.held.delete(agentId);
+    this.holding.delete(agentId);
     for (const id of this.processor.activeRunIds(agentId)) this.processor.abort(id, 'interrupted');
     this.repo.forget(agentId);
     this.agents.forget(agentId);
