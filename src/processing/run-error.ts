@@ -86,18 +86,26 @@ export function runMetadata(run: FailedRun): { error: LettaRunError } | null {
 export function runFailure(run: FailedRun): DomainError | null {
   const error = lettaRunError(run);
   if (!error) return null;
-  // stopped by a shutdown (or another instance taking the agent), not broken: unavailable, not a 500
-  const interrupted = run.stop_reason === 'error' && run.error === 'interrupted';
+  const details = {
+    run_id: run.id,
+    stop_reason: run.stop_reason,
+    error_type: error.error_type,
+    detail: error.detail,
+  };
+  // stopped by a shutdown (or another instance taking the agent), not broken: 503 INTERRUPTED, not a 500
+  if (run.stop_reason === 'error' && run.error === 'interrupted')
+    return new DomainError(
+      'unavailable',
+      'INTERRUPTED',
+      `run ${run.id} was interrupted before it finished (the server stopped, or another instance took the agent); GET /v1/runs/${run.id} and its messages tell what it did`,
+      details,
+      false,
+    );
   return new DomainError(
-    interrupted ? 'unavailable' : ERROR_TYPES[error.error_type].kind,
+    ERROR_TYPES[error.error_type].kind,
     error.error_type.toUpperCase(),
     error.detail ? `${error.message} ${error.detail}` : error.message,
-    {
-      run_id: run.id,
-      stop_reason: run.stop_reason,
-      error_type: error.error_type,
-      detail: error.detail,
-    },
+    details,
     false,
   );
 }

@@ -24,7 +24,7 @@ describe('runFailure', () => {
     ['a provider that failed', run('llm_api_error', 'boom'), 'bad_gateway', 'LLM_ERROR'],
     ['a bug of ours', run('error', 'TypeError: x'), 'internal', 'INTERNAL_ERROR'],
     // a shutdown or another instance taking the agent stopped it: unavailable, not broken
-    ['an interrupted run', run('error', 'interrupted'), 'unavailable', 'INTERNAL_ERROR'],
+    ['an interrupted run', run('error', 'interrupted'), 'unavailable', 'INTERRUPTED'],
   ])('%s', (_name, r, kind, code) => {
     const e = runFailure(r)!;
     expect([e.kind, e.code, e.retry]).toEqual([kind, code, false]);
