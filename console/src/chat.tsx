@@ -230,14 +230,20 @@ function ConsentLine({
   const pending =
     s.pending.get(requestId) ??
     [...s.pending.values()].find((r) => r.tool_call_id === call?.tool_call_id);
-  const resolved = s.resolved.get(pending?.id ?? requestId);
+  const resolved =
+    s.resolved.get(pending?.id ?? requestId) ??
+    (call?.tool_call_id ? s.resolvedCalls.get(call.tool_call_id) : undefined);
   return (
     <li class="tl tl-park">
       <span class="who">{pending ? 'Waiting for consent' : 'Consent'}</span>{' '}
       <code>{call?.name}</code>
       <pre class="json small">{args(call?.arguments)}</pre>
       {pending ? (
-        <button class="btn primary small" onClick={() => s.open(pending.id)}>
+        <button
+          class="btn primary small"
+          aria-label={`Answer consent request for ${call?.name ?? 'the call'} (${call?.tool_call_id ?? pending.id})`}
+          onClick={() => s.open(pending.id)}
+        >
           Answer consent request
         </button>
       ) : (

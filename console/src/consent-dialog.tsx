@@ -92,7 +92,12 @@ export function ConsentDialog({ request: r, onClose }: Props) {
         );
       // the consent.resolved frame (or the REST answer's) closes the dialog through the inbox
     } catch (e) {
-      setError((e as Error).message);
+      // fetch rejects with a TypeError when the server cannot be reached: say that nothing was decided
+      setError(
+        e instanceof TypeError
+          ? 'The server could not be reached; nothing was decided. Try again when the console shows Live.'
+          : (e as Error).message,
+      );
       setBusy(false);
     }
   };

@@ -93,7 +93,7 @@ export function Grants() {
               grantState(g, now) === 'active' && (
                 <button
                   class="btn ghost small"
-                  aria-label={`Revoke grant for ${g.scope}`}
+                  aria-label={`Revoke grant for ${s.agentName(g.agent_id)}, scope ${g.scope}`}
                   onClick={() => void revoke(g)}
                 >
                   Revoke

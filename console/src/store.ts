@@ -34,6 +34,8 @@ export const channelName = (c: string) =>
 class Store {
   readonly pending = new Map<string, ConsentRequest>();
   readonly resolved = new Map<string, Resolved>();
+  /** The same resolutions by the call they answered (a request lists several calls; the chat shows each). */
+  readonly resolvedCalls = new Map<string, Resolved>();
   agents: Agent[] | null = null;
   /** The request whose dialog is open (from the inbox or the chat timeline). */
   openId: string | null = null;
@@ -81,6 +83,7 @@ class Store {
     const req = this.pending.get(f.request_id);
     this.pending.delete(f.request_id);
     this.resolved.set(f.request_id, f);
+    if (req) this.resolvedCalls.set(req.tool_call_id, f);
     if (this.openId === f.request_id) this.openId = null;
     if (req)
       this.notice(
@@ -110,6 +113,7 @@ class Store {
     this.generation++;
     this.pending.clear();
     this.resolved.clear();
+    this.resolvedCalls.clear();
     this.refused.clear();
     this.agents = null;
     this.loading = null;

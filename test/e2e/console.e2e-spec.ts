@@ -336,7 +336,7 @@ describeBrowser('web console at /console/ (Chromium)', () => {
     await page.getByRole('button', { name: 'Send' }).click();
     const timeline = page.getByRole('log', { name: 'Run timeline' });
     await timeline.getByText('Waiting for consent').waitFor();
-    await timeline.getByRole('button', { name: 'Answer consent request' }).click();
+    await timeline.getByRole('button', { name: /^Answer consent request for pay \(/ }).click();
     const dialog = page.getByRole('dialog', { name: /wants to run pay/ });
     await dialog.waitFor();
     await dialog.getByRole('button', { name: 'Approve once' }).click();
@@ -415,7 +415,7 @@ describeBrowser('web console at /console/ (Chromium)', () => {
     await page.getByRole('link', { name: 'Grants' }).click();
     const table = page.getByRole('table', { name: 'Grants' });
     await table.getByText('"maximum": 50').waitFor();
-    await table.getByRole('button', { name: /Revoke grant for pay/ }).waitFor();
+    await table.getByRole('button', { name: /^Revoke grant for .*, scope pay$/ }).waitFor();
   });
 
   it('Approve for scope creates a grant without expiry that the grants page can revoke', async () => {
@@ -446,7 +446,7 @@ describeBrowser('web console at /console/ (Chromium)', () => {
     // the row of this agent's grant: until the filter's answer arrives, the page lists every agent's
     const row = table.getByRole('row', { name: new RegExp(`^${agent.key} `) });
     await row.getByText('any arguments').waitFor();
-    await row.getByRole('button', { name: 'Revoke grant for pay' }).click();
+    await row.getByRole('button', { name: /^Revoke grant for .*, scope pay$/ }).click();
     await row.getByText('revoked').waitFor();
     expect(
       (await api(t, 'GET', `/v1/grants?agent_id=${agent.id}`)).body[0].revoked_at,
@@ -465,7 +465,7 @@ describeBrowser('web console at /console/ (Chromium)', () => {
     await page.getByRole('textbox', { name: 'Message' }).fill('wire 9000 to mallory');
     await page.getByRole('button', { name: 'Send' }).click();
     const timeline = page.getByRole('log', { name: 'Run timeline' });
-    await timeline.getByRole('button', { name: 'Answer consent request' }).click();
+    await timeline.getByRole('button', { name: /^Answer consent request for pay \(/ }).click();
     const dialog = page.getByRole('dialog', { name: /wants to run pay/ });
     await dialog.getByRole('textbox', { name: 'Reason for denying' }).fill('unknown payee');
     await dialog.getByRole('button', { name: 'Deny' }).click();
