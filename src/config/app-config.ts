@@ -359,7 +359,8 @@ export function loadConfig(env: Env = {}, overrides: Obj = {}, cwd = process.cwd
 }
 
 /**
- * Keys of `doc` that config/default.yaml does not have, with a "did you mean" from their siblings.
+ * Keys of `doc` that config/default.yaml does not have, with a "did you mean" from their siblings, and
+ * sections given as something other than a mapping (dropped from `doc`, so reported once).
  * default.yaml is the schema: every setting has a default there. A mapping given as `{}` there is open
  * (its keys are names, e.g. tenants); lists and leaves are checked by `validate`.
  */
@@ -372,6 +373,15 @@ function unknownKeys(doc: Obj, defaults: Obj, where: string, prefix = ''): Confi
       continue;
     }
     const d = defaults[k];
+    if (isObj(d) && Object.keys(d).length > 0 && !isObj(v)) {
+      const some = Object.keys(d).slice(0, 3).join(', ');
+      problems.push({
+        key: where + key,
+        problem: `must be a mapping of settings (${some}, …), got ${JSON.stringify(v)}`,
+      });
+      delete doc[k]; // its settings keep their defaults: one line, not one per setting
+      continue;
+    }
     if (isObj(d) && isObj(v) && Object.keys(d).length > 0)
       problems.push(...unknownKeys(v, d, where, `${key}.`));
   }

@@ -199,6 +199,26 @@ describe('loadConfig', () => {
     expect(err!.message.split('\n')).toHaveLength(4);
   });
 
+  it.each([
+    ['null', 'limits: null'],
+    ['a number', 'consent: 5'],
+  ])('a section given as %s is one line, not one per setting', (_n, yaml) => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'config-'));
+    const file = path.join(dir, 'local.yaml');
+    writeFileSync(file, `${yaml}\n`);
+    let err: ConfigError | undefined;
+    try {
+      loadConfig({ CONFIG_FILE: file });
+    } catch (e) {
+      err = e as ConfigError;
+    }
+    expect(err!.problems).toHaveLength(1);
+    expect(err!.problems[0]).toMatchObject({
+      key: `${file}: ${yaml.split(':')[0]}`,
+      problem: expect.stringMatching(/^must be a mapping of settings \(.*\), got (null|5)$/),
+    });
+  });
+
   it('rejects an unknown override key', () => {
     expect(() => loadConfig({}, { tool_executor: { tool_timeout_secs: 5 } })).toThrow(
       /tool_executor\.tool_timeout_secs: unknown key \(did you mean "tool_timeout_seconds"\?\)/,
