@@ -432,7 +432,12 @@ export class AgentProcessor {
     const heartbeat = offersHeartbeat(ctx.agent.agent_type);
     const schemas = ctx.tools
       .filter((t) => allowed.includes(t.name))
-      .map((t) => this.models.toolSchemaFor(t, heartbeat));
+      .map((t) =>
+        this.models.toolSchemaFor(
+          t,
+          heartbeat && this.exec.executor.offersHeartbeat(ctx.setup, t.name),
+        ),
+      );
     return (ctx.offer = {
       allowed: [...allowed],
       schemas,

@@ -129,6 +129,12 @@ describe('processing: loop decisions', () => {
     const res = await send(id);
     expect(res.stop_reason.stop_reason).toBe('tool_rule');
     expect(fake.requests).toHaveLength(1);
+    // as Letta's terminal tools: the exit tool is offered no request_heartbeat, the others are
+    const offered = Object.fromEntries(
+      fake.requests[0].tools.map((x: any) => [x.function.name, x.function.parameters.properties]),
+    );
+    expect(offered.finish).not.toHaveProperty('request_heartbeat');
+    expect(offered.lookup).toHaveProperty('request_heartbeat');
   });
 
   it('required_before_exit: reminders naming the tool, then tool_rule_violation after 3', async () => {

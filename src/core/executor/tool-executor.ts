@@ -346,6 +346,11 @@ export class ToolExecutor {
     return pass.phase === 'exit_requested';
   }
 
+  /** Whether the model is offered `request_heartbeat` on the tool: not on an exit_loop tool (Letta's terminal tools), whose call ends the batch. */
+  offersHeartbeat(setup: AgentToolSetup, toolName: string): boolean {
+    return !ruleIndexFor(setup).exitLoop.has(toolName);
+  }
+
   /** False when the tool has a continue_loop rule (the loop continues without a heartbeat request). */
   requiresHeartbeat(setup: AgentToolSetup, toolName: string): boolean {
     return !ruleIndexFor(setup).continueLoop.has(toolName);
