@@ -639,9 +639,13 @@ export class AgentProcessor {
         id: textId,
       });
     const idx = ruleIndexFor(ctx.setup);
+    // a turn with a call that may park holds all of its calls, so they are shown in the model's order
+    const holdAll = r.toolCalls.some(
+      (c) => idx.consent.has(c.name) || idx.tools.get(c.name)?.kind === 'client',
+    );
     for (const c of r.toolCalls) {
       const call = { name: c.name, arguments: c.argumentsText, tool_call_id: c.id };
-      if (idx.consent.has(c.name) || idx.tools.get(c.name)?.kind === 'client') {
+      if (holdAll) {
         held.add(c.id);
         out.push(this.msg(ctx, 'tool_call_message', { tool_call: call, _held: true }, stepId));
       } else out.push(...this.callMessages(ctx, call, stepId));
@@ -679,6 +683,7 @@ export class AgentProcessor {
   ): Promise<ParkedCall[]> {
     this.publish(ctx, 'tools.completed', { outcomes: outcomes.map(outcomeFacts) });
     const { batch: _cache, ...passSnapshot } = pass;
+    const shown: NewMessage[] = [];
     const rows: NewMessage[] = [];
     const parked: ParkedCall[] = [];
     for (const o of outcomes) {
@@ -704,7 +709,8 @@ export class AgentProcessor {
       }
       if (held?.ids.has(o.toolCallId)) {
         const args = held.argsText.get(o.toolCallId) ?? JSON.stringify(o.arguments);
-        rows.push(
+        // the turn's calls that ran, shown in its order before any return (Letta's order)
+        shown.push(
           ...this.callMessages(
             ctx,
             { name: o.toolName, arguments: args, tool_call_id: o.toolCallId },
@@ -732,7 +738,7 @@ export class AgentProcessor {
       for (const p of parked) p.turn = whole;
     }
     if (parked.length) rows.push(this.approvalRequest(ctx, parked));
-    await this.write(ctx, rows);
+    await this.write(ctx, [...shown, ...rows]);
     return parked;
   }
 

@@ -391,6 +391,37 @@ describe('messages: consent park and resume', () => {
     expect(tools.calls).toHaveLength(1);
   });
 
+  it("a turn whose consent call a grant covers is shown in the model's order: its calls, then their returns", async () => {
+    const id = await agent();
+    const { toolCallId } = await park(id);
+    const requestId = (await api(t, 'GET', `/v1/agents/${id}`)).body.pending_approval.request_id;
+    fake.push({ content: 'paid' });
+    await api(t, 'POST', `/v1/consent/requests/${requestId}/decision`, {
+      decision: 'approve_for_scope',
+    });
+    for (let i = 0; i < 200 && !tools.calls.some((c) => c.tool_call_id === toolCallId); i++)
+      await new Promise((r) => setTimeout(r, 10));
+    fake.push(
+      {
+        tool_calls: [
+          { name: 'pay', arguments: { q: '6' } },
+          { name: 'lookup', arguments: { q: 'x' } },
+        ],
+      },
+      { content: 'both done' },
+    );
+    const res = (await api(t, 'POST', `/v1/agents/${id}/messages`, say('pay and look'))).body;
+    const shown = res.messages
+      .filter((m: any) => ['tool_call_message', 'tool_return_message'].includes(m.message_type))
+      .map((m: any) => `${m.message_type}:${m.tool_call?.name ?? m.name}`);
+    expect(shown).toEqual([
+      'tool_call_message:pay',
+      'tool_call_message:lookup',
+      'tool_return_message:pay',
+      'tool_return_message:lookup',
+    ]);
+  });
+
   it('approve_for_scope on one of three waiting requests: the grant answers the others it covers', async () => {
     const id = await agent();
     fake.push({
