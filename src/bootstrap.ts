@@ -9,6 +9,7 @@ import { StreamSlotsLimiter } from './auth/stream-slots.limiter';
 import { AppConfig } from './config/app-config';
 import { answerClientErrors } from './common/client-errors';
 import { jsonBodyMiddleware, nulInUrlMiddleware } from './common/json-body';
+import { notSupportedMiddleware } from './common/not-supported';
 import { createPino, PinoNestLogger } from './observability/logger';
 import { requestLog } from './observability/request-log';
 import { serveApiDocs } from './openapi/openapi';
@@ -33,6 +34,7 @@ export async function createApp(given: AppConfig): Promise<INestApplication> {
   // the rate is checked before a body is read
   app.use(app.get(RequestRateLimiter).handle);
   app.use(nulInUrlMiddleware());
+  app.use(notSupportedMiddleware());
   app.use(...jsonBodyMiddleware(config.server.body_limit_bytes, config.server.json_max_depth));
   app.use(app.get(StreamSlotsLimiter).handle);
   app.useWebSocketAdapter(new WsAdapter(app));

@@ -41,6 +41,19 @@ describe('bad requests', () => {
         code: 'VALIDATION_FAILED',
       }),
     ),
+    // Letta routes this server has not: a named 404 with the reason, not a route miss
+    ...[
+      ['GET', '/v1/folders/'],
+      ['POST', '/v1/templates/agents'],
+      ['GET', '/v1/agents/agent-00000000-0000-4000-8000-000000000000/files'],
+      ['POST', '/v1/mcp-servers/mcp_server-1/tools/tool-1/run'],
+    ].map(([method, path]): Case => ({
+      name: `not supported: ${method} ${path}`,
+      method,
+      path,
+      status: 404,
+      code: 'NOT_SUPPORTED',
+    })),
     {
       name: 'a NUL byte in a path id: DELETE /v1/secrets/a%00b',
       method: 'DELETE',
