@@ -76,9 +76,7 @@ export class MessageContextService {
   /** The ids of the conversation's in-context messages, oldest first (Letta's `in_context_message_ids`). */
   async inContextMessageIds(agentId: string, conversationId: string | null): Promise<string[]> {
     const context = await this.repo.messageContext(agentId, conversationId);
-    const rows = await this.repo.inContextMessages(agentId, conversationId, context);
-    // a held call is never shown (its approval request or its call is)
-    return rows.filter((m) => !m.payload._held).map((m) => m.id);
+    return this.repo.inContextMessageIds(agentId, conversationId, context);
   }
 
   /**

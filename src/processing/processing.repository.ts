@@ -524,6 +524,34 @@ export class ProcessingRepository {
     context: Pick<MessageContext, 'start_seq' | 'inherited'> | null,
     limit = HISTORY_CAP,
   ): Promise<MessageEntity[]> {
+    const rows = await this.inContext(agentId, conversationId, context).limit(limit).getMany();
+    return rows.reverse();
+  }
+
+  /**
+   * The ids of the in-context messages, oldest first, without a call held back until its outcome was
+   * known (never shown): read without the payloads (Letta's `message_ids` on every retrieve).
+   */
+  async inContextMessageIds(
+    agentId: string,
+    conversationId: string | null,
+    context: Pick<MessageContext, 'start_seq' | 'inherited'> | null,
+  ): Promise<string[]> {
+    const rows = await this.inContext(agentId, conversationId, context)
+      .select('m.id', 'id')
+      // a held row's JSON holds the key as written; a text that mentions it is escaped (\"_held\")
+      .andWhere(`m.payload NOT LIKE '%"_held":true%'`)
+      .limit(HISTORY_CAP)
+      .getRawMany<{ id: string }>();
+    return rows.map((r) => r.id).reverse();
+  }
+
+  /** The agent's messages in a conversation's context, newest first. */
+  private inContext(
+    agentId: string,
+    conversationId: string | null,
+    context: Pick<MessageContext, 'start_seq' | 'inherited'> | null,
+  ): SelectQueryBuilder<MessageEntity> {
     const qb = this.ds
       .getRepository(MessageEntity)
       .createQueryBuilder('m')
@@ -531,8 +559,7 @@ export class ProcessingRepository {
     inConversation(qb, conversationId, context?.inherited ?? null);
     const fromSeq = context?.start_seq ?? 0;
     if (fromSeq > 0) qb.andWhere('m.seq_id >= :fromSeq', { fromSeq });
-    const rows = await qb.orderBy('m.seq_id', 'DESC').limit(limit).getMany();
-    return rows.reverse();
+    return qb.orderBy('m.seq_id', 'DESC');
   }
 
   /**

@@ -123,6 +123,9 @@ describe('messages: consent park and resume', () => {
     expect(shown(replay)).toEqual(expected);
     const history = (await api(t, 'GET', `/v1/agents/${id}/messages?order=asc`)).body;
     expect(shown(history)).toEqual(expected);
+    // Letta's message_ids: the shown messages in context, the approval request last (held rows left out)
+    const agentNow = (await api(t, 'GET', `/v1/agents/${id}`)).body;
+    expect(agentNow.message_ids).toEqual(history.map((m: any) => m.id));
     // the model still gets a well-formed turn holding both calls once approved
     fake.push({ content: 'paid' });
     await approveInBand(id, 'call_pay');
