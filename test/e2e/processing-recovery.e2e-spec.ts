@@ -161,6 +161,9 @@ describe('processing: restart recovery', () => {
     const dir = t.dir;
     await tools.declare(t, 'pay', { safety: 'side_effecting' });
     const id = await createAgent(t, fake, { tools: ['pay'], include_base_tools: false });
+    // this instance holds the agent (on PostgreSQL its writes are fenced by the lease), as the crashed one did
+    fake.push({ content: 'first answer' });
+    await api(t, 'POST', `/v1/agents/${id}/messages`, say('before the crash'));
     const repo = t.app.get(ProcessingRepository);
     const now = Date.now();
     const crashed = 'run-00000000-0000-4000-8000-000000000011';
