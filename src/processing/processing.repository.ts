@@ -1,4 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
+import { badRequest } from '../common/domain-error';
 import { containsPattern } from '../database/like-pattern';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { LRUCache } from 'lru-cache';
@@ -651,18 +652,21 @@ export class ProcessingRepository {
       .where('m.tenant_id = :tenantId AND m.agent_id = :agentId', { tenantId, agentId });
     const context = await this.messageContext(agentId, page.conversationId ?? null);
     inConversation(qb, page.conversationId ?? null, context?.inherited ?? null);
-    const cursor = async (id: string) =>
-      (await this.ds.getRepository(MessageEntity).findOneBy({ id, agent_id: agentId }))?.seq_id;
+    // a cursor that is none of the agent's messages is refused, as every list's: paging on from the
+    // first page again would never end
+    const cursor = async (id: string) => {
+      const m = await this.ds.getRepository(MessageEntity).findOneBy({ id, agent_id: agentId });
+      if (!m)
+        throw badRequest(
+          'UNKNOWN_CURSOR',
+          `cursor ${JSON.stringify(id)} is not a message of this agent`,
+        );
+      return m.seq_id;
+    };
     // cursors are relative to the order, as Letta's: with desc, `after` walks to older messages
     const [afterOp, beforeOp] = page.order === 'asc' ? ['>', '<'] : ['<', '>'];
-    if (page.before) {
-      const s = await cursor(page.before);
-      if (s !== undefined) qb.andWhere(`m.seq_id ${beforeOp} :bs`, { bs: s });
-    }
-    if (page.after) {
-      const s = await cursor(page.after);
-      if (s !== undefined) qb.andWhere(`m.seq_id ${afterOp} :as`, { as: s });
-    }
+    if (page.before) qb.andWhere(`m.seq_id ${beforeOp} :bs`, { bs: await cursor(page.before) });
+    if (page.after) qb.andWhere(`m.seq_id ${afterOp} :as`, { as: await cursor(page.after) });
     return qb
       .orderBy('m.seq_id', page.order === 'asc' ? 'ASC' : 'DESC')
       .limit(page.limit)

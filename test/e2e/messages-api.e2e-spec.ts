@@ -334,6 +334,9 @@ describe('messages API', () => {
     expect(newer.map((m: any) => m.seq_id)).toEqual([6, 5, 4]);
     expect((await api(t, 'GET', `/v1/agents/${id}/messages?limit=0`)).status).toBe(400);
     expect((await api(t, 'GET', `/v1/agents/${id}/messages?order=up`)).status).toBe(400);
+    // a cursor that is none of its messages: 400, never the first page again (auto-paging would not end)
+    const bad = await api(t, 'GET', `/v1/agents/${id}/messages?after=garbage`);
+    expect([bad.status, bad.body.code]).toEqual([400, 'UNKNOWN_CURSOR']);
 
     const runs = (await api(t, 'GET', `/v1/runs/?agent_id=${id}`)).body;
     expect(runs).toHaveLength(3);
