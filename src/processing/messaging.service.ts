@@ -189,7 +189,8 @@ export class MessagingService implements OnModuleInit {
       );
     this.assertOpen();
     // the same request sent again (a retry after a lost answer): its run, not a second one
-    const same = await this.duplicateOf(tenantId, agentId, req);
+    const key = req.approvals ? null : requestKey(req);
+    const same = key && (await this.repo.findRunByRequestKey(tenantId, agentId, key));
     if (same) return same;
     const parked = await this.repo.findParkedRun(tenantId, agentId);
     if (req.approvals) {
@@ -216,14 +217,15 @@ export class MessagingService implements OnModuleInit {
         ...(req.clientTools.length ? { client_tools: req.clientTools } : {}),
         ...(req.callbackUrl ? { callback_url: req.callbackUrl } : {}),
       });
-      const key = requestKey(req);
       if (key) run.request_key = key;
       try {
         await this.repo.insertRun(run);
       } catch (e) {
         // a copy of it stored at the same moment (at another instance, say): that one is the run
         const first =
-          key && isUniqueViolation(e) ? await this.duplicateOf(tenantId, agentId, req) : null;
+          key && isUniqueViolation(e)
+            ? await this.repo.findRunByRequestKey(tenantId, agentId, key)
+            : null;
         if (first) return first;
         throw e;
       }
@@ -233,20 +235,6 @@ export class MessagingService implements OnModuleInit {
     } finally {
       admitted();
     }
-  }
-
-  /**
-   * Letta's request dedupe: a send whose messages all carry otids (Letta Code's; retries reuse them) that
-   * an earlier send to this agent had is that send again. Submit answers the run stored for it, without
-   * calling `beforeQueue` (a stream caller then resumes that run's stream).
-   */
-  private async duplicateOf(
-    tenantId: string,
-    agentId: string,
-    req: SendMessageRequest,
-  ): Promise<RunEntity | null> {
-    const key = requestKey(req);
-    return key && !req.approvals ? this.repo.findRunByRequestKey(tenantId, agentId, key) : null;
   }
 
   /**
@@ -877,11 +865,15 @@ export class MessagingService implements OnModuleInit {
   }
 }
 
-/** A digest of the request messages' otids when every message carries one (else no dedupe). */
+/**
+ * Letta's request dedupe: a send whose messages all carry otids (Letta Code's; retries reuse them) is the
+ * send with the same otids before it, whose run answers it (submit then calls no `beforeQueue`: a stream
+ * caller resumes that run's stream). The key is a digest of the otids; none when one is missing.
+ */
 function requestKey(req: SendMessageRequest): string | null {
   if (req.messages.length === 0 || req.messages.some((m) => !m.otid)) return null;
   const otids = JSON.stringify(req.messages.map((m) => m.otid));
-  return createHash('sha256').update(otids).digest('hex').slice(0, 64);
+  return createHash('sha256').update(otids).digest('hex');
 }
 
 /** Letta's message for an approval sent again with nothing else (letta/agents/helpers.py). */

@@ -19,6 +19,7 @@ import {
   BatchState,
   ConsentCheck,
   ConsentPort,
+  DedupeEntry,
   ExecutionMeta,
   ExecutorLimits,
   ExecutorStateStore,
@@ -383,16 +384,8 @@ export class ToolExecutor {
     if (!tool || typeof call.arguments === 'string') return;
     const policy = dedupePolicy(tool, idx.dedupe.get(call.name), idx.dedupeStar, setup.settings);
     if (!policy) return;
-    const now = this.deps.clock.now();
     const key = canonicalKey(call.name, admittedArgs(idx, call).args);
-    const entry = {
-      result: text,
-      at: now,
-      expiresAt: now + policy.windowMs,
-      unknown: true as const,
-    };
-    const put = this.deps.store.putDedupe(setup.agentId, key, entry, setup.tenantId);
-    if (isPromise(put)) await put;
+    await this.remember(setup, policy, key, text, this.deps.clock.now(), true);
   }
 
   /** Drops expired dedupe entries, old claims and abandoned batch state. */
@@ -433,7 +426,7 @@ export class ToolExecutor {
     }
     if (!v.allowed) return this.refusal(setup, idx, pass, call, args, v.code, v.detail, v);
 
-    // 4b. dedupe (persistent), after the rules: a cached answer is one the rules allow now
+    // 4. dedupe (persistent), after the rules: a cached answer is one the rules allow now
     const policy = badJson
       ? null
       : dedupePolicy(tool, idx.dedupe.get(name), idx.dedupeStar, setup.settings);
@@ -731,20 +724,8 @@ export class ToolExecutor {
     // Errors are never cached, so a failed call can be retried; a call that did not finish may have taken
     // effect, so an identical one is refused for the window (never answered from it).
     const unknown = r.kind === 'timeout' || r.kind === 'cancelled';
-    if ((status === 'success' || unknown) && a.policy && a.key !== undefined) {
-      const put = store.putDedupe(
-        setup.agentId,
-        a.key,
-        {
-          result: value,
-          at: finishedAt,
-          expiresAt: finishedAt + a.policy.windowMs,
-          ...(unknown ? { unknown: true as const } : {}),
-        },
-        setup.tenantId,
-      );
-      if (isPromise(put)) await put;
-    }
+    if ((status === 'success' || unknown) && a.policy && a.key !== undefined)
+      await this.remember(setup, a.policy, a.key, value, finishedAt, unknown);
     pass.exitRequirementsPending = pendingFor(idx, batch);
 
     const outcome: ToolOutcome = {
@@ -780,6 +761,25 @@ export class ToolExecutor {
     if (isPromise(b)) b = await b;
     if (pass.batch) return pass.batch; // loaded meanwhile by a concurrent caller
     return (pass.batch = b ?? emptyBatch(this.deps.clock.now()));
+  }
+
+  /** Remembers a call for its dedupe window: a success, or one whose outcome is unknown. */
+  private async remember(
+    setup: AgentToolSetup,
+    policy: DedupePolicy,
+    key: string,
+    result: string,
+    at: number,
+    unknown: boolean,
+  ): Promise<void> {
+    const entry: DedupeEntry = {
+      result,
+      at,
+      expiresAt: at + policy.windowMs,
+      ...(unknown ? { unknown: true as const } : {}),
+    };
+    const put = this.deps.store.putDedupe(setup.agentId, key, entry, setup.tenantId);
+    if (isPromise(put)) await put;
   }
 
   /** A refused call: never executed, nothing recorded; the text says what is allowed now. */
