@@ -404,6 +404,7 @@ export class AgentProcessor {
             ctx.setup,
             pass,
           ),
+          exitRequested: this.exec.executor.shouldExitLoop(pass),
           rules: ctx.agent.tool_rules,
           continueAfterTools: true,
           remindersGiven: 0,
@@ -568,6 +569,7 @@ export class AgentProcessor {
       const decision: LoopDecision = decideAfterTurn({
         outcomes,
         pendingExitRequirements: await this.exec.executor.pendingExitRequirements(ctx.setup, pass),
+        exitRequested: this.exec.executor.shouldExitLoop(pass),
         rules: ctx.agent.tool_rules,
         continueAfterTools: continuesAfterTools(ctx.agent.agent_type),
         remindersGiven: reminders,

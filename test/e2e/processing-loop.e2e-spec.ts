@@ -137,6 +137,26 @@ describe('processing: loop decisions', () => {
     expect(offered.lookup).toHaveProperty('request_heartbeat');
   });
 
+  it('exit_loop before its requirement: a reminder, the requirement runs, and the batch ends there (tool_rule)', async () => {
+    const id = await agent(
+      ['finish', 'save', 'lookup'],
+      [
+        { type: 'exit_loop', tool_name: 'finish' },
+        { type: 'required_before_exit', tool_name: 'save' },
+      ],
+    );
+    fake.push(
+      { tool_calls: [{ name: 'finish', arguments: {} }] },
+      // the requirement asks for a heartbeat: the exit asked for earlier in the pass wins
+      { tool_calls: [{ name: 'save', arguments: { request_heartbeat: true } }] },
+      { tool_calls: [{ name: 'lookup', arguments: {} }] },
+    );
+    const res = await send(id);
+    expect(res.stop_reason.stop_reason).toBe('tool_rule');
+    expect(tools.calls.map((c) => c.name)).toEqual(['finish', 'save']);
+    expect(fake.requests).toHaveLength(2);
+  });
+
   it('required_before_exit: reminders naming the tool, then tool_rule_violation after 3', async () => {
     const id = await agent(
       ['save', 'lookup'],

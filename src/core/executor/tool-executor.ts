@@ -123,7 +123,7 @@ const isPromise = <T>(v: T | Promise<T>): v is Promise<T> => v instanceof Promis
 /**
  * Decides, for every tool call an agent's model makes, whether it may run; runs it with a timeout;
  * records what the scopes need (pass, batch, persistent). Pure: every effect goes through a port.
- * Order of checks: pass rules → batch rules → cooldown → dedupe → consent → arguments → execute → record.
+ * Order of checks (issue 3): dedupe → pass rules → batch rules → cooldown → consent → arguments → execute → record.
  */
 export class ToolExecutor {
   private readonly validator = new ArgumentValidator();
@@ -412,21 +412,7 @@ export class ToolExecutor {
       return this.refusal(setup, idx, pass, call, args, 'NotFound', `no tool named ${name}`);
     const now = this.deps.clock.now();
 
-    // 1–3. pass rules, batch rules, cooldown
-    const view = this.view(pass, pass.batch ?? (await this.loadBatch(pass)));
-    view.now = now;
-    view.awaiting = awaiting;
-    let v = checkPassRules(idx, name, view);
-    if (v.allowed) v = checkBatchRules(idx, name, view);
-    if (v.allowed && idx.cooldowns.has(name)) {
-      let last = store.getLastExecution(setup.agentId, name);
-      if (isPromise(last)) last = await last;
-      view.lastExecutionAt = last;
-      v = checkCooldowns(idx, name, view);
-    }
-    if (!v.allowed) return this.refusal(setup, idx, pass, call, args, v.code, v.detail, v);
-
-    // 4. dedupe (persistent), after the rules: a cached answer is one the rules allow now
+    // 1. dedupe (persistent), first (issue 3's order): a duplicate executes nothing, whatever the rules say now
     const policy = badJson
       ? null
       : dedupePolicy(tool, idx.dedupe.get(name), idx.dedupeStar, setup.settings);
@@ -464,6 +450,20 @@ export class ToolExecutor {
         return this.refusal(setup, idx, pass, call, args, v.code, v.detail, v);
       }
     }
+
+    // 2–4. pass rules, batch rules, cooldown
+    const view = this.view(pass, pass.batch ?? (await this.loadBatch(pass)));
+    view.now = now;
+    view.awaiting = awaiting;
+    let v = checkPassRules(idx, name, view);
+    if (v.allowed) v = checkBatchRules(idx, name, view);
+    if (v.allowed && idx.cooldowns.has(name)) {
+      let last = store.getLastExecution(setup.agentId, name);
+      if (isPromise(last)) last = await last;
+      view.lastExecutionAt = last;
+      v = checkCooldowns(idx, name, view);
+    }
+    if (!v.allowed) return this.refusal(setup, idx, pass, call, args, v.code, v.detail, v);
 
     // 5. consent (fails closed: a broken broker is a denial)
     let grantId: string | undefined;

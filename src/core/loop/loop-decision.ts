@@ -24,6 +24,11 @@ export interface TurnView {
   outcomes: OutcomeView[];
   /** required_before_exit / requires_following_tools not yet satisfied. */
   pendingExitRequirements: string[];
+  /**
+   * An exit_loop tool ran earlier in this pass (the executor's shouldExitLoop): once its exit requirements
+   * have run, the batch ends, whatever the turn that ran them asked for.
+   */
+  exitRequested: boolean;
   /** The agent's rules, to find a required next tool after the last call. */
   rules: ToolRule[];
   /**
@@ -59,7 +64,8 @@ const failed = (o: OutcomeView) => o.kind === 'refused' || o.status === 'error';
  * constrain_child_tools or parent_last_tool rule on it, or the child a conditional rule maps its output to.
  */
 export function requiredNextTools(rules: ToolRule[], last: OutcomeView | undefined): string[] {
-  if (!last || !ran(last) || last.status !== 'success') return [];
+  // a cached answer ran nothing: it sets no child rule (the executor's lastExecution skips it too)
+  if (!last || last.kind !== 'executed' || last.status !== 'success') return [];
   const out = new Set<string>();
   for (const rule of rules) {
     if (!('tool_name' in rule) || rule.tool_name !== last.toolName) continue;
@@ -93,9 +99,9 @@ export function decideAfterTurn(view: TurnView): LoopDecision {
     return { kind: 'park' };
   if (outcomes.length === 0) return endOr(view, 'end_turn');
 
-  // 1. an exit_loop tool ran, successfully or not (as Letta's terminal tools): the batch ends (exit
-  //    requirements first)
-  if (outcomes.some((o) => ran(o) && o.exitLoop)) {
+  // 1. an exit_loop tool ran in this pass, successfully or not (as Letta's terminal tools): the batch
+  //    ends (exit requirements first)
+  if (view.exitRequested || outcomes.some((o) => ran(o) && o.exitLoop)) {
     return endOr(view, 'tool_rule');
   }
   // 2. continue in the same pass: a failed or refused call (self-correction), every call continue_loop,

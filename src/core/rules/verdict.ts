@@ -29,8 +29,11 @@ export interface RuleView {
 
 export type RuleOf<T extends ToolRule['type']> = Extract<ToolRule, { type: T }>;
 
+/** The pass's last call that ran: a cached answer ran nothing, so it neither sets nor lifts a child rule. */
 export function lastExecution(view: RuleView): ToolExecution | undefined {
-  return view.history.length ? view.history[view.history.length - 1] : undefined;
+  for (let i = view.history.length - 1; i >= 0; i--)
+    if (!view.history[i].cached) return view.history[i];
+  return undefined;
 }
 
 export function hasRun(view: RuleView, tool: string, successOnly: boolean): boolean {

@@ -420,7 +420,7 @@ describe('execution', () => {
       'timeout',
       '[ToolTimeout] a did not finish within 5s; its outcome is unknown (it may have taken effect)',
     ]);
-    expect(code(await h.call('a'))).toBe('RuleViolation');
+    expect(code(await h.call('a', { other: 1 }))).toBe('RuleViolation');
   });
 
   it('a side-effecting call that timed out may have taken effect: an identical one is refused, never cached', async () => {

@@ -351,20 +351,30 @@ const rows: Row[] = [
     'ok Deduplicated ok',
   ],
   [
-    'the rules come first: a duplicate past a limit is refused by the limit',
+    'dedupe comes first (issue 3): a duplicate past a limit is refused as a duplicate',
     [{ type: 'max_count_per_step', tool_name: 'a', max_count_limit: 1 }],
     ['a', 'a'],
-    'ok RuleViolation',
+    'ok Deduplicated',
     sideEffecting,
   ],
   [
-    'a cached answer is one the rules allow now: after plan only act, so no cached z',
+    'a cached answer ran nothing: after plan only act, still, once z is answered from the cache',
     [
       { type: 'constrain_child_tools', tool_name: 'plan', children: ['act'] },
       { type: 'dedupe', tool_name: 'z', window_seconds: 300, mode: 'return_cached' },
     ],
-    ['z', 'batch', 'plan', 'z', 'act'],
-    'ok ok RuleViolation ok',
+    ['z', 'batch', 'plan', 'z', 'deploy', 'act'],
+    'ok ok cached RuleViolation ok',
+    workflow,
+  ],
+  [
+    'a cached answer comes before a cooldown (issue 3 order): the earlier result, nothing runs',
+    [
+      { type: 'cooldown', tool_name: 'z', seconds: 60 },
+      { type: 'dedupe', tool_name: 'z', window_seconds: 300, mode: 'return_cached' },
+    ],
+    ['z', 'batch', 'z'],
+    'ok cached',
     workflow,
   ],
   [

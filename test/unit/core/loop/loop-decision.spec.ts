@@ -21,6 +21,7 @@ const ran = (toolName: string, o: Partial<OutcomeView> = {}): OutcomeView => ({
 const view = (outcomes: OutcomeView[], o: Partial<TurnView> = {}): TurnView => ({
   outcomes,
   pendingExitRequirements: [],
+  exitRequested: false,
   rules: [],
   continueAfterTools: false,
   remindersGiven: 0,
@@ -109,6 +110,16 @@ describe('decideAfterTurn', () => {
       { kind: 'park' },
     ],
     [
+      'an exit requested earlier in the pass, its requirement run now → the batch ends (not the heartbeat asked for)',
+      view([ran('fin', { requestHeartbeat: true })], { exitRequested: true }),
+      { kind: 'end', stopReason: 'tool_rule' },
+    ],
+    [
+      'an exit requested earlier, another tool run, a requirement still pending → reminder',
+      view([ran('look')], { exitRequested: true, pendingExitRequirements: ['fin'] }),
+      { kind: 'remind', missing: ['fin'] },
+    ],
+    [
       'a cached answer counts as ran (heartbeat honoured)',
       view([ran('a', { kind: 'cached', requestHeartbeat: true })]),
       { kind: 'heartbeat', toolName: 'a' },
@@ -153,6 +164,11 @@ describe('decideAfterTurn, letta_v1_agent loop (continueAfterTools)', () => {
       'exit_loop with required_before_exit pending → reminder',
       v1([ran('done', { exitLoop: true })], { pendingExitRequirements: ['save'] }),
       { kind: 'remind', missing: ['save'] },
+    ],
+    [
+      'exit requested earlier, its requirement ran now → the batch ends with tool_rule',
+      v1([ran('save')], { exitRequested: true }),
+      { kind: 'end', stopReason: 'tool_rule' },
     ],
     [
       'a text answer with requirements pending → reminder',
@@ -208,6 +224,12 @@ describe('requiredNextTools', () => {
       [],
     ],
     ['a rule on another tool', [cond], ran('other'), []],
+    [
+      'a cached answer ran nothing, so it names no child',
+      [{ type: 'constrain_child_tools', tool_name: 'p', children: ['c'] }],
+      ran('p', { kind: 'cached' }),
+      [],
+    ],
   ];
   it.each(rows)('%s', (_name, rules, last, expected) => {
     expect(requiredNextTools(rules, last)).toEqual(expected);
