@@ -139,6 +139,7 @@ export class AgentFileService {
         embedding_config: a.embedding_config,
         tags: a.tags,
         metadata: a.metadata,
+        timezone: a.timezone,
         tool_rules: a.tool_rules,
         tool_ids: view.tools.map((t) => toolIds.get(t.id)),
         block_ids: a.blocks.map((b) => blockIds.get(b.id)),
@@ -311,6 +312,8 @@ export class AgentFileService {
       tool_rules: agent.tool_rules ?? [],
       tags: agent.tags ?? [],
       metadata: agent.metadata ?? null,
+      // absent (an older file): Letta's default, UTC
+      timezone: agent.timezone ?? null,
       tools: tools.map((t) => t.name),
       include_base_tools: false,
       ...(opts.model ? { model: opts.model } : { llm_config: agent.llm_config }),

@@ -72,6 +72,7 @@ export function toAgentResponse(v: AgentView): Record<string, unknown> {
     client_tools: a.client_tools,
     source: a.source,
     last_stop_reason: a.last_stop_reason,
+    timezone: a.timezone,
     pending_approval: v.pendingApproval ?? null,
     message_ids: v.messageIds ?? null,
     created_at: iso(a.created_at),

@@ -75,6 +75,10 @@ export class AgentEntity {
   @Column({ type: 'varchar', length: 32 })
   agent_type!: AgentType;
 
+  /** Letta's timezone (an IANA name); rows from before it existed are UTC, Letta's default. */
+  @Column({ type: 'varchar', length: 64, default: 'UTC' })
+  timezone!: string;
+
   @Column({ type: 'varchar', length: 64, nullable: true })
   last_stop_reason!: string | null;
 

@@ -2,6 +2,7 @@ import { Module, OnModuleInit } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { ModelsModule } from '../models/models.module';
 import { BuiltinToolHandlers } from '../tools/builtin-tool-handlers';
+import { ToolInvokerService } from '../tools/tool-invoker.service';
 import { ToolsService } from '../tools/tools.service';
 import { AgentFilesLoader } from './agent-files.loader';
 import { AgentEntity } from './agent.entity';
@@ -36,11 +37,15 @@ export class AgentsModule implements OnModuleInit {
     private readonly agents: AgentsService,
     private readonly tools: ToolsService,
     private readonly identities: IdentitiesService,
+    private readonly invoker: ToolInvokerService,
   ) {}
 
   onModuleInit(): void {
     registerMemoryTools(this.handlers, this.agents);
     this.tools.registerUsageSource((tenantId, name) => this.agents.usingTool(tenantId, name));
     this.identities.registerAgentExistence((tenantId, ids) => this.agents.existing(tenantId, ids));
+    this.invoker.registerTimeZoneSource(
+      async (tenantId, agentId) => (await this.agents.getForTenant(tenantId, agentId)).timezone,
+    );
   }
 }

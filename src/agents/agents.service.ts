@@ -16,6 +16,7 @@ import { countProblem } from '../core/limits';
 import { NO_BUDGETS } from '../core/loop/budgets';
 import { renderSystemPrompt } from '../core/loop/context-builder';
 import { nulBytePaths } from '../core/agents/nul-bytes';
+import { DEFAULT_TIMEZONE } from '../core/agents/timezone';
 import {
   AgentDraft,
   AgentValidationContext,
@@ -86,6 +87,7 @@ const draftOf = (a: AgentEntity): AgentDraft => ({
   budgets: a.budgets ?? NO_BUDGETS,
   client_tools: a.client_tools ?? [],
   embedding_config: a.embedding_config ?? null,
+  timezone: a.timezone ?? DEFAULT_TIMEZONE,
 });
 
 /** Agents: create, read, update, delete, memory edits; the single owner of the agents tables. */

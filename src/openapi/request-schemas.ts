@@ -116,6 +116,7 @@ const AGENT = obj({
   block_ids: orNull(strList),
   tags: orNull(strList),
   metadata: nullable('object'),
+  timezone: nullable('string'),
   tool_executor: orNull({
     type: 'object',
     additionalProperties: false,

@@ -153,6 +153,7 @@ export const SCHEMAS: Record<string, Schema> = {
     metadata: { type: ['object', 'null'] },
     pending_approval: { type: ['object', 'null'] },
     last_stop_reason: strOrNull,
+    timezone: { ...str, description: 'IANA time zone name (default UTC)' },
     created_at: dateTime,
     updated_at: dateTime,
   }),

@@ -290,7 +290,7 @@ export class AgentProcessor {
       // heartbeat: a new pass of the same batch, with the heartbeat message in history
       await this.write(ctx, [
         this.msg(ctx, 'user_message', {
-          content: heartbeatText(outcome.toolName, new Date(this.clock.now())),
+          content: heartbeatText(outcome.toolName, new Date(this.clock.now()), ctx.agent.timezone),
         }),
       ]);
       pass = this.exec.executor.newPass(ctx.setup, run.batch_id, pass.batch);

@@ -1,6 +1,7 @@
 import { Module, OnModuleInit } from '@nestjs/common';
 import { AgentsModule } from '../agents/agents.module';
 import { AgentsService } from '../agents/agents.service';
+import { isoInTimeZone } from '../core/agents/timezone';
 import { ModelsModule } from '../models/models.module';
 import { BuiltinToolHandlers } from '../tools/builtin-tool-handlers';
 import { AgentProcessor } from './agent-processor.service';
@@ -81,9 +82,11 @@ export class ProcessingModule implements OnModuleInit {
       const limit = typeof args.limit === 'number' && args.limit > 0 ? Math.min(args.limit, 50) : 5;
       const hits = await this.repo.searchMessages(ctx.tenantId, ctx.agentId, query, limit);
       if (hits.length === 0) return `No results found for "${query}".`;
+      // dates in the agent's time zone, with its offset, as Letta's conversation_search gives them
+      const { timezone } = await this.agents.getForTenant(ctx.tenantId, ctx.agentId);
       return JSON.stringify(
         hits.map((m) => ({
-          date: new Date(m.created_at).toISOString(),
+          date: isoInTimeZone(new Date(m.created_at), timezone),
           role: m.message_type === 'user_message' ? 'user' : 'assistant',
           content: m.payload.content,
         })),

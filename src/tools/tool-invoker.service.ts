@@ -5,6 +5,7 @@ import { APP_CONFIG, OUTBOUND_HOST_POLICY } from '../config/config.module';
 import type { ToolInvoker } from '../core/executor/contracts';
 import type { Clock } from '../core/ports';
 import type { ToolDefinition } from '../core/tools/tool-definition';
+import { DEFAULT_TIMEZONE, formatLocalTime } from '../core/agents/timezone';
 import { BuiltinToolHandlers } from './builtin-tool-handlers';
 import { HostPolicy } from '../core/net/host-policy';
 import { SecretsService } from '../secrets/secrets.service';
@@ -15,6 +16,8 @@ type InvokeCtx = Parameters<ToolInvoker['invoke']>[2];
 
 /** Runs `mcp` tools; the MCP module registers it (the tools module does not know MCP clients). */
 export type McpToolCaller = ToolInvoker['invoke'];
+/** An agent's time zone (Letta's `timezone`); the agents module registers it. */
+export type TimeZoneSource = (tenantId: string, agentId: string) => Promise<string>;
 
 /** Runs a tool's implementation: built-ins through their registered handlers, http tools over the network. */
 @Injectable()
@@ -40,6 +43,12 @@ export class ToolInvokerService implements ToolInvoker {
 
   registerMcpCaller(caller: McpToolCaller): void {
     this.mcp = caller;
+  }
+
+  private timeZones: TimeZoneSource | null = null;
+
+  registerTimeZoneSource(source: TimeZoneSource): void {
+    this.timeZones = source;
   }
 
   async invoke(
@@ -79,24 +88,40 @@ export class ToolInvokerService implements ToolInvoker {
     ctx: InvokeCtx,
   ): Promise<{ status: 'success' | 'error'; value: string }> {
     const handler = this.builtins.get(tool.name);
+    const timeZone = await this.timeZoneOf(ctx);
     if (!handler)
       return {
         status: 'error',
-        value: this.packaged('Failed', `built-in tool ${tool.name} is not available`),
+        value: this.packaged('Failed', `built-in tool ${tool.name} is not available`, timeZone),
       };
     try {
       const result = await handler(args, ctx);
-      return { status: 'success', value: this.packaged('OK', result ?? 'None') };
+      return { status: 'success', value: this.packaged('OK', result ?? 'None', timeZone) };
     } catch (e) {
       const message = e instanceof Error ? e.message : String(e);
       return {
         status: 'error',
-        value: this.packaged('Failed', `Error executing function ${tool.name}: ${message}`),
+        value: this.packaged(
+          'Failed',
+          `Error executing function ${tool.name}: ${message}`,
+          timeZone,
+        ),
       };
     }
   }
 
-  private packaged(status: 'OK' | 'Failed', message: string): string {
-    return JSON.stringify({ status, message, time: new Date(this.clock.now()).toISOString() });
+  /** The calling agent's zone (UTC when it cannot be read: the agent was deleted mid-call). */
+  private async timeZoneOf(ctx: InvokeCtx): Promise<string> {
+    if (!this.timeZones) return DEFAULT_TIMEZONE;
+    return this.timeZones(ctx.tenantId, ctx.agentId).catch(() => DEFAULT_TIMEZONE);
+  }
+
+  /** Letta's `package_function_response`: its `time` as Letta's get_local_time, in the agent's zone. */
+  private packaged(status: 'OK' | 'Failed', message: string, timeZone: string): string {
+    return JSON.stringify({
+      status,
+      message,
+      time: formatLocalTime(new Date(this.clock.now()), timeZone),
+    });
   }
 }

@@ -76,6 +76,7 @@ describe('agent files (.af): export and import', () => {
         memory_blocks: [{ label: 'human', value: 'Ada', limit: 100 }],
         tags: ['af'],
         tool_executor: { dedupe_window_seconds: 0 },
+        timezone: 'Europe/Berlin',
         ...over,
       },
       A,
@@ -121,6 +122,7 @@ describe('agent files (.af): export and import', () => {
       block_ids: ['block-0'],
       tags: ['af'],
       tool_executor: { dedupe_window_seconds: 0 },
+      timezone: 'Europe/Berlin',
     });
     expect(agent.tool_rules.map((r: any) => r.type)).toEqual(['dedupe', 'max_count_per_step']);
     expect(af.blocks).toEqual([
@@ -149,7 +151,7 @@ describe('agent files (.af): export and import', () => {
     expect(copyId).not.toBe(id);
     const copy = (await api(t, 'GET', `/v1/agents/${copyId}`, undefined, B)).body;
     const orig = (await api(t, 'GET', `/v1/agents/${id}`, undefined, A)).body;
-    for (const k of ['name', 'system', 'tool_rules', 'tags', 'tool_executor'])
+    for (const k of ['name', 'system', 'tool_rules', 'tags', 'tool_executor', 'timezone'])
       expect(copy[k]).toEqual(orig[k]);
     expect(copy.tools.map((x: any) => x.name).sort()).toEqual(['lookup', 'send_message']);
     expect(copy.memory.blocks).toEqual([expect.objectContaining({ label: 'human', value: 'Ada' })]);

@@ -76,11 +76,12 @@ describe('agent files', () => {
     const dir = newDir();
     writeFileSync(
       path.join(dir, 'agents', 'v1.yaml'),
-      'name: v1\nagent_type: letta_v1_agent\nmodel: scripted/helper\n',
+      'name: v1\nagent_type: letta_v1_agent\nmodel: scripted/helper\ntimezone: Asia/Tokyo\n',
     );
     const t = await startApp({ dir });
     const [agent] = await listAll(t.baseUrl);
     expect(agent.agent_type).toBe('letta_v1_agent');
+    expect(agent.timezone).toBe('Asia/Tokyo');
     expect((agent.tools as Json[]).map((x) => x.name)).toEqual([
       'memory_replace',
       'memory_insert',
@@ -97,6 +98,11 @@ describe('agent files', () => {
       /bad\.yaml: agent_type: must be one of memgpt_agent, memgpt_v2_agent, letta_v1_agent/,
     ],
     ['missing name', 'description: nameless', /bad\.yaml: name: is required/],
+    [
+      'a time zone that is not one',
+      'name: x\ntimezone: Mars/Olympus',
+      /bad\.yaml: timezone: must be an IANA time zone name/,
+    ],
     [
       'unknown rule type',
       'name: x\ntool_rules: [{ type: teleport, tool_name: send_message }]',

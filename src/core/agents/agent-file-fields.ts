@@ -27,6 +27,7 @@ export const AGENT_FILE_FIELDS = [
   'model_settings',
   'model_script',
   'embedding',
+  'timezone',
 ] as const;
 
 /** One problem per field of `doc` that an agent file may not have, with a suggestion. */

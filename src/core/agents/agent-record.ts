@@ -58,6 +58,8 @@ export interface AgentRecord {
   client_tools: string[];
   /** The embedding model given to the archive made for it; null: none (full-text search only). */
   embedding_config: EmbeddingConfig | null;
+  /** Letta's timezone (IANA name, default UTC): the times the model reads are written in it. */
+  timezone: string;
   last_stop_reason: string | null;
   source: AgentSource;
   created_at: number;

@@ -12,6 +12,7 @@ import {
   defaultSystemPrompt,
   isAgentType,
 } from './agent-type';
+import { DEFAULT_TIMEZONE, timeZoneProblem } from './timezone';
 import { parseNewBlock } from './validate-block';
 
 /** The editable part of an agent, after validation. `tool_executor` holds only the agent's overrides. */
@@ -217,6 +218,14 @@ export function validateAgentInput(
   let budgets = current?.budgets ?? NO_BUDGETS;
   if (has(input, 'budgets')) budgets = parseBudgets(input.budgets, 'budgets', bad) ?? budgets;
 
+  // create: Letta's default; update: null or absent keeps the agent's (Letta updates only given fields)
+  let timezone = current?.timezone ?? DEFAULT_TIMEZONE;
+  if (given(input, 'timezone')) {
+    const problem = timeZoneProblem(input.timezone);
+    if (problem) bad('timezone', problem);
+    else timezone = input.timezone as string;
+  }
+
   if (
     problems.length ||
     name === undefined ||
@@ -243,6 +252,7 @@ export function validateAgentInput(
       budgets,
       client_tools,
       embedding_config,
+      timezone,
     },
     problems,
   };

@@ -2,6 +2,7 @@ import type { OutcomeKind } from '../executor/contracts';
 import type { ToolRule } from '../rules/tool-rule';
 import { canonicalRuleType } from '../rules/tool-rule';
 import { selectConditionalChild } from '../rules/conditional.rule';
+import { formatLocalTime } from '../agents/timezone';
 
 /**
  * The loop's decision after one model turn and its tool calls: data in, data out.
@@ -130,11 +131,11 @@ export function reminderText(missing: string[]): string {
   });
 }
 
-/** The heartbeat message of a continuation, as Letta writes it. */
-export function heartbeatText(toolName: string, at: Date): string {
+/** The heartbeat message of a continuation, as Letta writes it: its time in the agent's time zone. */
+export function heartbeatText(toolName: string, at: Date, timeZone: string): string {
   return JSON.stringify({
     type: 'heartbeat',
     reason: `[This is an automated system message hidden from the user] Function ${toolName} called with request_heartbeat=true, returning control`,
-    time: at.toISOString(),
+    time: formatLocalTime(at, timeZone),
   });
 }

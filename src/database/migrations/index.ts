@@ -26,6 +26,7 @@ import { ToolTagsAndReturnLimit1765070000000 } from './1765070000000-ToolTagsAnd
 import { DedupeUnknownOutcomes1765080000000 } from './1765080000000-DedupeUnknownOutcomes';
 import { RunErrorTypes1765090000000 } from './1765090000000-RunErrorTypes';
 import { RunRequestKeys1765100000000 } from './1765100000000-RunRequestKeys';
+import { AgentTimezones1765110000000 } from './1765110000000-AgentTimezones';
 /**
  * Every migration, in order. Named `<epoch>-<What>.ts`; the app runs them at boot. Those that seal data
  * are built with the secrets key.
@@ -59,4 +60,5 @@ export const migrations = (secretsKey: Buffer | null): Function[] => [
   DedupeUnknownOutcomes1765080000000,
   RunErrorTypes1765090000000,
   RunRequestKeys1765100000000,
+  AgentTimezones1765110000000,
 ];

@@ -404,3 +404,34 @@ describe('validateAgentInput: agent_type', () => {
     ]);
   });
 });
+
+describe('validateAgentInput: timezone', () => {
+  const create = (input: Record<string, unknown>) =>
+    validateAgentInput({ name: 'a', ...input }, ctx);
+
+  it("an agent created without one is in UTC (Letta's default); one given is kept as given", () => {
+    expect(create({}).draft?.timezone).toBe('UTC');
+    expect(create({ timezone: null }).draft?.timezone).toBe('UTC');
+    expect(create({ timezone: 'America/New_York' }).draft?.timezone).toBe('America/New_York');
+  });
+
+  it('a name the time zone database does not know is a problem at timezone', () => {
+    expect(create({ timezone: 'Mars/Olympus' }).problems).toEqual([
+      expect.objectContaining({ path: 'timezone', message: expect.stringMatching(/IANA/) }),
+    ]);
+    expect(create({ timezone: '+02:00' }).problems).toEqual([
+      expect.objectContaining({ path: 'timezone' }),
+    ]);
+  });
+
+  it('an update changes it when one is given; null or absent keeps it, as Letta updates', () => {
+    const current = create({ timezone: 'Europe/Berlin' }).draft!;
+    expect(validateAgentInput({ tags: ['x'] }, ctx, current).draft?.timezone).toBe('Europe/Berlin');
+    expect(validateAgentInput({ timezone: null }, ctx, current).draft?.timezone).toBe(
+      'Europe/Berlin',
+    );
+    expect(validateAgentInput({ timezone: 'Asia/Tokyo' }, ctx, current).draft?.timezone).toBe(
+      'Asia/Tokyo',
+    );
+  });
+});

@@ -1,0 +1,169 @@
+/* eslint-disable @typescript-eslint/no-explicit-any */
+import Letta from '@letta-ai/letta-client';
+import { rmSync } from 'node:fs';
+import { DataSource } from 'typeorm';
+import { dataSourceOptions } from '../../src/database/data-source-options';
+import type { TestApp } from '../support/app-harness';
+import { startApp } from '../support/app-harness';
+import type { FakeModelServer } from '../support/fake-model-server';
+import { api, createAgent, LoopEnv, say, startLoopEnv } from '../support/processing-fixtures';
+
+/**
+ * Letta's agent fields a client sets and reads back (`timezone`, `initial_message_sequence`, …): kept,
+ * answered on the AgentState and used where Letta uses them, through Letta's SDK and over REST.
+ */
+describe("Letta's agent fields", () => {
+  let env: LoopEnv;
+  let t: TestApp;
+  let fake: FakeModelServer;
+  let client: Letta;
+
+  beforeAll(async () => {
+    env = await startLoopEnv();
+    ({ t, fake } = env);
+    client = new Letta({ baseURL: t.baseUrl, apiKey: 'x', maxRetries: 0 });
+  });
+  afterAll(() => env.close());
+  beforeEach(() => env.reset());
+
+  const fakeModel = () => ({
+    model: 'fake',
+    model_endpoint_type: 'openai',
+    model_endpoint: fake.baseUrl,
+    context_window: 8000,
+  });
+
+  describe('timezone', () => {
+    it("is kept, answered and changed through the SDK; UTC by default, as Letta's", async () => {
+      const plain = await client.agents.create({ name: 'tz-default', model: 'scripted/default' });
+      expect(plain.timezone).toBe('UTC');
+
+      const agent = await client.agents.create({
+        name: 'tz-la',
+        model: 'scripted/default',
+        timezone: 'America/Los_Angeles',
+      });
+      expect(agent.timezone).toBe('America/Los_Angeles');
+      expect((await client.agents.retrieve(agent.id)).timezone).toBe('America/Los_Angeles');
+      const listed = (await client.agents.list({ name: 'tz-la' })).getPaginatedItems();
+      expect(listed.map((a) => a.timezone)).toEqual(['America/Los_Angeles']);
+
+      const moved = await client.agents.update(agent.id, { timezone: 'Asia/Tokyo' });
+      expect(moved.timezone).toBe('Asia/Tokyo');
+      // an update without it (or with null) keeps it, as Letta's does
+      expect((await client.agents.update(agent.id, { description: 'x' })).timezone).toBe(
+        'Asia/Tokyo',
+      );
+      expect((await client.agents.update(agent.id, { timezone: null })).timezone).toBe(
+        'Asia/Tokyo',
+      );
+    });
+
+    it('a name that is not an IANA time zone is a 400 naming the field; nothing changes', async () => {
+      const bad = await api(t, 'POST', '/v1/agents/', { name: 'tz-bad', timezone: 'Mars/Olympus' });
+      expect(bad.status).toBe(400);
+      expect(bad.body).toMatchObject({
+        code: 'VALIDATION_FAILED',
+        details: {
+          problems: [{ path: 'timezone', message: expect.stringContaining('IANA time zone') }],
+        },
+      });
+      const offset = await api(t, 'POST', '/v1/agents/', { name: 'tz-bad', timezone: '+02:00' });
+      expect(offset.status).toBe(400);
+
+      const agent = await client.agents.create({ name: 'tz-kept', timezone: 'Europe/Paris' });
+      await expect(client.agents.update(agent.id, { timezone: 'Not/AZone' })).rejects.toMatchObject(
+        { status: 400 },
+      );
+      expect((await client.agents.retrieve(agent.id)).timezone).toBe('Europe/Paris');
+    });
+
+    it("a heartbeat's time is written in the agent's zone (Letta's get_local_time format)", async () => {
+      const id = await createAgent(t, fake, {
+        llm_config: fakeModel(),
+        timezone: 'America/Los_Angeles',
+      });
+      fake.push(
+        {
+          tool_calls: [
+            { name: 'conversation_search', arguments: { query: 'x', request_heartbeat: true } },
+          ],
+        },
+        { tool_calls: [{ name: 'send_message', arguments: { message: 'done' } }] },
+      );
+      const res = await api(t, 'POST', `/v1/agents/${id}/messages`, say('note this'));
+      expect(res.status).toBe(200);
+      const written = (await api(t, 'GET', `/v1/runs/${res.body.run_id}/messages`)).body;
+      const heartbeat = written.find(
+        (m: any) => m.message_type === 'user_message' && String(m.content).includes('"heartbeat"'),
+      );
+      expect(JSON.parse(heartbeat.content).time).toMatch(
+        /^\d{4}-\d\d-\d\d (0\d|1[0-2]):\d\d:\d\d [AP]M P[SD]T-0[78]00$/,
+      );
+      // the model read it so
+      expect(JSON.stringify(fake.requests.at(-1)!.messages)).toMatch(/P[SD]T-0[78]00/);
+    });
+
+    it("a built-in tool's return (its time) and conversation_search's dates are in the agent's zone", async () => {
+      const id = await createAgent(t, fake, { llm_config: fakeModel(), timezone: 'Asia/Kolkata' });
+      fake.push({ tool_calls: [{ name: 'send_message', arguments: { message: 'noted' } }] });
+      await api(t, 'POST', `/v1/agents/${id}/messages`, say('apples are red'));
+      fake.push(
+        { tool_calls: [{ name: 'conversation_search', arguments: { query: 'apples' } }] },
+        { tool_calls: [{ name: 'send_message', arguments: { message: 'found' } }] },
+      );
+      const res = await api(t, 'POST', `/v1/agents/${id}/messages`, {
+        ...say('what colour were the apples?'),
+        use_assistant_message: false,
+      });
+      const ret = res.body.messages.find((m: any) => m.message_type === 'tool_return_message');
+      // Letta's package_function_response: {status, message, time}
+      const packaged = JSON.parse(ret.tool_return);
+      expect(packaged.status).toBe('OK');
+      expect(packaged.time).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d [AP]M \+0530\+0530$/);
+      const hits = JSON.parse(packaged.message);
+      const found = hits.find((h: any) => h.content === 'apples are red');
+      expect(found).toMatchObject({ role: 'user' });
+      expect(found.date).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+05:30$/);
+    });
+  });
+});
+
+/** The migration's down drops the column and its up gives the agents that were there Letta's default. */
+describe('migration: agent time zones', () => {
+  it('down and up again: the agents stay, in UTC', async () => {
+    let t = await startApp({ keepDir: true });
+    const created = await api(t, 'POST', '/v1/agents/', { name: 'zoned', timezone: 'Asia/Tokyo' });
+    expect(created.body.timezone).toBe('Asia/Tokyo');
+    const { dir, config } = t;
+    await t.close();
+
+    const ds = new DataSource(dataSourceOptions(config));
+    await ds.initialize();
+    const schema = (ds.options as { schema?: string }).schema;
+    const table = (name: string) =>
+      ds.options.type === 'postgres' && schema ? `"${schema}"."${name}"` : `"${name}"`;
+    for (;;) {
+      const [last] = await ds.query<{ name: string }[]>(
+        `SELECT name FROM ${table('migrations')} ORDER BY id DESC LIMIT 1`,
+      );
+      await ds.undoLastMigration({ transaction: 'all' });
+      if (last.name === 'AgentTimezones1765110000000') break;
+    }
+    const [row] = await ds.query<Record<string, unknown>[]>(
+      `SELECT * FROM ${table('agents')} WHERE id = '${created.body.id as string}'`,
+    );
+    expect(row.name).toBe('zoned');
+    expect('timezone' in row).toBe(false);
+    await ds.destroy();
+
+    t = await startApp({ dir }); // migrated up again at boot
+    try {
+      const again = await api(t, 'GET', `/v1/agents/${created.body.id as string}`);
+      expect(again.body).toMatchObject({ name: 'zoned', timezone: 'UTC' });
+    } finally {
+      await t.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
