@@ -16,6 +16,8 @@ import { countProblem } from '../core/limits';
 import { NO_BUDGETS } from '../core/loop/budgets';
 import { renderSystemPrompt } from '../core/loop/context-builder';
 import { nulBytePaths } from '../core/agents/nul-bytes';
+import { parseInitialMessages } from '../core/agents/initial-messages';
+import type { MessageCreate } from '../core/loop/message-create';
 import { DEFAULT_TIMEZONE } from '../core/agents/timezone';
 import {
   AgentDraft,
@@ -41,6 +43,12 @@ import { answeringConflicts, isUniqueViolation } from '../database/unique-violat
 export type PendingApprovalSource = (tenantId: string, agentId: string) => Promise<unknown>;
 /** Supplies Letta's `message_ids` (the in-context messages) of one agent (the processing module's). */
 export type InContextSource = (agentId: string) => Promise<string[]>;
+/** Writes a new agent's `initial_message_sequence` as its first messages (the processing module's). */
+export type InitialMessagesWriter = (
+  tenantId: string,
+  agentId: string,
+  messages: MessageCreate[],
+) => Promise<void>;
 
 /** An agent with everything its response needs; relations not in `include` are left empty. */
 export interface AgentView {
@@ -95,6 +103,7 @@ const draftOf = (a: AgentEntity): AgentDraft => ({
 export class AgentsService {
   private pendingApprovalSource: PendingApprovalSource | null = null;
   private inContextSource: InContextSource | null = null;
+  private initialMessagesWriter: InitialMessagesWriter | null = null;
   private readonly beforeDelete: ((tenantId: string, agentId: string) => Promise<void>)[] = [];
 
   constructor(
@@ -135,6 +144,11 @@ export class AgentsService {
   /** Lets another module (processing) fill `message_ids` in a retrieved agent. */
   registerInContextSource(fn: InContextSource): void {
     this.inContextSource = fn;
+  }
+
+  /** Lets another module (processing) write a new agent's initial messages. */
+  registerInitialMessagesWriter(fn: InitialMessagesWriter): void {
+    this.initialMessagesWriter = fn;
   }
 
   /** Lets another module stop an agent's work before the agent is deleted (processing cancels its runs). */
@@ -263,15 +277,34 @@ export class AgentsService {
           max,
         },
       );
-    const draft = await this.validate(tenantId, body);
+    // Letta's initial_message_sequence: checked with the agent's fields, written once the agent exists
+    const problems: ValidationProblem[] = [];
+    const initial = parseInitialMessages(
+      body,
+      this.config.limits,
+      {
+        maxImages: this.config.processing.max_images_per_message,
+        maxImageBytes: this.config.processing.max_image_bytes,
+      },
+      problems,
+    );
+    const draft = await this.validate(tenantId, body, undefined, problems);
     const shared = await this.blocksById(tenantId, body);
     if (shared) draft.blocks = this.joinBlocks([...draft.blocks, ...shared]);
     const secrets = this.secrets.agentSecretsIn(body);
     if (secrets) await this.secrets.assertRoomFor(tenantId, null, secrets);
     const identityIds = await this.identityIdsIn(tenantId, body);
     const agent = await this.agents.save(await this.newEntity(tenantId, draft, 'api', null));
-    if (secrets) await this.secrets.replaceOwned(tenantId, agent.id, secrets);
-    if (identityIds) await this.identities.setForAgent(tenantId, agent.id, identityIds);
+    try {
+      if (secrets) await this.secrets.replaceOwned(tenantId, agent.id, secrets);
+      if (identityIds) await this.identities.setForAgent(tenantId, agent.id, identityIds);
+      if (initial?.length && this.initialMessagesWriter)
+        await this.initialMessagesWriter(tenantId, agent.id, initial);
+    } catch (e) {
+      // an agent is created whole or not at all
+      await this.delete(tenantId, agent.id).catch(() => undefined);
+      throw e;
+    }
     return this.view(tenantId, agent);
   }
 

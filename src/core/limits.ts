@@ -35,6 +35,8 @@ export interface InputLimits {
   max_tool_description_chars: number;
   /** A declared tool's `parameters` schema, as JSON, in bytes. */
   max_tool_parameters_bytes: number;
+  /** Messages of an agent's `initial_message_sequence` (its starting history, given on create). */
+  max_initial_messages: number;
 }
 
 /** A list longer than its bound; `setting` names the key under `limits`. */

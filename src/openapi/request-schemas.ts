@@ -383,8 +383,27 @@ const CONVERSATION = obj({
   archived: nullable('boolean'),
 });
 
+/** Letta's CreateAgent: the fields of an update, and the agent's starting history. */
+const AGENT_CREATE: Schema = {
+  ...AGENT,
+  properties: {
+    ...(AGENT.properties as Record<string, Schema>),
+    initial_message_sequence: orNull({
+      type: 'array',
+      items: obj(
+        {
+          role: { enum: ['user', 'system', 'assistant'] },
+          content: CONTENT,
+          otid: nullable('string'),
+        },
+        ['content'],
+      ),
+    }),
+  },
+};
+
 export const REQUEST_BODIES: Record<string, Schema> = {
-  AgentsController_create: AGENT,
+  AgentsController_create: AGENT_CREATE,
   AgentsController_update: AGENT,
   AgentsController_approval: obj({
     requires_approval: { type: ['boolean', 'string'], enum: [true, false, 'true', 'false'] },

@@ -1,4 +1,7 @@
-import { Module, OnModuleInit } from '@nestjs/common';
+import { Inject, Module, OnModuleInit } from '@nestjs/common';
+import { CLOCK } from '../common/clock';
+import { ID_GENERATOR } from '../common/ids';
+import type { Clock, IdGenerator } from '../core/ports';
 import { AgentsModule } from '../agents/agents.module';
 import { AgentsService } from '../agents/agents.service';
 import { isoInTimeZone } from '../core/agents/timezone';
@@ -17,7 +20,7 @@ import { MessageResponder } from './message-responder';
 import { MessagingService } from './messaging.service';
 import { PROCESSING_ADAPTERS } from './processing.adapters';
 import { ProcessingLifecycle } from './processing-lifecycle.service';
-import { ProcessingRepository } from './processing.repository';
+import { initialMessageRows, ProcessingRepository } from './processing.repository';
 import { RunRecovery } from './run-recovery';
 
 import { RunsController } from './runs.controller';
@@ -64,6 +67,8 @@ export class ProcessingModule implements OnModuleInit {
     private readonly agents: AgentsService,
     private readonly messaging: MessagingService,
     private readonly contexts: MessageContextService,
+    @Inject(CLOCK) private readonly clock: Clock,
+    @Inject(ID_GENERATOR) private readonly ids: IdGenerator,
   ) {}
 
   onModuleInit(): void {
@@ -73,6 +78,14 @@ export class ProcessingModule implements OnModuleInit {
     this.agents.registerInContextSource((agentId) =>
       this.contexts.inContextMessageIds(agentId, null),
     );
+    // Letta's initial_message_sequence: the new agent's first messages, in its context window
+    this.agents.registerInitialMessagesWriter(async (tenantId, agentId, messages) => {
+      const newId = () => this.ids.prefixed('message');
+      await this.repo.appendImported(
+        agentId,
+        initialMessageRows(tenantId, agentId, messages, newId, this.clock.now()),
+      );
+    });
     // a deleted agent leaves nothing running, queued or waiting for a person (its rows stay for the audit)
     this.agents.registerBeforeDelete(async (tenantId, agentId) => {
       await this.messaging.stopRuns(tenantId, agentId, null, 'delete');

@@ -16,6 +16,7 @@ import { AGENT_LEASES, type AgentLeases } from '../cluster/agent-leases';
 import { type HistoryMessage, requestedCalls } from '../core/loop/context-builder';
 import { summaryHistoryMessage } from '../core/loop/compaction';
 import { ContextWindow } from '../core/loop/context-window';
+import type { MessageCreate } from '../core/loop/message-create';
 import type { SharedRange } from '../core/loop/fork-ranges';
 import type { RunStatus, StopReason } from '../core/loop/stop-reason';
 import type { AppConfig } from '../config/app-config';
@@ -78,6 +79,31 @@ export function inputMessageRows(run: RunEntity, newId: () => string, at: number
       at,
     ),
   );
+}
+
+/**
+ * A new agent's `initial_message_sequence` (Letta's starting history) as rows of its default
+ * conversation, outside any run, stored as a request's messages are (by role).
+ */
+export function initialMessageRows(
+  tenantId: string,
+  agentId: string,
+  messages: MessageCreate[],
+  newId: () => string,
+  at: number,
+): NewMessage[] {
+  return messages.map((m) => ({
+    id: newId(),
+    tenant_id: tenantId,
+    agent_id: agentId,
+    run_id: null,
+    step_id: null,
+    batch_id: null,
+    conversation_id: null,
+    message_type: INPUT_MESSAGE_TYPE[m.role] ?? 'user_message',
+    payload: { content: m.content, ...(m.otid !== undefined ? { otid: m.otid } : {}) },
+    created_at: at,
+  }));
 }
 
 export interface MessagePage {

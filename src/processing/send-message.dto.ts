@@ -3,13 +3,8 @@ import { validationFailed, type ValidationProblem } from '../common/domain-error
 import { CLIENT_TOOL_NAME } from '../core/agents/validate-agent';
 import type { InputLimits } from '../core/limits';
 import { BUDGET_FIELD_NAMES, BudgetFields, parseBudgetValue } from '../core/loop/budgets';
-import {
-  contentText,
-  hasImages,
-  ImageLimits,
-  MessageContent,
-  parseContent,
-} from '../core/loop/content-parts';
+import { ImageLimits, parseContent } from '../core/loop/content-parts';
+import { MessageCreate, parseMessageCreate } from '../core/loop/message-create';
 import { ConstraintCompiler } from '../core/permissions/constraint';
 import { validateDecisionInput } from '../core/permissions/consent-decision';
 import { SEND_MESSAGE_TOOL, type LettaView } from './message.mapper';
@@ -20,7 +15,7 @@ import type { InBandApproval } from './processing.ports';
 export interface SendMessageRequest {
   /** `otid`: the client's own id of the message (Letta's offline id), stored and answered with it. */
   /** `assistant`: Letta's MessageCreate allows it; it joins the context as the agent's own words. */
-  messages: { role: 'user' | 'system' | 'assistant'; content: MessageContent; otid?: string }[];
+  messages: MessageCreate[];
   approvals: InBandApproval[] | null;
   /**
    * Letta's legacy single approval `{type:'approval', approval_request_id?, approve, reason?}`: one answer for
@@ -371,31 +366,8 @@ export function parseSendMessage(
         }
         return;
       }
-      const role = m.role ?? 'user';
-      if (role !== 'user' && role !== 'system' && role !== 'assistant') {
-        return problems.push({
-          path: `${path}.role`,
-          message: 'must be "user", "system" or "assistant"',
-        });
-      }
-      let content = parseContent(m.content, `${path}.content`, opts.limits.images, problems);
-      if (role === 'assistant' && content !== null) {
-        // the model's own turns are text
-        if (hasImages(content))
-          return problems.push({
-            path: `${path}.content`,
-            message: 'must be text for "assistant"',
-          });
-        content = contentText(content);
-      }
-      const otid = m.otid;
-      if (otid !== undefined && otid !== null && (typeof otid !== 'string' || otid.length > 200))
-        return problems.push({
-          path: `${path}.otid`,
-          message: 'must be a text of at most 200 characters',
-        });
-      if (content !== null)
-        out.messages.push({ role, content, ...(typeof otid === 'string' ? { otid } : {}) });
+      const message = parseMessageCreate(m, path, opts.limits.images, problems);
+      if (message) out.messages.push(message);
     });
   }
   if (body.max_steps !== undefined && body.max_steps !== null) {

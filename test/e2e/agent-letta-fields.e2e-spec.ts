@@ -127,6 +127,106 @@ describe("Letta's agent fields", () => {
       expect(found.date).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+05:30$/);
     });
   });
+
+  describe('initial_message_sequence', () => {
+    const history = async (id: string) =>
+      (await api(t, 'GET', `/v1/agents/${id}/messages?order=asc&limit=100`)).body;
+
+    it("replaces the default starting history: the messages are the agent's first, listed, in context and sent to the model", async () => {
+      const agent = await client.agents.create({
+        name: 'seeded',
+        llm_config: fakeModel() as any,
+        initial_message_sequence: [
+          { role: 'system', content: 'The user prefers short answers.' },
+          { role: 'user', content: 'My name is Ada.' },
+          { role: 'assistant', content: 'Nice to meet you, Ada.', otid: 'otid-seed-1' },
+          { role: 'user', content: [{ type: 'text', text: 'I like tea.' }] },
+        ],
+      });
+      const listed = (await client.agents.messages.list(agent.id, { order: 'asc' }))
+        .getPaginatedItems()
+        .map((m: any) => [m.message_type, m.content]);
+      expect(listed).toEqual([
+        ['system_message', 'The user prefers short answers.'],
+        ['user_message', 'My name is Ada.'],
+        ['assistant_message', 'Nice to meet you, Ada.'],
+        ['user_message', 'I like tea.'],
+      ]);
+      const seeded = await history(agent.id);
+      expect(seeded[2]).toMatchObject({ otid: 'otid-seed-1', run_id: null, step_id: null });
+      // Letta's message_ids: the agent's in-context messages
+      expect((await client.agents.retrieve(agent.id)).message_ids).toEqual(
+        seeded.map((m: any) => m.id),
+      );
+
+      fake.push({ tool_calls: [{ name: 'send_message', arguments: { message: 'Hi Ada.' } }] });
+      await client.agents.messages.create(agent.id, {
+        messages: [{ role: 'user', content: 'Hello?' }],
+      });
+      const sent = fake.requests.at(-1)!.messages.map((m: any) => [m.role, m.content]);
+      expect(sent[0][0]).toBe('system');
+      expect(sent.slice(1, 6)).toEqual([
+        ['user', 'The user prefers short answers.'],
+        ['user', 'My name is Ada.'],
+        ['assistant', 'Nice to meet you, Ada.'],
+        ['user', 'I like tea.'],
+        ['user', 'Hello?'],
+      ]);
+    });
+
+    it('an empty list starts the agent with no messages; an update does not take one', async () => {
+      const agent = await client.agents.create({
+        name: 'blank',
+        model: 'scripted/default',
+        initial_message_sequence: [],
+      });
+      expect(await history(agent.id)).toEqual([]);
+      const updated = await api(t, 'PATCH', `/v1/agents/${agent.id}`, {
+        initial_message_sequence: [{ role: 'user', content: 'late' }],
+      });
+      expect(updated.status).toBe(200);
+      expect(await history(agent.id)).toEqual([]);
+    });
+
+    it('a message that is not a MessageCreate, or too many, is a 400 at its path and no agent is made', async () => {
+      const names = async () =>
+        (await api(t, 'GET', '/v1/agents/?name=refused')).body.map((a: any) => a.name);
+      const bad = await api(t, 'POST', '/v1/agents/', {
+        name: 'refused',
+        initial_message_sequence: [
+          { role: 'user', content: 'fine' },
+          { role: 'tool', content: 'no' },
+          { role: 'assistant', content: 42 },
+        ],
+      });
+      expect(bad.status).toBe(400);
+      expect(bad.body.code).toBe('VALIDATION_FAILED');
+      expect(bad.body.details.problems.map((p: any) => p.path)).toEqual([
+        'initial_message_sequence[1].role',
+        'initial_message_sequence[2].content',
+      ]);
+      const notList = await api(t, 'POST', '/v1/agents/', {
+        name: 'refused',
+        initial_message_sequence: 'hello',
+      });
+      expect(notList.status).toBe(400);
+
+      const max = t.config.limits.max_initial_messages;
+      const many = await api(t, 'POST', '/v1/agents/', {
+        name: 'refused',
+        initial_message_sequence: Array.from({ length: max + 1 }, (_, i) => ({
+          role: 'user',
+          content: `m${i}`,
+        })),
+      });
+      expect(many.status).toBe(400);
+      expect(many.body).toMatchObject({
+        code: 'LIMIT_EXCEEDED',
+        details: { limits: ['limits.max_initial_messages'] },
+      });
+      expect(await names()).toEqual([]);
+    });
+  });
 });
 
 /** The migration's down drops the column and its up gives the agents that were there Letta's default. */
