@@ -140,6 +140,9 @@ export class AgentFileService {
         tags: a.tags,
         metadata: a.metadata,
         timezone: a.timezone,
+        max_files_open: a.max_files_open,
+        per_file_view_window_char_limit: a.per_file_view_window_char_limit,
+        message_buffer_autoclear: false,
         tool_rules: a.tool_rules,
         tool_ids: view.tools.map((t) => toolIds.get(t.id)),
         block_ids: a.blocks.map((b) => blockIds.get(b.id)),
@@ -314,6 +317,8 @@ export class AgentFileService {
       metadata: agent.metadata ?? null,
       // absent (an older file): Letta's default, UTC
       timezone: agent.timezone ?? null,
+      max_files_open: agent.max_files_open ?? null,
+      per_file_view_window_char_limit: agent.per_file_view_window_char_limit ?? null,
       tools: tools.map((t) => t.name),
       include_base_tools: false,
       ...(opts.model ? { model: opts.model } : { llm_config: agent.llm_config }),

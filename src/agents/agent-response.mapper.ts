@@ -1,4 +1,4 @@
-import type { MemoryBlock } from '../core/agents/agent-record';
+import type { AgentRecord, MemoryBlock } from '../core/agents/agent-record';
 import type { LlmConfig } from '../models/model-provider';
 import { toToolResponse } from '../tools/tool-response.mapper';
 import type { AgentRelation } from '../core/agents/agent-include';
@@ -72,7 +72,26 @@ export function toAgentResponse(v: AgentView): Record<string, unknown> {
     client_tools: a.client_tools,
     source: a.source,
     last_stop_reason: a.last_stop_reason,
+    last_run_completion: a.last_run_completion === null ? null : iso(a.last_run_completion),
+    last_run_duration_ms: a.last_run_duration_ms,
     timezone: a.timezone,
+    model_settings: modelSettingsOf(a.llm_config),
+    hidden: a.hidden,
+    ...fileSettingsOf(a),
+    // Letta fields this server answers as they are: no per-request buffer clearing, no sleep-time agent,
+    // no structured output, no agent-level compaction settings (compaction takes them per request), no
+    // Letta Cloud projects, templates or users
+    message_buffer_autoclear: false,
+    enable_sleeptime: false,
+    response_format: null,
+    compaction_settings: null,
+    project_id: null,
+    template_id: null,
+    base_template_id: null,
+    deployment_id: null,
+    entity_id: null,
+    created_by_id: null,
+    last_updated_by_id: null,
     pending_approval: v.pendingApproval ?? null,
     message_ids: v.messageIds ?? null,
     created_at: iso(a.created_at),
@@ -82,3 +101,44 @@ export function toAgentResponse(v: AgentView): Record<string, unknown> {
 
 /** What an agent secret's `value` shows: secrets are write-only over the API. */
 const REDACTED = '[redacted]';
+
+/**
+ * Letta's `model_settings` of an agent, from its llm_config as Letta derives it (`_to_model_settings`):
+ * what the model calls are made with. `max_output_tokens` only when the agent has one (this server
+ * then asks for no limit); `parallel_tool_calls` true, as Letta's default: a model's several calls in
+ * one turn all run.
+ */
+export function modelSettingsOf(c: LlmConfig): Record<string, unknown> {
+  return {
+    ...(c.model_endpoint_type === 'openai' ? { provider_type: 'openai' } : {}),
+    ...(typeof c.max_tokens === 'number' ? { max_output_tokens: c.max_tokens } : {}),
+    ...(typeof c.temperature === 'number' ? { temperature: c.temperature } : {}),
+    parallel_tool_calls: true,
+  };
+}
+
+/**
+ * Letta's file settings: as set, else Letta's defaults for the context window
+ * (`calculate_file_defaults_based_on_context_window`). This server has no files: they change nothing.
+ */
+function fileSettingsOf(a: AgentRecord): {
+  max_files_open: number;
+  per_file_view_window_char_limit: number;
+} {
+  const w = typeof a.llm_config.context_window === 'number' ? a.llm_config.context_window : 0;
+  const [files, chars] = !w
+    ? [5, 50_000]
+    : w <= 8_000
+      ? [3, 5_000]
+      : w <= 32_000
+        ? [5, 15_000]
+        : w <= 128_000
+          ? [10, 25_000]
+          : w <= 200_000
+            ? [10, 40_000]
+            : [15, 40_000];
+  return {
+    max_files_open: a.max_files_open ?? files,
+    per_file_view_window_char_limit: a.per_file_view_window_char_limit ?? chars,
+  };
+}

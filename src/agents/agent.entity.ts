@@ -79,8 +79,26 @@ export class AgentEntity {
   @Column({ type: 'varchar', length: 64, default: 'UTC' })
   timezone!: string;
 
+  /** Letta's hidden: left out of the agents list unless it asks for hidden ones; null = not hidden. */
+  @Column({ type: 'boolean', nullable: true })
+  hidden!: boolean | null;
+
+  /** Letta's file settings, kept and answered (this server has no files); null = Letta's defaults. */
+  @Column({ type: 'integer', nullable: true })
+  max_files_open!: number | null;
+
+  @Column({ type: 'integer', nullable: true })
+  per_file_view_window_char_limit!: number | null;
+
   @Column({ type: 'varchar', length: 64, nullable: true })
   last_stop_reason!: string | null;
+
+  /** When its last run ended, and how long it took (Letta's run metrics); null before its first. */
+  @EpochMsColumn({ nullable: true })
+  last_run_completion!: number | null;
+
+  @Column({ type: 'integer', nullable: true })
+  last_run_duration_ms!: number | null;
 
   @Column({ type: 'varchar', length: 16 })
   source!: AgentSource;

@@ -156,17 +156,12 @@ export class AgentsRepository {
   async setLastStopReason(
     tenantId: string,
     id: string,
-    reason: string | null,
+    run: Pick<AgentEntity, 'last_stop_reason' | 'last_run_completion' | 'last_run_duration_ms'>,
     at: number,
   ): Promise<boolean> {
     // in the group commit: the run's end is written in the same transaction
     const changed = await this.writes.run((em) =>
-      updateWhere(
-        em,
-        AgentEntity,
-        { tenant_id: tenantId, id },
-        { last_stop_reason: reason, updated_at: at },
-      ),
+      updateWhere(em, AgentEntity, { tenant_id: tenantId, id }, { ...run, updated_at: at }),
     );
     return changed > 0;
   }
@@ -224,6 +219,8 @@ export class AgentsRepository {
     if (q.matchesNone) return [];
     const qb = this.agents.createQueryBuilder('a').where('a.tenant_id = :tenantId', { tenantId });
     if (q.name !== null) qb.andWhere('a.name = :name', { name: q.name });
+    // Letta's hidden agents are listed only when asked for (NOT: a boolean on PostgreSQL, 0/1 on SQLite)
+    if (!q.showHidden) qb.andWhere('(a.hidden IS NULL OR NOT a.hidden)');
     if (q.lastStopReason !== null)
       qb.andWhere('a.last_stop_reason = :lastStopReason', { lastStopReason: q.lastStopReason });
     if (q.queryText !== null) {

@@ -96,6 +96,9 @@ const draftOf = (a: AgentEntity): AgentDraft => ({
   client_tools: a.client_tools ?? [],
   embedding_config: a.embedding_config ?? null,
   timezone: a.timezone ?? DEFAULT_TIMEZONE,
+  hidden: a.hidden ?? null,
+  max_files_open: a.max_files_open ?? null,
+  per_file_view_window_char_limit: a.per_file_view_window_char_limit ?? null,
 });
 
 /** Agents: create, read, update, delete, memory edits; the single owner of the agents tables. */
@@ -250,17 +253,27 @@ export class AgentsService {
     return this.view(tenantId, await this.agents.save(agent, { keepUnlinkedBlocks: true }));
   }
 
-  /** False when the agent is gone: a run may end after its agent was deleted (it stops the run first). */
+  /**
+   * A run of the agent ended now (Letta's last_stop_reason, last_run_completion, last_run_duration_ms:
+   * from `startedAt`, null when unknown). False when the agent is gone: a run may end after its agent
+   * was deleted (it stops the run first).
+   */
   async setLastStopReason(
     tenantId: string,
     agentId: string,
     reason: string | null,
+    startedAt: number | null = null,
   ): Promise<boolean> {
     const at = this.clock.now();
-    const done = await this.agents.setLastStopReason(tenantId, agentId, reason, at);
-    // the cached record stays, with the two fields this write changed
+    const run = {
+      last_stop_reason: reason,
+      last_run_completion: at,
+      last_run_duration_ms: startedAt === null ? null : Math.max(0, at - startedAt),
+    };
+    const done = await this.agents.setLastStopReason(tenantId, agentId, run, at);
+    // the cached record stays, with the fields this write changed
     const hit = this.records?.get(agentId);
-    if (hit) this.records!.set(agentId, { ...hit, last_stop_reason: reason, updated_at: at });
+    if (hit) this.records!.set(agentId, { ...hit, ...run, updated_at: at });
     return done;
   }
 
@@ -666,6 +679,8 @@ export class AgentsService {
       id: this.ids.prefixed('agent'),
       tenant_id: tenantId,
       last_stop_reason: null,
+      last_run_completion: null,
+      last_run_duration_ms: null,
       source,
       source_hash: hash,
       created_at: now,
@@ -682,6 +697,8 @@ export class AgentsService {
       model: modelHandle(a.llm_config),
       tool_executor: resolveExecutorSettings(a.tool_executor, d),
       last_stop_reason: a.last_stop_reason,
+      last_run_completion: a.last_run_completion ?? null,
+      last_run_duration_ms: a.last_run_duration_ms ?? null,
       source: a.source,
       created_at: a.created_at,
       updated_at: a.updated_at,

@@ -117,6 +117,10 @@ const AGENT = obj({
   tags: orNull(strList),
   metadata: nullable('object'),
   timezone: nullable('string'),
+  hidden: nullable('boolean'),
+  max_files_open: orNull(int(1, 1000)),
+  per_file_view_window_char_limit: orNull(int(1)),
+  message_buffer_autoclear: orNull({ const: false }),
   tool_executor: orNull({
     type: 'object',
     additionalProperties: false,

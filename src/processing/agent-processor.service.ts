@@ -806,7 +806,9 @@ export class AgentProcessor {
           },
           completedAt,
         ),
-        ctx.agent ? this.agents.setLastStopReason(run.tenant_id, run.agent_id, stop) : null,
+        ctx.agent
+          ? this.agents.setLastStopReason(run.tenant_id, run.agent_id, stop, run.started_at)
+          : null,
       ]);
       if (parked?.length)
         this.repo.rememberParked({

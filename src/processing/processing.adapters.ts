@@ -32,8 +32,8 @@ export const PROCESSING_ADAPTERS: Provider[] = [
     inject: [AgentsService],
     useFactory: (agents: AgentsService): AgentPort => ({
       get: (tenantId, agentId) => agents.getForTenant(tenantId, agentId),
-      setLastStopReason: (tenantId, agentId, reason) =>
-        agents.setLastStopReason(tenantId, agentId, reason),
+      setLastStopReason: (tenantId, agentId, reason, startedAt) =>
+        agents.setLastStopReason(tenantId, agentId, reason, startedAt ?? null),
       forget: (agentId) => agents.forget(agentId),
     }),
   },

@@ -13,8 +13,16 @@ import type { LlmConfig, ModelProvider, ToolSchema } from '../models/model-provi
 export interface AgentPort {
   /** 404 NOT_FOUND when the tenant has no such agent. */
   get(tenantId: string, agentId: string): Promise<AgentRecord>;
-  /** False when the agent was deleted meanwhile (deleting an agent stops its runs, which then end). */
-  setLastStopReason(tenantId: string, agentId: string, reason: string): Promise<boolean>;
+  /**
+   * A run of the agent ended (its stop reason; `startedAt` gives Letta's last_run_duration_ms). False
+   * when the agent was deleted meanwhile (deleting an agent stops its runs, which then end).
+   */
+  setLastStopReason(
+    tenantId: string,
+    agentId: string,
+    reason: string,
+    startedAt?: number | null,
+  ): Promise<boolean>;
   /** Drops the agent's cached record (this instance has just taken the agent: it may be stale). */
   forget(agentId: string): void;
 }

@@ -227,10 +227,112 @@ describe("Letta's agent fields", () => {
       expect(await names()).toEqual([]);
     });
   });
+
+  describe("the rest of Letta's AgentState", () => {
+    it('model_settings answers what the model calls are made with (as Letta derives it from llm_config)', async () => {
+      const agent = (await client.agents.create({
+        name: 'settings',
+        model: 'openai/gpt-4o-mini',
+        model_settings: { provider_type: 'openai', temperature: 0.2, max_output_tokens: 500 },
+      })) as any;
+      expect(agent.model_settings).toEqual({
+        provider_type: 'openai',
+        temperature: 0.2,
+        max_output_tokens: 500,
+        parallel_tool_calls: true,
+      });
+      const moved = (await client.agents.update(agent.id, {
+        model_settings: { provider_type: 'openai', temperature: 1.1 },
+      })) as any;
+      expect(moved.model_settings).toMatchObject({ temperature: 1.1, max_output_tokens: 500 });
+    });
+
+    it('hidden: kept and answered; a hidden agent is listed only with show_hidden_agents, as Letta lists', async () => {
+      const hidden = await client.agents.create({ name: 'shy', hidden: true });
+      expect(hidden.hidden).toBe(true);
+      const names = async (query = '') =>
+        (await api(t, 'GET', `/v1/agents/?name=shy${query}`)).body.map((a: any) => a.id);
+      expect(await names()).toEqual([]);
+      expect(await names('&show_hidden_agents=true')).toEqual([hidden.id]);
+      expect((await client.agents.retrieve(hidden.id)).hidden).toBe(true);
+      expect((await client.agents.update(hidden.id, { hidden: false })).hidden).toBe(false);
+      expect(await names()).toEqual([hidden.id]);
+      const plain = await client.agents.create({ name: 'plain' });
+      expect(plain.hidden).toBeNull();
+      expect((await api(t, 'GET', '/v1/agents/?show_hidden_agents=maybe')).status).toBe(400);
+    });
+
+    it("file settings: kept and answered, else Letta's defaults for the context window", async () => {
+      const small = await client.agents.create({
+        name: 'files-default',
+        llm_config: fakeModel() as any,
+      });
+      expect(small).toMatchObject({ max_files_open: 3, per_file_view_window_char_limit: 5000 });
+      const set = await client.agents.create({
+        name: 'files-set',
+        max_files_open: 7,
+        per_file_view_window_char_limit: 12345,
+      });
+      expect(set).toMatchObject({ max_files_open: 7, per_file_view_window_char_limit: 12345 });
+      const kept = await client.agents.update(set.id, { max_files_open: 2 });
+      expect(kept).toMatchObject({ max_files_open: 2, per_file_view_window_char_limit: 12345 });
+      const bad = await api(t, 'POST', '/v1/agents/', { name: 'files-bad', max_files_open: 1001 });
+      expect(bad.status).toBe(400);
+      expect(bad.body.details.problems[0].path).toBe('max_files_open');
+    });
+
+    it('last_run_completion and last_run_duration_ms: null until a run ends, then its end and length', async () => {
+      const id = await createAgent(t, fake, { llm_config: fakeModel() });
+      const before = await client.agents.retrieve(id);
+      expect(before.last_run_completion).toBeNull();
+      expect(before.last_run_duration_ms).toBeNull();
+      fake.push({ tool_calls: [{ name: 'send_message', arguments: { message: 'hi' } }] });
+      const sentAt = Date.now();
+      await api(t, 'POST', `/v1/agents/${id}/messages`, say('hello'));
+      const after = await client.agents.retrieve(id);
+      expect(Date.parse(after.last_run_completion!)).toBeGreaterThanOrEqual(sentAt - 1000);
+      expect(after.last_run_duration_ms).toEqual(expect.any(Number));
+      expect(after.last_run_duration_ms!).toBeGreaterThanOrEqual(0);
+      expect(after.last_stop_reason).toBe('end_turn');
+    });
+
+    it('what this server does not do is answered so: message_buffer_autoclear is refused, sleep-time is false, no Cloud ids', async () => {
+      const refused = await api(t, 'POST', '/v1/agents/', {
+        name: 'autoclear',
+        message_buffer_autoclear: true,
+      });
+      expect(refused.status).toBe(400);
+      expect(refused.body.details.problems).toEqual([
+        { path: 'message_buffer_autoclear', message: expect.stringContaining('not supported') },
+      ]);
+      const agent = await client.agents.create({
+        name: 'sleepy',
+        message_buffer_autoclear: false,
+        enable_sleeptime: true,
+      });
+      expect(agent).toMatchObject({
+        message_buffer_autoclear: false,
+        enable_sleeptime: false,
+        response_format: null,
+        compaction_settings: null,
+        project_id: null,
+        template_id: null,
+        base_template_id: null,
+        deployment_id: null,
+        entity_id: null,
+        created_by_id: null,
+        last_updated_by_id: null,
+      });
+      const update = await api(t, 'PATCH', `/v1/agents/${agent.id}`, {
+        message_buffer_autoclear: true,
+      });
+      expect(update.status).toBe(400);
+    });
+  });
 });
 
-/** The migration's down drops the column and its up gives the agents that were there Letta's default. */
-describe('migration: agent time zones', () => {
+/** The migrations' downs drop the columns; their ups give the agents that were there Letta's defaults. */
+describe('migrations: agent time zones and Letta fields', () => {
   it('down and up again: the agents stay, in UTC', async () => {
     let t = await startApp({ keepDir: true });
     const created = await api(t, 'POST', '/v1/agents/', { name: 'zoned', timezone: 'Asia/Tokyo' });
@@ -254,13 +356,19 @@ describe('migration: agent time zones', () => {
       `SELECT * FROM ${table('agents')} WHERE id = '${created.body.id as string}'`,
     );
     expect(row.name).toBe('zoned');
-    expect('timezone' in row).toBe(false);
+    for (const column of ['timezone', 'hidden', 'max_files_open', 'last_run_completion'])
+      expect(column in row).toBe(false);
     await ds.destroy();
 
     t = await startApp({ dir }); // migrated up again at boot
     try {
       const again = await api(t, 'GET', `/v1/agents/${created.body.id as string}`);
-      expect(again.body).toMatchObject({ name: 'zoned', timezone: 'UTC' });
+      expect(again.body).toMatchObject({
+        name: 'zoned',
+        timezone: 'UTC',
+        hidden: null,
+        last_run_completion: null,
+      });
     } finally {
       await t.close();
       rmSync(dir, { recursive: true, force: true });

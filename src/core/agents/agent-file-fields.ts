@@ -28,6 +28,9 @@ export const AGENT_FILE_FIELDS = [
   'model_script',
   'embedding',
   'timezone',
+  'hidden',
+  'max_files_open',
+  'per_file_view_window_char_limit',
 ] as const;
 
 /** One problem per field of `doc` that an agent file may not have, with a suggestion. */

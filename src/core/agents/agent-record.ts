@@ -60,7 +60,15 @@ export interface AgentRecord {
   embedding_config: EmbeddingConfig | null;
   /** Letta's timezone (IANA name, default UTC): the times the model reads are written in it. */
   timezone: string;
+  /** Letta's hidden (left out of lists); null = not hidden. */
+  hidden: boolean | null;
+  /** Letta's file settings: kept and answered, used by nothing (no files here). */
+  max_files_open: number | null;
+  per_file_view_window_char_limit: number | null;
   last_stop_reason: string | null;
+  /** When its last run ended (epoch ms) and how long it ran; null before its first. */
+  last_run_completion: number | null;
+  last_run_duration_ms: number | null;
   source: AgentSource;
   created_at: number;
   updated_at: number;

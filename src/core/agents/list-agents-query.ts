@@ -19,6 +19,8 @@ export interface ListAgentsQuery {
   lastStopReason: string | null;
   /** Letta's `project_id` / `template_id` / `base_template_id`: no agent here has one, so none matches. */
   matchesNone: boolean;
+  /** Letta's `show_hidden_agents`: hidden agents are left out unless it is true. */
+  showHidden: boolean;
 }
 
 export const DEFAULT_LIST_LIMIT = 50;
@@ -50,6 +52,7 @@ export function parseListAgentsQuery(
     identifierKeys: [],
     lastStopReason: null,
     matchesNone: false,
+    showHidden: false,
   };
   query.limit = readLimit(q.limit, DEFAULT_LIST_LIMIT, 'max_page_size', limits, problems);
   for (const k of ['after', 'before', 'name'] as const) {
@@ -78,11 +81,15 @@ export function parseListAgentsQuery(
       if (typeof t !== 'string') problems.push({ path: 'tags', message: 'must be strings' });
       else if (t !== '') query.tags.push(t);
     }
-  const all = one(q.match_all_tags);
-  if (all !== undefined) {
-    if (all === 'true' || all === '1') query.matchAllTags = true;
-    else if (all !== 'false' && all !== '0' && all !== '')
-      problems.push({ path: 'match_all_tags', message: 'must be true or false' });
+  for (const [key, field] of [
+    ['match_all_tags', 'matchAllTags'],
+    ['show_hidden_agents', 'showHidden'],
+  ] as const) {
+    const v = one(q[key]);
+    if (v === undefined) continue;
+    if (v === 'true' || v === '1') query[field] = true;
+    else if (v !== 'false' && v !== '0' && v !== '')
+      problems.push({ path: key, message: 'must be true or false' });
   }
   const identityId = one(q.identity_id);
   if (identityId !== undefined && identityId !== '') {

@@ -23,6 +23,8 @@ export type AgentDraft = Omit<
   | 'model'
   | 'tool_executor'
   | 'last_stop_reason'
+  | 'last_run_completion'
+  | 'last_run_duration_ms'
   | 'source'
   | 'created_at'
   | 'updated_at'
@@ -44,6 +46,9 @@ export interface AgentValidationContext {
 }
 
 const MAX_NAME = 200;
+/** Letta's bounds of its file settings (`MAX_FILES_OPEN_LIMIT`, the int32 its column holds). */
+const MAX_FILES_OPEN_LIMIT = 1000;
+const MAX_INT32 = 2_147_483_647;
 /** A client tool's name (Letta's client_tools, on the agent or a request). */
 export const CLIENT_TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 
@@ -226,8 +231,37 @@ export function validateAgentInput(
     else timezone = input.timezone as string;
   }
 
+  // Letta's hidden and file settings: kept (an update changes what it gives; null keeps, as Letta's)
+  let hidden = current?.hidden ?? null;
+  if (given(input, 'hidden')) {
+    if (typeof input.hidden !== 'boolean') bad('hidden', 'must be true or false');
+    else hidden = input.hidden;
+  }
+  const count = (key: 'max_files_open' | 'per_file_view_window_char_limit', max: number) => {
+    if (!given(input, key)) return current?.[key] ?? null;
+    const v = input[key];
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > max)
+      return void bad(key, `must be a whole number from 1 to ${max}`);
+    return v;
+  };
+  const max_files_open = count('max_files_open', MAX_FILES_OPEN_LIMIT);
+  const per_file_view_window_char_limit = count('per_file_view_window_char_limit', MAX_INT32);
+
+  // Letta's message_buffer_autoclear (each request starts from the system prompt alone) is not done
+  // here: asked for, it is refused rather than silently ignored (the agent would remember)
+  if (input.message_buffer_autoclear === true)
+    bad(
+      'message_buffer_autoclear',
+      'is not supported: every agent keeps its history in context (reset it with PATCH /v1/agents/{id}/reset-messages)',
+    );
+  else if (has(input, 'message_buffer_autoclear') && input.message_buffer_autoclear !== null)
+    if (input.message_buffer_autoclear !== false)
+      bad('message_buffer_autoclear', 'must be true or false');
+
   if (
     problems.length ||
+    max_files_open === undefined ||
+    per_file_view_window_char_limit === undefined ||
     name === undefined ||
     system === undefined ||
     description === undefined ||
@@ -253,6 +287,9 @@ export function validateAgentInput(
       client_tools,
       embedding_config,
       timezone,
+      hidden,
+      max_files_open,
+      per_file_view_window_char_limit,
     },
     problems,
   };

@@ -27,6 +27,7 @@ import { DedupeUnknownOutcomes1765080000000 } from './1765080000000-DedupeUnknow
 import { RunErrorTypes1765090000000 } from './1765090000000-RunErrorTypes';
 import { RunRequestKeys1765100000000 } from './1765100000000-RunRequestKeys';
 import { AgentTimezones1765110000000 } from './1765110000000-AgentTimezones';
+import { AgentLettaFields1765110001000 } from './1765110001000-AgentLettaFields';
 /**
  * Every migration, in order. Named `<epoch>-<What>.ts`; the app runs them at boot. Those that seal data
  * are built with the secrets key.
@@ -61,4 +62,5 @@ export const migrations = (secretsKey: Buffer | null): Function[] => [
   RunErrorTypes1765090000000,
   RunRequestKeys1765100000000,
   AgentTimezones1765110000000,
+  AgentLettaFields1765110001000,
 ];
