@@ -139,7 +139,10 @@ export interface ConsentPort {
 /** Per-batch state (max calls, exclusive groups): survives heartbeats and parking for consent. */
 export interface BatchState {
   callCounts: Record<string, number>;
-  /** Successful executions per tool in this batch (required_before_exit). */
+  /**
+   * Executions per tool in this batch that ran, successfully or not (required_before_exit); the name
+   * is the stored one (batch state survives restarts).
+   */
   succeeded?: Record<string, number>;
   /** Tools that must still run before the batch may end (requires_following_tools, once triggered). */
   mustFollow?: string[];

@@ -706,9 +706,11 @@ export class ToolExecutor {
     if (exitLoop) pass.phase = 'exit_requested';
 
     const batch = pass.batch!;
+    // required_before_exit is met by a call that ran, whatever it returned (issue 3: "until it has
+    // run"; Letta's ToolRulesSolver registers every call the rules allowed, failed or not)
+    const ran = (batch.succeeded ??= {});
+    ran[name] = (ran[name] ?? 0) + 1;
     if (status === 'success') {
-      const succeeded = (batch.succeeded ??= {});
-      succeeded[name] = (succeeded[name] ?? 0) + 1;
       let must = batch.mustFollow;
       if (must?.includes(name)) must = batch.mustFollow = must.filter((t) => t !== name);
       const following = idx.following.get(name);

@@ -611,10 +611,10 @@ describe('start constraints and exit requirements', () => {
       'a',
     ],
     [
-      'a failed run does not satisfy it',
+      'a failed run satisfies it: it ran (as Letta registers a failed call)',
       [{ type: 'required_before_exit', tool_name: 'a' }],
       ['a!'],
-      'a',
+      '',
     ],
     [
       'satisfied across heartbeats (batch scope)',
