@@ -358,7 +358,12 @@ export class AgentProcessor {
       const ranHere = await this.exec.executor.executeBatch(
         ctx.setup,
         pass,
-        here.map((c) => ({ toolCallId: c.tool_call_id, name: c.name, arguments: c.arguments })),
+        here.map((c) => ({
+          toolCallId: c.tool_call_id,
+          name: c.name,
+          arguments: c.arguments,
+          stepId: c.step_id,
+        })),
         ctx.meta,
       );
       const outcomes: ToolOutcome[] = [];
@@ -530,6 +535,7 @@ export class AgentProcessor {
         toolCallId: c.id,
         name: c.name,
         arguments: parseArgs(c.argumentsText),
+        stepId,
       }));
       const step: StepEntity = {
         id: stepId,

@@ -62,30 +62,34 @@ export class RunRecovery {
         run.agent_id,
         inputMessageRows(run, () => this.ids.prefixed('message'), this.clock.now()),
       );
+    // a call is its tool_call_id in the step that made it: a provider may reuse ids across responses
     const answered = new Set(
       batch
         .filter((m) => m.message_type === 'tool_return_message')
-        .map((m) => String(m.payload.tool_call_id)),
+        .map((m) => callKey(m.step_id, String(m.payload.tool_call_id))),
     );
     const parkedRun = await this.repo.findParkedRun(run.tenant_id, run.agent_id);
-    const stillParked = new Set((parkedRun?.parked ?? []).map((c) => c.tool_call_id));
+    const stillParked = new Set(
+      (parkedRun?.parked ?? []).map((c) => callKey(c.step_id, c.tool_call_id)),
+    );
     const now = this.clock.now();
     const callOf = (m: MessageEntity) =>
       m.payload.tool_call as { tool_call_id: string; name: string; arguments: string };
+    const keyOf = (m: MessageEntity) => callKey(m.step_id, String(callOf(m)?.tool_call_id));
     const orphans = batch.filter((m) => {
       if (m.message_type !== 'tool_call_message') return false;
-      const id = String(callOf(m)?.tool_call_id);
-      return !answered.has(id) && !stillParked.has(id);
+      const key = keyOf(m);
+      return !answered.has(key) && !stillParked.has(key);
     });
     // "started" = claimed: the claim is committed before a tool starts
     const started = new Set<string>();
     for (const m of orphans) {
-      const id = callOf(m).tool_call_id;
-      if (await this.exec.executor.wasStarted(run.agent_id, id)) started.add(id);
+      if (await this.exec.executor.wasStarted(run.agent_id, callOf(m).tool_call_id, m.step_id))
+        started.add(keyOf(m));
     }
-    const carried = await this.unstartedParkedCalls(run, orphans.map(callOf), started);
-    const carriedIds = new Set(carried.map((c) => c.tool_call_id));
-    const ended = orphans.filter((m) => !carriedIds.has(callOf(m).tool_call_id));
+    const carried = await this.unstartedParkedCalls(run, orphans, keyOf, started);
+    const carriedKeys = new Set(carried.map((c) => callKey(c.step_id, c.tool_call_id)));
+    const ended = orphans.filter((m) => !carriedKeys.has(keyOf(m)));
     const row = (
       type: MessageEntity['message_type'],
       payload: Record<string, unknown>,
@@ -101,7 +105,7 @@ export class RunRecovery {
           row(
             'tool_return_message',
             {
-              tool_return: started.has(call.tool_call_id) ? OUTCOME_UNKNOWN : NOT_STARTED,
+              tool_return: started.has(keyOf(m)) ? OUTCOME_UNKNOWN : NOT_STARTED,
               status: 'error',
               tool_call_id: call.tool_call_id,
               name: call.name,
@@ -112,19 +116,20 @@ export class RunRecovery {
         ];
       }),
     );
-    await this.rememberUnknownOutcomes(
-      run,
-      ended.map(callOf).filter((c) => started.has(c.tool_call_id)),
-    );
+    await this.rememberUnknownOutcomes(run, ended.filter((m) => started.has(keyOf(m))).map(callOf));
     // a call that never started may have asked a person: that request ends (nothing will run it)
     await this.consent.denyPending(
       run.tenant_id,
       run.agent_id,
-      ended.map((m) => callOf(m).tool_call_id).filter((id) => !started.has(id)),
+      ended.filter((m) => !started.has(keyOf(m))).map((m) => callOf(m).tool_call_id),
       'interrupted: the server restarted before the call could run',
     );
     if (carried.length)
-      await this.consent.restoreUnstartedApprovals(run.tenant_id, run.agent_id, [...carriedIds]);
+      await this.consent.restoreUnstartedApprovals(
+        run.tenant_id,
+        run.agent_id,
+        carried.map((c) => c.tool_call_id),
+      );
     // the carried calls park on this run, so the usual resumption continues them in a new run
     await this.repo.finishRun(
       run.id,
@@ -171,15 +176,20 @@ export class RunRecovery {
    */
   private async unstartedParkedCalls(
     run: RunEntity,
-    orphans: { tool_call_id: string }[],
+    orphans: MessageEntity[],
+    keyOf: (m: MessageEntity) => string,
     started: Set<string>,
   ): Promise<ParkedCall[]> {
     if (run.input.kind !== 'resume' || run.input.cancel || !run.input.resumes_run_id) return [];
-    const unanswered = new Set(orphans.map((c) => c.tool_call_id));
+    const unanswered = new Set(orphans.map(keyOf));
     const parked = (await this.repo.findRunById(run.input.resumes_run_id))?.parked ?? [];
     // (a client's tool results came with the interrupted run's input; those are not re-asked here)
-    return parked.filter(
-      (c) => !c.client && unanswered.has(c.tool_call_id) && !started.has(c.tool_call_id),
-    );
+    return parked.filter((c) => {
+      const key = callKey(c.step_id, c.tool_call_id);
+      return !c.client && unanswered.has(key) && !started.has(key);
+    });
   }
 }
+
+/** A call of a batch: its tool_call_id in the step that made it (ids may repeat across steps). */
+const callKey = (stepId: string | null, toolCallId: string) => `${stepId ?? ''}\u0000${toolCallId}`;

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
-import { DataSource, EntityManager, LessThanOrEqual } from 'typeorm';
+import { DataSource, EntityManager, In, LessThanOrEqual } from 'typeorm';
 import type {
   BatchState,
   DedupeEntry,
@@ -169,12 +169,13 @@ export class DbExecutorStateStore implements ExecutorStateStore {
   async claimToolCall(
     agentId: string,
     toolCallId: string,
+    stepId: string,
     at: number,
     tenantId = DEFAULT_TENANT,
   ): Promise<boolean> {
-    const ck = k(agentId, toolCallId);
+    const ck = k(agentId, k(toolCallId, stepId));
     if (this.claims.has(ck)) return false;
-    const where = { agent_id: agentId, tool_call_id: toolCallId };
+    const where = { agent_id: agentId, tool_call_id: toolCallId, step_id: stepId };
     try {
       // The primary key decides: a plain insert (shared with other claims' rows) fails when the id was
       // claimed before, by an earlier process or a concurrent caller.
@@ -197,11 +198,14 @@ export class DbExecutorStateStore implements ExecutorStateStore {
     }
   }
 
-  async isClaimed(agentId: string, toolCallId: string): Promise<boolean> {
-    if (this.claims.has(k(agentId, toolCallId))) return true;
-    return this.ds
-      .getRepository(ToolCallClaimEntity)
-      .existsBy({ agent_id: agentId, tool_call_id: toolCallId });
+  async isClaimed(agentId: string, toolCallId: string, stepId: string): Promise<boolean> {
+    if (this.claims.has(k(agentId, k(toolCallId, stepId)))) return true;
+    // a claim stored before claims had a step ('') stands for the call in whatever step it was made
+    return this.ds.getRepository(ToolCallClaimEntity).existsBy({
+      agent_id: agentId,
+      tool_call_id: toolCallId,
+      step_id: stepId === '' ? '' : In([stepId, '']),
+    });
   }
 
   /** Drops what is cached of the agent and of these batches of it (another instance may have written). */

@@ -52,7 +52,11 @@ export class BatchStateEntity {
   updated_at!: number;
 }
 
-/** A tool_call_id that started executing: at most once, across restarts. */
+/**
+ * A call that started executing: at most once, across restarts. A call is its tool_call_id within the
+ * model step whose turn holds it (providers may reuse ids across responses); '' for a call outside any
+ * model turn, and for claims stored before claims had a step.
+ */
 @Entity('executor_tool_call_claims')
 @Index('idx_executor_claims_at', ['at'])
 export class ToolCallClaimEntity {
@@ -60,6 +64,8 @@ export class ToolCallClaimEntity {
   agent_id!: string;
   @PrimaryColumn({ type: 'varchar', length: 200 })
   tool_call_id!: string;
+  @PrimaryColumn({ type: 'varchar', length: 64, default: '' })
+  step_id!: string;
   @Column({ type: 'varchar', length: 200 })
   tenant_id!: string;
   @EpochMsColumn()

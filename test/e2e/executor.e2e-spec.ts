@@ -117,6 +117,35 @@ describe('ToolExecutorService (real database)', () => {
     );
   });
 
+  it('claims a call per (step, tool_call_id), across a restart; a claim stored without a step counts in any step', async () => {
+    t = await startApp({ keepDir: true });
+    const dir = t.dir;
+    try {
+      await executorOn(t); // only the agent's holder claims its calls
+      const store = () => t!.app.get(ToolExecutorService).store;
+      const now = Date.now();
+      const claim = (id: string, step: string) =>
+        store().claimToolCall(setup.agentId, id, step, now, 'default');
+      expect(await claim('call_0', 'step-1')).toBe(true);
+      expect(await claim('call_0', 'step-2')).toBe(true); // the provider reused the id
+      expect(await claim('call_0', 'step-1')).toBe(false);
+      expect(await claim('call_legacy', '')).toBe(true); // as claims were stored before steps
+      await t.close();
+
+      t = await startApp({ dir });
+      await executorOn(t);
+      expect(await claim('call_0', 'step-2')).toBe(false);
+      expect(await claim('call_0', 'step-3')).toBe(true);
+      expect(await store().isClaimed(setup.agentId, 'call_0', 'step-1')).toBe(true);
+      expect(await store().isClaimed(setup.agentId, 'call_0', 'step-4')).toBe(false);
+      expect(await store().isClaimed(setup.agentId, 'call_legacy', 'step-9')).toBe(true);
+    } finally {
+      await t?.close();
+      t = undefined;
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('merges config defaults with the agent field into settings', async () => {
     t = await startApp({ overrides: { tool_executor: { tool_timeout_seconds: 7 } } });
     const svc = t.app.get(ToolExecutorService);

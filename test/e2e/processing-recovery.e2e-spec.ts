@@ -91,7 +91,9 @@ describe('processing: restart recovery', () => {
       },
     ]);
     // the claim is written before a tool starts: this call had started
-    await t.app.get(ToolExecutorService).store.claimToolCall(id, 'call_crash', now, 'default');
+    await t.app
+      .get(ToolExecutorService)
+      .store.claimToolCall(id, 'call_crash', 'step-x', now, 'default');
     // killed between its claim and its first write: nothing of it is stored but the run
     const early = 'run-00000000-0000-4000-8000-000000000003';
     await repo.insertRun(
@@ -200,7 +202,9 @@ describe('processing: restart recovery', () => {
       held('call_started'),
       held('call_asked'),
     ]);
-    await t.app.get(ToolExecutorService).store.claimToolCall(id, 'call_started', now, 'default');
+    await t.app
+      .get(ToolExecutorService)
+      .store.claimToolCall(id, 'call_started', 'step-held', now, 'default');
     // the second call had asked a person when the process died
     const asked = await t.app.get(PermissionBrokerService).check({
       tenantId: 'default',

@@ -28,6 +28,13 @@ export interface ToolCallRequest {
   toolCallId: string;
   name: string;
   arguments: Record<string, unknown> | string;
+  /**
+   * The model step whose turn holds the call. A call is the pair (step, tool_call_id): it is claimed once
+   * per pair, so a provider that gives every response the same ids (`call_0`) does not make a new call
+   * look like the replay of an old one. Absent: a call with an id of its own (start constraints, exit
+   * requirements, a direct run).
+   */
+  stepId?: string | null;
 }
 
 export interface ExecutionMeta {
@@ -187,15 +194,22 @@ export interface ExecutorStateStore {
   loadBatch(batchId: string): MaybePromise<BatchState | null>;
   saveBatch(batchId: string, state: BatchState, tenantId?: string): MaybePromise<void>;
   deleteBatch(batchId: string): MaybePromise<void>;
-  /** Records that a tool_call_id is about to execute; false when it already was (at most once). */
+  /**
+   * Records that a call is about to execute; false when it already was (at most once). A call is its
+   * tool_call_id within the step whose turn holds it (`stepId`, '' for a call outside any model turn).
+   */
   claimToolCall(
     agentId: string,
     toolCallId: string,
+    stepId: string,
     at: number,
     tenantId?: string,
   ): MaybePromise<boolean>;
-  /** Whether the tool_call_id was claimed, i.e. its tool may have started (recovery tells "started" from "not"). */
-  isClaimed(agentId: string, toolCallId: string): MaybePromise<boolean>;
+  /**
+   * Whether the call was claimed, i.e. its tool may have started (recovery tells "started" from "not").
+   * A claim stored before claims had a step (`''`) counts for the tool_call_id in any step.
+   */
+  isClaimed(agentId: string, toolCallId: string, stepId: string): MaybePromise<boolean>;
   pruneExpired(now: number, batchTtlMs: number): MaybePromise<void>;
 }
 

@@ -33,14 +33,17 @@ export class InMemoryStateStore implements ExecutorStateStore {
   deleteBatch(batchId: string): void {
     this.batches.delete(batchId);
   }
-  claimToolCall(agentId: string, toolCallId: string, at: number): boolean {
-    const k = agentId + '\u0000' + toolCallId;
+  claimToolCall(agentId: string, toolCallId: string, stepId: string, at: number): boolean {
+    const k = claimKey(agentId, toolCallId, stepId);
     if (this.claims.has(k)) return false;
     this.claims.set(k, at);
     return true;
   }
-  isClaimed(agentId: string, toolCallId: string): boolean {
-    return this.claims.has(agentId + '\u0000' + toolCallId);
+  isClaimed(agentId: string, toolCallId: string, stepId: string): boolean {
+    return (
+      this.claims.has(claimKey(agentId, toolCallId, stepId)) ||
+      this.claims.has(claimKey(agentId, toolCallId, ''))
+    );
   }
   pruneExpired(now: number, batchTtlMs: number): void {
     for (const [k, e] of this.dedupe) if (e.expiresAt <= now) this.dedupe.delete(k);
@@ -49,6 +52,9 @@ export class InMemoryStateStore implements ExecutorStateStore {
     for (const [k, at] of this.claims) if (at + batchTtlMs <= now) this.claims.delete(k);
   }
 }
+
+const claimKey = (agentId: string, toolCallId: string, stepId: string) =>
+  agentId + '\u0000' + toolCallId + '\u0000' + stepId;
 
 /** Copies so a caller's later mutation never leaks into the stored state (as with a database). */
 export function cloneBatch(b: BatchState): BatchState {

@@ -363,11 +363,16 @@ export class ToolExecutor {
   }
 
   /**
-   * Whether a call may have started: its claim is written (and committed) before its tool starts, so a
-   * call without one never ran. Claims live `batchTtlMs`, far longer than a run can be left unrecovered.
+   * Whether a call (its tool_call_id in the step that holds it) may have started: its claim is written
+   * (and committed) before its tool starts, so a call without one never ran. Claims live `batchTtlMs`,
+   * far longer than a run can be left unrecovered.
    */
-  async wasStarted(agentId: string, toolCallId: string): Promise<boolean> {
-    return this.deps.store.isClaimed(agentId, toolCallId);
+  async wasStarted(
+    agentId: string,
+    toolCallId: string,
+    stepId: string | null | undefined,
+  ): Promise<boolean> {
+    return this.deps.store.isClaimed(agentId, toolCallId, stepId ?? '');
   }
 
   /**
@@ -563,8 +568,14 @@ export class ToolExecutor {
         false,
       );
 
-    // at most once per tool_call_id, across restarts
-    let claimed = store.claimToolCall(setup.agentId, call.toolCallId, now, setup.tenantId);
+    // at most once per call (its tool_call_id in the step that holds it), across restarts
+    let claimed = store.claimToolCall(
+      setup.agentId,
+      call.toolCallId,
+      call.stepId ?? '',
+      now,
+      setup.tenantId,
+    );
     if (isPromise(claimed)) claimed = await claimed;
     if (!claimed)
       return this.refusal(

@@ -28,6 +28,7 @@ import { RunErrorTypes1765090000000 } from './1765090000000-RunErrorTypes';
 import { RunRequestKeys1765100000000 } from './1765100000000-RunRequestKeys';
 import { AgentTimezones1765110000000 } from './1765110000000-AgentTimezones';
 import { AgentLettaFields1765110001000 } from './1765110001000-AgentLettaFields';
+import { ToolCallClaimsPerStep1765110002000 } from './1765110002000-ToolCallClaimsPerStep';
 /**
  * Every migration, in order. Named `<epoch>-<What>.ts`; the app runs them at boot. Those that seal data
  * are built with the secrets key.
@@ -63,4 +64,5 @@ export const migrations = (secretsKey: Buffer | null): Function[] => [
   RunRequestKeys1765100000000,
   AgentTimezones1765110000000,
   AgentLettaFields1765110001000,
+  ToolCallClaimsPerStep1765110002000,
 ];

@@ -18,6 +18,8 @@ export interface Parked {
   runId: string;
   requestId: string;
   toolCallId: string;
+  /** The step whose turn made the call (a call is its tool_call_id in that step). */
+  stepId: string;
   arguments: Record<string, unknown>;
 }
 
@@ -44,6 +46,7 @@ export async function parkedAgent(t: TestApp, n: number): Promise<Parked> {
     runId: run.body.run_id,
     requestId: parked.request_id!,
     toolCallId: parked.tool_call_id,
+    stepId: parked.step_id!,
     arguments: parked.arguments,
   };
 }
@@ -115,7 +118,7 @@ export async function approveThenCrashAt(t: TestApp, p: Parked, point: CrashPoin
     expect(check.kind).toBe('approved');
     if (point === 'continuation running, approval used, tool not claimed') return;
     const store = t.app.get(ToolExecutorService).store;
-    expect(await store.claimToolCall(p.agentId, p.toolCallId, now, 'default')).toBe(true);
+    expect(await store.claimToolCall(p.agentId, p.toolCallId, p.stepId, now, 'default')).toBe(true);
   } finally {
     for (const h of holds) h.mockRestore();
   }

@@ -402,6 +402,28 @@ describe('execution', () => {
     expect(h.invoker.calls.map((c) => c.name)).toEqual(['a']);
   });
 
+  it('a call is its tool_call_id within its step: an id reused by a later step runs, the same call replayed does not', async () => {
+    const h = new Harness(aSetup());
+    const inStep = (stepId: string, name: string) =>
+      h.executor.execute(
+        h.setup,
+        h.pass,
+        { toolCallId: 'call_0', name, arguments: {}, stepId },
+        h.meta(),
+      );
+    expect(code(await inStep('step-1', 'a'))).toBe('ok');
+    // the provider gives the next response's call the same id: a new call
+    expect(code(await inStep('step-2', 'b'))).toBe('ok');
+    h.restart();
+    h.heartbeat();
+    // a replay of either stored call (recovery, a resumed turn) never runs twice
+    expect(code(await inStep('step-1', 'a'))).toBe('AlreadyExecuted');
+    expect(code(await inStep('step-2', 'b'))).toBe('AlreadyExecuted');
+    expect(h.invoker.calls.map((c) => c.name)).toEqual(['a', 'b']);
+    expect(await h.executor.wasStarted(h.setup.agentId, 'call_0', 'step-2')).toBe(true);
+    expect(await h.executor.wasStarted(h.setup.agentId, 'call_0', 'step-3')).toBe(false);
+  });
+
   it('a tool that does not finish in time is a Timeout, counted, not cached', async () => {
     const h = new Harness(
       aSetup(
