@@ -47,6 +47,7 @@ import { RunCallbacks } from './run-callbacks';
 import { RunChunks } from './run-chunks';
 import { errorTypeOf } from './run-error';
 import { parseArgs, sendMessageText } from '../core/loop/tool-arguments';
+import { uniqueCallIds } from '../core/loop/tool-call-ids';
 import {
   inputMessageRows,
   MessageContext,
@@ -516,6 +517,9 @@ export class AgentProcessor {
         throwIfAborted(ctx);
         throw e;
       }
+      // each call of the turn gets an id of its own in it (some servers repeat one, or send none)
+      const toolCalls = uniqueCallIds(response.toolCalls, () => this.ids.prefixed('call'));
+      if (toolCalls !== response.toolCalls) response = { ...response, toolCalls };
       const modelCallMs = performance.now() - modelCallStarted;
       this.publish(ctx, 'step.completed', {
         step: stepNumber,
