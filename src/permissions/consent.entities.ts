@@ -8,9 +8,12 @@ import type {
 
 export type ConsentStatus = 'pending' | 'approved' | 'denied';
 
-/** One question to a person: may this tool call run? Resolved once (first decision wins). */
+/**
+ * One question to a person: may this tool call run? Resolved once (first decision wins). A tool_call_id
+ * may have several (a provider that reuses ids across responses): a parked call names its own by id.
+ */
 @Entity('consent_requests')
-@Index('idx_consent_requests_call', ['tenantId', 'agentId', 'toolCallId'], { unique: true })
+@Index('idx_consent_requests_call', ['tenantId', 'agentId', 'toolCallId'])
 @Index('idx_consent_requests_status', ['status', 'expiresAt'])
 export class ConsentRequestEntity {
   @PrimaryColumn({ type: 'varchar', length: 64 }) id!: string;

@@ -39,8 +39,12 @@ export class ConsentRepository {
     return em ?? this.ds.manager;
   }
 
+  /** The newest request of a tool_call_id (an id a provider reused has one per call). */
   findRequestForCall(tenantId: string, agentId: string, toolCallId: string, em?: EntityManager) {
-    return this.m(em).findOneBy(ConsentRequestEntity, { tenantId, agentId, toolCallId });
+    return this.m(em).findOne(ConsentRequestEntity, {
+      where: { tenantId, agentId, toolCallId },
+      order: { createdAt: 'DESC', id: 'DESC' },
+    });
   }
 
   findRequest(tenantId: string, id: string, em?: EntityManager) {

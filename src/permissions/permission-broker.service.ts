@@ -73,6 +73,16 @@ export interface ConsentResolved {
   decidedAt: number;
 }
 
+/**
+ * A tool call as processing names it: its tool_call_id, and the consent request it parked with when
+ * known. A tool_call_id alone may name several calls of an agent (a provider that reuses ids across
+ * responses): by id alone, the newest request of the id is meant.
+ */
+export interface CallRef {
+  toolCallId: string;
+  requestId?: string | null;
+}
+
 /** A decision as Letta's in-band approval carries it, with our optional grant. */
 export interface ToolCallDecision {
   approve: boolean;
@@ -123,11 +133,11 @@ export class PermissionBrokerService
    */
   private readonly pendingById: LRUCache<string, ConsentRequestEntity>;
   /**
-   * Requests resolved in this process, by call, until the call's re-check takes them: the continuation
-   * that re-checks the call needs no read. A hint like pendingById: using an approval is a conditional
-   * UPDATE, so a row someone else changed meanwhile fails closed.
+   * Requests resolved in this process, by id, until the call's re-check takes them: the continuation
+   * that re-checks the call (naming its request) needs no read. A hint like pendingById: using an
+   * approval is a conditional UPDATE, so a row someone else changed meanwhile fails closed.
    */
-  private readonly resolvedByCall: LRUCache<string, ConsentRequestEntity>;
+  private readonly resolvedById: LRUCache<string, ConsentRequestEntity>;
   private sweeping: Promise<number> | null = null;
 
   constructor(
@@ -147,7 +157,7 @@ export class PermissionBrokerService
       sizeCalculation: (row: ConsentRequestEntity) => Math.max(1, approxBytes(row)),
     };
     this.pendingById = new LRUCache(bounds);
-    this.resolvedByCall = new LRUCache(bounds);
+    this.resolvedById = new LRUCache(bounds);
   }
 
   // ------------------------------------------------------------ listeners
@@ -182,11 +192,14 @@ export class PermissionBrokerService
 
   async check(req: ConsentCheckRequest): Promise<ConsentCheck> {
     const now = this.clock.now();
-    const key = callKey(req.tenantId, req.agentId, req.toolCallId);
-    const resolved = this.resolvedByCall.get(key);
-    if (resolved) this.resolvedByCall.delete(key);
+    // a call the model has just made (requestId null) has no request yet: an older one with its
+    // tool_call_id is another call's (a provider that reuses ids), never looked for
     const existing =
-      resolved ?? (await this.repo.findRequestForCall(req.tenantId, req.agentId, req.toolCallId));
+      req.requestId === null
+        ? null
+        : req.requestId !== undefined
+          ? await this.requestOf(req.tenantId, req.agentId, req.requestId, true)
+          : await this.repo.findRequestForCall(req.tenantId, req.agentId, req.toolCallId);
     if (existing) return this.recheck(existing, req);
 
     const grants = await this.repo.candidateGrants(req.tenantId, req.agentId, req.scope, now);
@@ -229,24 +242,16 @@ export class PermissionBrokerService
       expiresAt: now + Math.max(0, req.timeoutMs),
     };
     const max = this.config.consent.max_pending_per_agent;
-    let stored: boolean;
-    try {
-      stored = await this.writes.run(async (em) => {
-        // counted in the transaction that stores it: concurrent checks cannot overshoot together
-        if ((await this.repo.countPending(req.tenantId, req.agentId, em)) >= max) return false;
-        await this.repo.insertRequest(row, em);
-        await this.repo.audit(
-          { ...this.requestAudit('request.created', row, SYSTEM, 'system', now) },
-          em,
-        );
-        return true;
-      });
-    } catch (e) {
-      // a concurrent check of the same call stored its request first (unique index): use that one
-      const again = await this.repo.findRequestForCall(req.tenantId, req.agentId, req.toolCallId);
-      if (again) return this.recheck(again, req);
-      throw e;
-    }
+    const stored = await this.writes.run(async (em) => {
+      // counted in the transaction that stores it: concurrent checks cannot overshoot together
+      if ((await this.repo.countPending(req.tenantId, req.agentId, em)) >= max) return false;
+      await this.repo.insertRequest(row, em);
+      await this.repo.audit(
+        { ...this.requestAudit('request.created', row, SYSTEM, 'system', now) },
+        em,
+      );
+      return true;
+    });
     // fails closed: no one can be asked, so the call is refused (the model reads why), never run
     if (!stored)
       return {
@@ -258,6 +263,33 @@ export class PermissionBrokerService
     // every instance's WebSocket clients see it
     this.bus.publish('consent.request', row);
     return { kind: 'pending', requestId: row.id };
+  }
+
+  /**
+   * The agent's request by id (null: none, or another agent's). `recheck`: the call's re-check, which
+   * takes the copy this process resolved, if any, instead of reading it.
+   */
+  private async requestOf(
+    tenantId: string,
+    agentId: string,
+    requestId: string,
+    recheck = false,
+  ): Promise<ConsentRequestEntity | null> {
+    const resolved = recheck ? this.resolvedById.get(requestId) : undefined;
+    if (resolved) this.resolvedById.delete(requestId);
+    const row = resolved ?? (await this.repo.findRequest(tenantId, requestId));
+    return row?.tenantId === tenantId && row.agentId === agentId ? row : null;
+  }
+
+  /** The request a call names (its own), else the newest of its tool_call_id. */
+  private async requestForCall(
+    tenantId: string,
+    agentId: string,
+    call: CallRef,
+  ): Promise<ConsentRequestEntity | null> {
+    return call.requestId
+      ? this.requestOf(tenantId, agentId, call.requestId)
+      : this.repo.findRequestForCall(tenantId, agentId, call.toolCallId);
   }
 
   /** A call that already has a request: still waiting, approved (used once), or denied. */
@@ -334,15 +366,19 @@ export class PermissionBrokerService
     return this.resolve(row, v.value, tenantId, channel, now);
   }
 
-  /** Letta's in-band approval: the pending request of this tool call, by the agent's tool_call_id. */
+  /**
+   * Letta's in-band approval: the request of this tool call, by the agent's tool_call_id (the parked
+   * call's own request when `requestId` names it; else the newest of the id).
+   */
   async decideByToolCall(
     tenantId: string,
     agentId: string,
     toolCallId: string,
     d: ToolCallDecision,
     channel: Exclude<ConsentChannel, 'system'> = 'rest',
+    requestId?: string | null,
   ): Promise<{ request: ConsentRequestEntity; grant: ConsentGrantEntity | null }> {
-    const row = await this.repo.findRequestForCall(tenantId, agentId, toolCallId);
+    const row = await this.requestForCall(tenantId, agentId, { toolCallId, requestId });
     if (!row)
       throw badRequest('NO_PENDING_APPROVAL', `no consent request for tool_call_id ${toolCallId}`, {
         tool_call_id: toolCallId,
@@ -563,11 +599,11 @@ export class PermissionBrokerService
   async cancelPending(
     tenantId: string,
     agentId: string,
-    toolCallIds: string[],
+    calls: CallRef[],
     reason: string,
     claim: (em: EntityManager) => Promise<boolean>,
   ): Promise<{ cancelled: true } | { cancelled: false; requests: ConsentRequestEntity[] }> {
-    const rows = await this.requestsForCalls(tenantId, agentId, toolCallIds);
+    const rows = await this.requestsForCalls(tenantId, agentId, calls);
     if (rows.some((r) => r.status !== 'pending')) return { cancelled: false, requests: rows };
     const now = this.clock.now();
     const resolution = systemDenial(reason, now);
@@ -591,7 +627,7 @@ export class PermissionBrokerService
       if (e !== lost) throw e;
       return {
         cancelled: false,
-        requests: await this.requestsForCalls(tenantId, agentId, toolCallIds),
+        requests: await this.requestsForCalls(tenantId, agentId, calls),
       };
     }
     for (const row of rows) {
@@ -610,17 +646,20 @@ export class PermissionBrokerService
   async requestsForCalls(
     tenantId: string,
     agentId: string,
-    toolCallIds: string[],
+    calls: CallRef[],
   ): Promise<ConsentRequestEntity[]> {
     const out: ConsentRequestEntity[] = [];
-    for (const id of toolCallIds) {
-      const row = await this.repo.findRequestForCall(tenantId, agentId, id);
+    for (const call of calls) {
+      const row = await this.requestForCall(tenantId, agentId, call);
       if (row) out.push(row);
     }
     return out;
   }
 
-  /** Denies the pending requests of these calls (cancellation). Decision listeners are not told. */
+  /**
+   * Denies the pending requests of these calls (cancellation). Decision listeners are not told. (Only the
+   * agent's parked batch has pending requests, so a tool_call_id names one of them.)
+   */
   async denyPendingForCalls(
     tenantId: string,
     agentId: string,
@@ -649,13 +688,13 @@ export class PermissionBrokerService
   async restoreUnstartedApprovals(
     tenantId: string,
     agentId: string,
-    toolCallIds: string[],
+    calls: CallRef[],
   ): Promise<void> {
     const now = this.clock.now();
-    for (const toolCallId of toolCallIds) {
-      const row = await this.repo.findRequestForCall(tenantId, agentId, toolCallId);
+    for (const call of calls) {
+      const row = await this.requestForCall(tenantId, agentId, call);
       if (!row) continue;
-      this.resolvedByCall.delete(callKey(tenantId, agentId, toolCallId));
+      this.resolvedById.delete(row.id);
       await this.writes.run(async (em) => {
         if (!(await this.repo.restoreApproval(row.id, em))) return;
         await this.repo.audit(
@@ -672,7 +711,10 @@ export class PermissionBrokerService
 
   // ------------------------------------------------------------ queries (REST, gateway, processing)
 
-  /** Which of these calls still wait for a decision (processing resumes a parked batch when none do). */
+  /**
+   * Which of these calls still wait for a decision (processing resumes a parked batch when none do). Only
+   * the agent's parked batch has pending requests, so a tool_call_id names one of them.
+   */
   async undecidedCalls(
     tenantId: string,
     agentId: string,
@@ -810,7 +852,7 @@ export class PermissionBrokerService
   }
 
   private rememberResolved(row: ConsentRequestEntity): void {
-    this.resolvedByCall.set(callKey(row.tenantId, row.agentId, row.toolCallId), row);
+    this.resolvedById.set(row.id, row);
   }
 
   private emit<T>(listeners: Listener<T>[], event: T): void {
@@ -862,9 +904,6 @@ export class PermissionBrokerService
     };
   }
 }
-
-const callKey = (tenantId: string, agentId: string, toolCallId: string) =>
-  `${tenantId}\u0000${agentId}\u0000${toolCallId}`;
 
 /** A denial by the system (timeout, cancellation). */
 function systemDenial(reason: string, now: number): Resolution {

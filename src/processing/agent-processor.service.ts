@@ -364,6 +364,8 @@ export class AgentProcessor {
           name: c.name,
           arguments: c.arguments,
           stepId: c.step_id,
+          // the request it parked with is its consent (the newest of its id, if it has none stored)
+          consentRequestId: c.request_id ?? undefined,
         })),
         ctx.meta,
       );
@@ -540,6 +542,7 @@ export class AgentProcessor {
         name: c.name,
         arguments: parseArgs(c.argumentsText),
         stepId,
+        consentRequestId: null, // just made: a request of its tool_call_id is an older call's
       }));
       const step: StepEntity = {
         id: stepId,
@@ -832,7 +835,10 @@ export class AgentProcessor {
           },
           spent: { steps: ctx.batchSteps, tokens: ctx.earlierTokens + ctx.usage.total_tokens },
           messageContext: ctx.messageContext,
-          undecided: new Set(parked.filter((c) => !c.client).map((c) => c.tool_call_id)),
+          // (a call without a request never matches a decision: the batch then resumes from the database)
+          undecided: new Set(
+            parked.filter((c) => !c.client).map((c) => c.request_id ?? c.tool_call_id),
+          ),
         });
     } catch (e) {
       this.logger.error(`run ${run.id}: could not record its end: ${String(e)}`);

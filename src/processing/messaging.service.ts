@@ -12,6 +12,7 @@ import { RunEventsBus } from '../common/run-events';
 import type { AppConfig } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
 import { hasImages } from '../core/loop/content-parts';
+import { stepCallKey } from '../core/loop/tool-call-ids';
 import type { Clock, IdGenerator } from '../core/ports';
 import type { StopReason } from '../core/loop/stop-reason';
 import { AgentProcessor } from './agent-processor.service';
@@ -137,11 +138,11 @@ export class MessagingService implements OnModuleInit {
       inTransaction: (e, em) => this.continueWithDecision(e, em),
       after: (e, continuation) => {
         if (continuation) {
-          this.repo.parkedHere(e.agentId)?.undecided.delete(e.toolCallId);
+          this.repo.parkedHere(e.agentId)?.undecided.delete(e.requestId);
           this.enqueue(continuation, true);
           return;
         }
-        this.resumeAfterDecision(e.tenantId, e.agentId, e.toolCallId).catch((err: unknown) =>
+        this.resumeAfterDecision(e.tenantId, e.agentId, e.requestId).catch((err: unknown) =>
           this.logger.error(`resume after a decision for ${e.agentId}: ${String(err)}`),
         );
       },
@@ -369,12 +370,11 @@ export class MessagingService implements OnModuleInit {
 
   /** Denies a parked batch's requests and claims it for a cancelling continuation, or 409 if a decision won. */
   private async cancelParked(parked: RunEntity): Promise<void> {
-    const ids = (parked.parked ?? []).map((c) => c.tool_call_id);
     const cont = this.continuationOf(parked, { cancel: true });
     const r = await this.consent.cancelPending(
       parked.tenant_id,
       parked.agent_id,
-      ids,
+      parked.parked ?? [],
       'cancelled',
       (em) => this.repo.insertContinuation(parked.id, cont, em),
     );
@@ -398,14 +398,15 @@ export class MessagingService implements OnModuleInit {
     if (!parked?.continued_by) return;
     const cont = await this.repo.findRunById(parked.continued_by);
     if (!cont || cont.input.cancel || isFinal(cont.status) || !wanted(cont.id)) return;
-    const ids = (parked.parked ?? []).map((c) => c.tool_call_id);
+    const calls = parked.parked ?? [];
+    // a call is its tool_call_id in its step: an earlier step's return of a reused id is not its own
     const answered = new Set(
       (await this.repo.batchMessages(parked.batch_id, ['tool_return_message'])).map((m) =>
-        String(m.payload.tool_call_id),
+        stepCallKey(m.step_id, String(m.payload.tool_call_id)),
       ),
     );
-    if (ids.every((id) => answered.has(id))) return;
-    throw alreadyDecided(await this.consent.requests(tenantId, agentId, ids), cont.id);
+    if (calls.every((c) => answered.has(stepCallKey(c.step_id, c.tool_call_id)))) return;
+    throw alreadyDecided(await this.consent.requests(tenantId, agentId, calls), cont.id);
   }
 
   // ------------------------------------------------------------ consent
@@ -421,7 +422,13 @@ export class MessagingService implements OnModuleInit {
     const calls = parked?.parked ?? [];
     if (!parked || calls.length === 0) {
       const ids = req.approvals!.map((a) => a.tool_call_id).filter(Boolean);
-      const known = ids.length ? await this.consent.requests(tenantId, agentId, ids) : [];
+      const known = ids.length
+        ? await this.consent.requests(
+            tenantId,
+            agentId,
+            ids.map((id) => ({ tool_call_id: id })),
+          )
+        : [];
       // the same answer sent again (a client retrying after a network error): as Letta's, a follow-up.
       // An answer that differs from the decision stored (a cancel or another dialog won) is not one.
       const same = req.approvals!.every((a) => {
@@ -488,9 +495,10 @@ export class MessagingService implements OnModuleInit {
     }
     try {
       // a client tool's answer is its result, not a person's decision: the broker never asked for it
-      const clientIds = new Set(calls.filter((c) => c.client).map((c) => c.tool_call_id));
+      // each on the parked call's own request: an older call may have had the same tool_call_id
       for (const a of approvals) {
-        if (!clientIds.has(a.tool_call_id)) await this.consent.decide(tenantId, agentId, a);
+        const call = calls.find((c) => c.tool_call_id === a.tool_call_id)!;
+        if (!call.client) await this.consent.decide(tenantId, agentId, a, call.request_id);
       }
     } catch (e) {
       // a decision that could not be recorded (already resolved elsewhere): the batch still continues
@@ -547,12 +555,12 @@ export class MessagingService implements OnModuleInit {
   private async resumeAfterDecision(
     tenantId: string,
     agentId: string,
-    toolCallId: string,
+    requestId: string,
   ): Promise<void> {
     const parked = this.repo.parkedHere(agentId);
     if (
       parked?.run.tenant_id === tenantId &&
-      parked.undecided.delete(toolCallId) &&
+      parked.undecided.delete(requestId) &&
       parked.undecided.size === 0 &&
       !parked.run.parked!.some((c) => c.client) &&
       this.leases.holds(agentId)
@@ -576,7 +584,7 @@ export class MessagingService implements OnModuleInit {
     if (
       parked?.run.tenant_id !== e.tenantId ||
       parked.undecided.size !== 1 ||
-      !parked.undecided.has(e.toolCallId) ||
+      !parked.undecided.has(e.requestId) ||
       parked.run.parked!.some((c) => c.client) ||
       !this.leases.holds(e.agentId)
     )

@@ -5,6 +5,7 @@ import type { ToolDefinition } from '../core/tools/tool-definition';
 import { ModelsService } from '../models/models.service';
 import type { ConsentRequestEntity } from '../permissions/consent.entities';
 import {
+  type CallRef as BrokerCallRef,
   type ConsentResolved,
   PermissionBrokerService,
 } from '../permissions/permission-broker.service';
@@ -13,6 +14,7 @@ import { ToolsService } from '../tools/tools.service';
 import {
   AGENT_PORT,
   AgentPort,
+  CallRef,
   CONSENT_BRIDGE,
   ConsentBridge,
   ConsentDecisionEvent,
@@ -81,25 +83,34 @@ export const PROCESSING_ADAPTERS: Provider[] = [
             after: (e, written) => follower.after(toDecisionEvent(e), written),
           });
         },
-        decide: async (tenantId, agentId, a) => {
+        decide: async (tenantId, agentId, a, requestId) => {
           await broker.decideByToolCall(
             tenantId,
             agentId,
             a.tool_call_id,
             { approve: a.approve, reason: a.reason ?? null, grant: a.grant ?? null },
             'rest',
+            requestId,
           );
         },
         undecided: (tenantId, agentId, toolCallIds) =>
           broker.undecidedCalls(tenantId, agentId, toolCallIds),
-        restoreUnstartedApprovals: (tenantId, agentId, toolCallIds) =>
-          broker.restoreUnstartedApprovals(tenantId, agentId, toolCallIds),
-        cancelPending: async (tenantId, agentId, toolCallIds, reason, claim) => {
-          const r = await broker.cancelPending(tenantId, agentId, toolCallIds, reason, claim);
+        restoreUnstartedApprovals: (tenantId, agentId, calls) =>
+          broker.restoreUnstartedApprovals(tenantId, agentId, calls.map(toCallRef)),
+        cancelPending: async (tenantId, agentId, calls, reason, claim) => {
+          const r = await broker.cancelPending(
+            tenantId,
+            agentId,
+            calls.map(toCallRef),
+            reason,
+            claim,
+          );
           return r.cancelled ? r : { cancelled: false, requests: r.requests.map(toDecidedCall) };
         },
-        requests: async (tenantId, agentId, toolCallIds) =>
-          (await broker.requestsForCalls(tenantId, agentId, toolCallIds)).map(toDecidedCall),
+        requests: async (tenantId, agentId, calls) =>
+          (await broker.requestsForCalls(tenantId, agentId, calls.map(toCallRef))).map(
+            toDecidedCall,
+          ),
         denyPending: async (tenantId, agentId, toolCallIds, reason) => {
           await broker.denyPendingForCalls(tenantId, agentId, toolCallIds, reason);
         },
@@ -109,7 +120,16 @@ export const PROCESSING_ADAPTERS: Provider[] = [
 ];
 
 function toDecisionEvent(e: ConsentResolved): ConsentDecisionEvent {
-  return { tenantId: e.tenantId, agentId: e.agentId, toolCallId: e.toolCallId };
+  return {
+    tenantId: e.tenantId,
+    agentId: e.agentId,
+    toolCallId: e.toolCallId,
+    requestId: e.requestId,
+  };
+}
+
+function toCallRef(c: CallRef): BrokerCallRef {
+  return { toolCallId: c.tool_call_id, requestId: c.request_id };
 }
 
 function toDecidedCall(r: ConsentRequestEntity): DecidedCall {

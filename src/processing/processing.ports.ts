@@ -52,6 +52,16 @@ export interface ConsentDecisionEvent {
   tenantId: string;
   agentId: string;
   toolCallId: string;
+  requestId: string;
+}
+
+/**
+ * A call as the broker finds its request: by the request it parked with when known (a ParkedCall), else
+ * the newest request of its tool_call_id (an id a provider reused may have several).
+ */
+export interface CallRef {
+  tool_call_id: string;
+  request_id?: string | null;
 }
 
 export interface InBandApproval {
@@ -85,16 +95,20 @@ export interface ConsentBridge {
     inTransaction(event: ConsentDecisionEvent, em: EntityManager): Promise<T>;
     after(event: ConsentDecisionEvent, written: T): void;
   }): void;
-  /** Records a decision that came in band on the messages endpoint (channel `rest`). */
-  decide(tenantId: string, agentId: string, approval: InBandApproval): Promise<void>;
+  /**
+   * Records a decision that came in band on the messages endpoint (channel `rest`), on the parked call's
+   * own request (`requestId`; else the newest of its tool_call_id).
+   */
+  decide(
+    tenantId: string,
+    agentId: string,
+    approval: InBandApproval,
+    requestId?: string | null,
+  ): Promise<void>;
   /** The calls among these whose consent request still waits for a decision. */
   undecided(tenantId: string, agentId: string, toolCallIds: string[]): Promise<string[]>;
   /** Recovery: approvals used up by calls whose tools never started count again. */
-  restoreUnstartedApprovals(
-    tenantId: string,
-    agentId: string,
-    toolCallIds: string[],
-  ): Promise<void>;
+  restoreUnstartedApprovals(tenantId: string, agentId: string, calls: CallRef[]): Promise<void>;
   /**
    * A cancellation racing the decisions: denies every request of these calls and runs `claim` in one
    * transaction, or changes nothing and answers the requests as they stand (a decision came first).
@@ -102,12 +116,12 @@ export interface ConsentBridge {
   cancelPending(
     tenantId: string,
     agentId: string,
-    toolCallIds: string[],
+    calls: CallRef[],
     reason: string,
     claim: (em: EntityManager) => Promise<boolean>,
   ): Promise<{ cancelled: true } | { cancelled: false; requests: DecidedCall[] }>;
   /** The requests of these calls, decided or not. */
-  requests(tenantId: string, agentId: string, toolCallIds: string[]): Promise<DecidedCall[]>;
+  requests(tenantId: string, agentId: string, calls: CallRef[]): Promise<DecidedCall[]>;
   /** Denies the agent's pending requests (an agent being deleted). */
   denyPending(
     tenantId: string,

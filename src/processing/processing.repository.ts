@@ -135,7 +135,10 @@ export interface ParkedBatch {
   run: RunEntity;
   spent: { steps: number; tokens: number };
   messageContext: MessageContext | null;
-  /** The parked calls no decision has been heard of in this process. */
+  /**
+   * The consent requests of the parked calls no decision has been heard of in this process (by request
+   * id: a tool_call_id a provider reused may name an older call too).
+   */
   undecided: Set<string>;
 }
 

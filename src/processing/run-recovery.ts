@@ -7,6 +7,7 @@ import type { ParkedCall, RunEntity } from './entities/run.entity';
 import { EMPTY_USAGE } from './message.mapper';
 import { inputMessageRows, newMessageRow, ProcessingRepository } from './processing.repository';
 import { parseArgs } from '../core/loop/tool-arguments';
+import { stepCallKey } from '../core/loop/tool-call-ids';
 import {
   AGENT_PORT,
   AgentPort,
@@ -66,16 +67,16 @@ export class RunRecovery {
     const answered = new Set(
       batch
         .filter((m) => m.message_type === 'tool_return_message')
-        .map((m) => callKey(m.step_id, String(m.payload.tool_call_id))),
+        .map((m) => stepCallKey(m.step_id, String(m.payload.tool_call_id))),
     );
     const parkedRun = await this.repo.findParkedRun(run.tenant_id, run.agent_id);
     const stillParked = new Set(
-      (parkedRun?.parked ?? []).map((c) => callKey(c.step_id, c.tool_call_id)),
+      (parkedRun?.parked ?? []).map((c) => stepCallKey(c.step_id, c.tool_call_id)),
     );
     const now = this.clock.now();
     const callOf = (m: MessageEntity) =>
       m.payload.tool_call as { tool_call_id: string; name: string; arguments: string };
-    const keyOf = (m: MessageEntity) => callKey(m.step_id, String(callOf(m)?.tool_call_id));
+    const keyOf = (m: MessageEntity) => stepCallKey(m.step_id, String(callOf(m)?.tool_call_id));
     const orphans = batch.filter((m) => {
       if (m.message_type !== 'tool_call_message') return false;
       const key = keyOf(m);
@@ -88,7 +89,7 @@ export class RunRecovery {
         started.add(keyOf(m));
     }
     const carried = await this.unstartedParkedCalls(run, orphans, keyOf, started);
-    const carriedKeys = new Set(carried.map((c) => callKey(c.step_id, c.tool_call_id)));
+    const carriedKeys = new Set(carried.map((c) => stepCallKey(c.step_id, c.tool_call_id)));
     const ended = orphans.filter((m) => !carriedKeys.has(keyOf(m)));
     const row = (
       type: MessageEntity['message_type'],
@@ -125,11 +126,7 @@ export class RunRecovery {
       'interrupted: the server restarted before the call could run',
     );
     if (carried.length)
-      await this.consent.restoreUnstartedApprovals(
-        run.tenant_id,
-        run.agent_id,
-        carried.map((c) => c.tool_call_id),
-      );
+      await this.consent.restoreUnstartedApprovals(run.tenant_id, run.agent_id, carried);
     // the carried calls park on this run, so the usual resumption continues them in a new run
     await this.repo.finishRun(
       run.id,
@@ -185,11 +182,8 @@ export class RunRecovery {
     const parked = (await this.repo.findRunById(run.input.resumes_run_id))?.parked ?? [];
     // (a client's tool results came with the interrupted run's input; those are not re-asked here)
     return parked.filter((c) => {
-      const key = callKey(c.step_id, c.tool_call_id);
+      const key = stepCallKey(c.step_id, c.tool_call_id);
       return !c.client && unanswered.has(key) && !started.has(key);
     });
   }
 }
-
-/** A call of a batch: its tool_call_id in the step that made it (ids may repeat across steps). */
-const callKey = (stepId: string | null, toolCallId: string) => `${stepId ?? ''}\u0000${toolCallId}`;

@@ -35,6 +35,12 @@ export interface ToolCallRequest {
    * requirements, a direct run).
    */
   stepId?: string | null;
+  /**
+   * The consent request the call already has (a parked call resumed after a decision). `null`: it can
+   * have none yet (the model has just made it), so none is looked for. Absent: the broker looks for the
+   * newest request with its tool_call_id.
+   */
+  consentRequestId?: string | null;
 }
 
 export interface ExecutionMeta {
@@ -122,6 +128,12 @@ export interface ConsentCheckRequest {
   runId: string;
   batchId: string;
   toolCallId: string;
+  /**
+   * The request this call already has (`ToolCallRequest.consentRequestId`): the one re-checked. `null`: a
+   * new call, never looked up by its tool_call_id (an id the provider reused names an older call). Absent:
+   * the newest request of the tool_call_id, if any.
+   */
+  requestId?: string | null;
   toolName: string;
   arguments: Record<string, unknown>;
   /** The rule's scope, else the tool name. */
@@ -133,7 +145,7 @@ export interface ConsentCheckRequest {
 
 export type ConsentCheck =
   | { kind: 'granted'; grantId: string } // a standing grant covers the call
-  | { kind: 'approved'; requestId: string } // a person approved this very tool_call_id (resume after a decision)
+  | { kind: 'approved'; requestId: string } // a person approved this very call (resume after a decision)
   | { kind: 'denied'; reason: string; requestId?: string } // denied, or timed out (reason 'timeout')
   | { kind: 'pending'; requestId: string } // a request is (now) waiting for a person: the run parks
   | { kind: 'required' }; // grantsOnly and no grant covers it: no one was asked, not run

@@ -482,6 +482,7 @@ export class ToolExecutor {
           runId: meta.runId,
           batchId: pass.batchId,
           toolCallId: call.toolCallId,
+          ...(call.consentRequestId !== undefined ? { requestId: call.consentRequestId } : {}),
           toolName: name,
           arguments: args,
           scope: consentRule.scope ?? name,

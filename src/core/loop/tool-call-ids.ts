@@ -37,3 +37,7 @@ export function uniqueCallIds<T extends { id: string }>(calls: T[], newId: () =>
     return { ...c, id };
   });
 }
+
+/** A call of an agent, as a key: its tool_call_id within the step that made it (ids may repeat across steps). */
+export const stepCallKey = (stepId: string | null | undefined, toolCallId: string): string =>
+  `${stepId ?? ''}\u0000${toolCallId}`;

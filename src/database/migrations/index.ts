@@ -29,6 +29,7 @@ import { RunRequestKeys1765100000000 } from './1765100000000-RunRequestKeys';
 import { AgentTimezones1765110000000 } from './1765110000000-AgentTimezones';
 import { AgentLettaFields1765110001000 } from './1765110001000-AgentLettaFields';
 import { ToolCallClaimsPerStep1765110002000 } from './1765110002000-ToolCallClaimsPerStep';
+import { ConsentRequestsPerCall1765110003000 } from './1765110003000-ConsentRequestsPerCall';
 /**
  * Every migration, in order. Named `<epoch>-<What>.ts`; the app runs them at boot. Those that seal data
  * are built with the secrets key.
@@ -65,4 +66,5 @@ export const migrations = (secretsKey: Buffer | null): Function[] => [
   AgentTimezones1765110000000,
   AgentLettaFields1765110001000,
   ToolCallClaimsPerStep1765110002000,
+  ConsentRequestsPerCall1765110003000,
 ];
