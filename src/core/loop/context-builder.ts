@@ -121,19 +121,25 @@ export class UnitGrouper {
             ? [toolCallOf(m.payload)]
             : requestedCalls(m.payload).map(toolCallPart);
         // a call that may park is stored held (a tool_call_message), then as its approval request or
-        // its shown tool_call_message: offered once
+        // its shown tool_call_message: offered once. Only within its step: a provider may give the
+        // next response's call the same id, and that is another call, of another turn
+        const same = this.sameStep(m) ? this.turn : null;
         const added = calls.filter(
           (call): call is ToolCallPart =>
-            call !== null && !this.turn?.calls.some((c) => c.id === call.id),
+            call !== null && !same?.calls.some((c) => c.id === call.id),
         );
         if (added.length) this.turnFor(m).calls.push(...added);
         break;
       }
       case 'tool_return_message': {
-        // a tool return of an earlier step (a resumed call) still belongs to its turn
+        // a tool return stored later (a resumed call's, after its approval) still belongs to its turn,
+        // which is its step's (a return of a reused id from another step is not this turn's call's)
         const id = str(m.payload.tool_call_id);
         const turn = this.turn;
-        if (turn?.calls.some((c) => c.id === id)) {
+        if (
+          turn?.calls.some((c) => c.id === id) &&
+          (m.step_id === null || turn.stepId === null || turn.stepId === m.step_id)
+        ) {
           turn.results.set(id, str(m.payload.tool_return));
           turn.ids.push(m.id);
           this.current = undefined;
@@ -167,8 +173,13 @@ export class UnitGrouper {
     this.current = undefined;
   }
 
+  /** The message is of the current turn's step (a message without a step starts a turn of its own). */
+  private sameStep(m: HistoryMessage): boolean {
+    return this.turn !== null && m.step_id !== null && this.turn.stepId === m.step_id;
+  }
+
   private turnFor(m: HistoryMessage): Turn {
-    if (this.turn && (this.turn.stepId !== m.step_id || m.step_id === null)) this.flush();
+    if (this.turn && !this.sameStep(m)) this.flush();
     this.turn ??= { stepId: m.step_id, content: null, calls: [], results: new Map(), ids: [] };
     this.turn.ids.push(m.id);
     this.current = undefined;

@@ -96,6 +96,68 @@ describe('toChatUnits', () => {
   });
 });
 
+describe('toChatUnits with a provider that reuses tool_call ids', () => {
+  it('a call_0 in each step is a call of its own turn, each with its own result', () => {
+    const units = toChatUnits([
+      user('look'),
+      call('s1', 'call_0'),
+      ret('s1', 'call_0', 'first'),
+      call('s2', 'call_0'),
+      call('s2', 'call_0_2'),
+      ret('s2', 'call_0', 'second'),
+      ret('s2', 'call_0_2', 'third'),
+      call('s3', 'call_0'),
+      ret('s3', 'call_0', 'fourth'),
+    ]);
+    expect(
+      units.map((u) => u.messages.map((x) => (x.role === 'tool' ? x.tool_call_id : x.role))),
+    ).toEqual([
+      ['user'],
+      ['assistant', 'call_0'],
+      ['assistant', 'call_0', 'call_0_2'],
+      ['assistant', 'call_0'],
+    ]);
+    expect(units.slice(1).flatMap((u) => u.messages.slice(1).map((x) => x.content))).toEqual([
+      'first',
+      'second',
+      'third',
+      'fourth',
+    ]);
+  });
+
+  it('a parked call_0 is offered once in its step though an earlier step had a call_0 too', () => {
+    const pay = { name: 'pay', arguments: '{}', tool_call_id: 'call_0' };
+    const units = toChatUnits([
+      user('look, then pay'),
+      call('s1', 'call_0'),
+      ret('s1', 'call_0', 'looked'),
+      m('tool_call_message', { tool_call: pay, _held: true }, 's2'),
+      m('approval_request_message', { tool_call: pay, tool_calls: [pay] }, 's2'),
+      m('approval_response_message', { approvals: [] }),
+      ret('s2', 'call_0', 'paid'),
+    ]);
+    expect(units.map((u) => u.messages)).toEqual([
+      [{ role: 'user', content: 'look, then pay' }],
+      [
+        expect.objectContaining({ role: 'assistant', tool_calls: [expect.any(Object)] }),
+        { role: 'tool', tool_call_id: 'call_0', content: 'looked' },
+      ],
+      [
+        expect.objectContaining({
+          role: 'assistant',
+          tool_calls: [
+            expect.objectContaining({
+              id: 'call_0',
+              function: expect.objectContaining({ name: 'pay' }),
+            }),
+          ],
+        }),
+        { role: 'tool', tool_call_id: 'call_0', content: 'paid' },
+      ],
+    ]);
+  });
+});
+
 describe('buildContext', () => {
   const history = [user('old one'), user('old two'), user('current message')];
   const rows: [string, number, string[]][] = [
