@@ -1,5 +1,5 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { api, asText, type Agent, type LettaMessage, type Run } from './api';
+import { api, asText, type Agent, type ConsentRequest, type LettaMessage, type Run } from './api';
 import { live, type RunEventFrame } from './live';
 import { describeResolution, relative, useStore } from './store';
 import { go } from './router';
@@ -62,7 +62,7 @@ const tokens = (u: Record<string, number | undefined>) =>
   `${u.total_tokens ?? 0} tokens (${u.prompt_tokens ?? 0} in, ${u.completion_tokens ?? 0} out)`;
 
 /** One timeline line per run event; messages by their Letta type. */
-function TimelineItem({ e, pass }: { e: Entry; pass: number }) {
+function TimelineItem({ e, pass, agentId }: { e: Entry; pass: number; agentId: string }) {
   const d = e.data;
   switch (e.kind) {
     case 'run.started':
@@ -176,6 +176,8 @@ function TimelineItem({ e, pass }: { e: Entry; pass: number }) {
               key={c?.tool_call_id ?? i}
               call={c}
               requestId={i === 0 ? asText(m.request_id) : ''}
+              agentId={agentId}
+              at={Date.parse(asText(m.date)) || Infinity}
             />
           ))}
         </>
@@ -222,17 +224,32 @@ interface Step {
 function ConsentLine({
   call,
   requestId,
+  agentId,
+  at,
 }: {
   call: { name?: string; arguments?: unknown; tool_call_id?: string } | undefined;
   requestId: string;
+  agentId: string;
+  /** When the line's approval request was written. */
+  at: number;
 }) {
   const s = useStore();
-  const pending =
-    s.pending.get(requestId) ??
-    [...s.pending.values()].find((r) => r.tool_call_id === call?.tool_call_id);
+  // A tool_call_id may name several calls of an agent (a provider that reuses ids): the line's request
+  // is the agent's newest for the id made by the time of the line, never a later call's.
+  const newest = <T,>(xs: Iterable<T>, req: (x: T) => ConsentRequest): T | undefined => {
+    let best: T | undefined;
+    for (const x of xs) {
+      const r = req(x);
+      if (r.tool_call_id !== call?.tool_call_id || r.agent_id !== agentId) continue;
+      if (Date.parse(r.created_at) > at) continue;
+      if (!best || Date.parse(r.created_at) >= Date.parse(req(best).created_at)) best = x;
+    }
+    return best;
+  };
+  const pending = s.pending.get(requestId) ?? newest(s.pending.values(), (r) => r);
   const resolved =
     s.resolved.get(pending?.id ?? requestId) ??
-    (call?.tool_call_id ? s.resolvedCalls.get(call.tool_call_id) : undefined);
+    newest(s.resolvedCalls.values(), (v) => v.request)?.resolution;
   return (
     <li class="tl tl-park">
       <span class="who">{pending ? 'Waiting for consent' : 'Consent'}</span>{' '}
@@ -309,7 +326,7 @@ function PastRun({ run }: { run: Run }) {
           />
           <ol class="timeline" aria-label={`Messages of run ${run.id}`}>
             {withPasses(entries).map(({ e, pass }) => (
-              <TimelineItem key={e.key} e={e} pass={pass} />
+              <TimelineItem key={e.key} e={e} pass={pass} agentId={run.agent_id} />
             ))}
           </ol>
         </div>
@@ -433,7 +450,7 @@ export function Chat({ agentId }: { agentId: string | null }) {
                     <p class="eyebrow">run {g.runId.slice(4, 12)}</p>
                     <ol class="timeline">
                       {withPasses(g.items).map(({ e: en, pass }) => (
-                        <TimelineItem key={en.key} e={en} pass={pass} />
+                        <TimelineItem key={en.key} e={en} pass={pass} agentId={agentId ?? ''} />
                       ))}
                     </ol>
                   </div>

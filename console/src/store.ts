@@ -34,8 +34,11 @@ export const channelName = (c: string) =>
 class Store {
   readonly pending = new Map<string, ConsentRequest>();
   readonly resolved = new Map<string, Resolved>();
-  /** The same resolutions by the call they answered (a request lists several calls; the chat shows each). */
-  readonly resolvedCalls = new Map<string, Resolved>();
+  /**
+   * The same resolutions with the request they answered, by request id: the chat finds a call's by its
+   * tool_call_id (a request lists several calls; the chat shows each).
+   */
+  readonly resolvedCalls = new Map<string, { request: ConsentRequest; resolution: Resolved }>();
   agents: Agent[] | null = null;
   /** The request whose dialog is open (from the inbox or the chat timeline). */
   openId: string | null = null;
@@ -83,7 +86,7 @@ class Store {
     const req = this.pending.get(f.request_id);
     this.pending.delete(f.request_id);
     this.resolved.set(f.request_id, f);
-    if (req) this.resolvedCalls.set(req.tool_call_id, f);
+    if (req) this.resolvedCalls.set(req.id, { request: req, resolution: f });
     if (this.openId === f.request_id) this.openId = null;
     if (req)
       this.notice(

@@ -358,6 +358,40 @@ describeBrowser('web console at /console/ (Chromium)', () => {
     await shot(page, 'timeline');
   });
 
+  it('a tool_call_id the model reuses: the earlier consent line keeps its answer, the new call waits for its own', async () => {
+    const agent = await anAgent('reuse');
+    const page = await open(`#/chat/${agent.id}`);
+    const timeline = page.getByRole('log', { name: 'Run timeline' });
+    const answer = page.getByRole('button', { name: /^Answer consent request for pay \(/ });
+    const approveOnce = async () => {
+      await answer.click();
+      const dialog = page.getByRole('dialog', { name: /wants to run pay/ });
+      await dialog.getByRole('button', { name: 'Approve once' }).click();
+      await dialog.waitFor({ state: 'detached' });
+    };
+    const approved = timeline.getByText('approved once by default via the console/WebSocket');
+    modelPays(agent, { amount: 1, to: 'ann@example.com' }, 'call_0', 'Paid one.');
+    await page.getByRole('textbox', { name: 'Message' }).fill('pay one');
+    await page.getByRole('button', { name: 'Send' }).click();
+    await approveOnce();
+    await timeline.getByText('Paid one.').waitFor();
+    // the provider gives the next payment the same id
+    modelPays(agent, { amount: 2, to: 'ann@example.com' }, 'call_0', 'Paid two.');
+    await page.getByRole('textbox', { name: 'Message' }).fill('pay two');
+    await page.getByRole('button', { name: 'Send' }).click();
+    await timeline.getByText('Waiting for consent').waitFor();
+    expect(await answer.count()).toBe(1);
+    expect(await approved.count()).toBe(1);
+    await approveOnce();
+    await timeline.getByText('Paid two.').waitFor();
+    await waitFor(() => tools.calls.length === 2);
+    expect(await approved.count()).toBe(2);
+    expect(tools.calls.map((c) => [c.body.tool_call_id, c.body.arguments.amount])).toEqual([
+      ['call_0', 1],
+      ['call_0', 2],
+    ]);
+  });
+
   it('Approve for 10 minutes with a constraint creates the grant that covers the next call', async () => {
     const agent = await anAgent('refunds');
     const page = await open('#/inbox', { width: 1280, height: 1240 });
