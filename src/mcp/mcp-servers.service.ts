@@ -216,13 +216,7 @@ export class McpServersService implements OnModuleInit {
         await this.endpoint(server),
         ref.tool,
         args,
-        {
-          tool_call_id: ctx.toolCallId,
-          // the call's own key: a provider may give several calls the same tool_call_id
-          idempotency_key: ctx.idempotencyKey ?? ctx.toolCallId,
-          agent_id: ctx.agentId,
-          run_id: ctx.runId,
-        },
+        { tool_call_id: ctx.toolCallId, agent_id: ctx.agentId, run_id: ctx.runId },
         ctx.signal,
       );
       return mcpToolReturn(result, this.config.mcp.max_result_bytes);

@@ -203,12 +203,7 @@ describe('MCP servers as tool sources', () => {
     const [echo, add, fail, localEcho] = returns(res);
     expect(JSON.parse(echo.tool_return)).toEqual({
       echo: 'hello',
-      meta: {
-        tool_call_id: 'call_echo_1',
-        idempotency_key: expect.stringMatching(/^call_echo_1@step-/),
-        agent_id: agentId,
-        run_id: expect.any(String),
-      },
+      meta: { tool_call_id: 'call_echo_1', agent_id: agentId, run_id: expect.any(String) },
     });
     expect(JSON.parse(localEcho.tool_return)).toMatchObject({
       echo: 'over stdio',
