@@ -10,8 +10,6 @@ export interface HttpCallContext {
   agentId: string;
   runId: string;
   toolCallId: string;
-  /** The call's own key (the tool_call_id with its step); the tool_call_id when absent. */
-  idempotencyKey?: string;
   signal: AbortSignal;
 }
 
@@ -34,9 +32,7 @@ class TooLarge extends Error {}
 
 /**
  * Calls an http tool: `{arguments, agent_id, run_id, tool_call_id}` as JSON (query parameters for GET),
- * and `Idempotency-Key`: the call's own key (the tool_call_id, with the model step that made it: a
- * provider may give several calls the same id, which a tool must not take for retries of one). A 2xx
- * body is the result; anything else is an error return.
+ * the tool_call_id also as `Idempotency-Key`. A 2xx body is the result; anything else is an error return.
  * `${NAME}` header values are resolved here and nowhere else; no resolved value reaches a result or a log.
  * Every connection (the first and each redirect) is checked against the outbound policy after DNS
  * resolution; the body is read as it streams and dropped past `maxResponseBytes`.
@@ -77,7 +73,7 @@ export async function invokeHttpTool(
   const fixed = {
     'content-type': 'application/json',
     accept: 'application/json, text/plain, */*',
-    'idempotency-key': ctx.idempotencyKey ?? ctx.toolCallId,
+    'idempotency-key': ctx.toolCallId,
   };
   let declared = resolved.headers;
   const origin = url.origin;

@@ -117,11 +117,6 @@ export interface ToolInvoker {
       agentId: string;
       runId: string;
       toolCallId: string;
-      /**
-       * Names this one call (sent as an http tool's `Idempotency-Key`): the tool_call_id, with the step
-       * that made it when there is one (`call_0@step-…`), as a provider may reuse ids across responses.
-       */
-      idempotencyKey?: string;
       signal: AbortSignal;
     },
   ): Promise<{ status: 'success' | 'error'; value: string }>;

@@ -616,7 +616,6 @@ export class ToolExecutor {
       agentId: setup.agentId,
       runId: meta.runId,
       toolCallId: a.call.toolCallId,
-      idempotencyKey: a.call.stepId ? `${a.call.toolCallId}@${a.call.stepId}` : a.call.toolCallId,
       get signal(): AbortSignal {
         if (!ac) {
           ac = new AbortController();

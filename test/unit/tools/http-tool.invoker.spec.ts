@@ -70,19 +70,6 @@ describe('invokeHttpTool (against a local server)', () => {
     expect(seen[0].headers['content-type']).toBe('application/json');
   });
 
-  it("sends the call's own key as Idempotency-Key: the tool_call_id with its step (ids may repeat across steps)", async () => {
-    handler = (_req, _body, res) => res.writeHead(200).end('ok');
-    await invokeHttpTool(
-      { url: base, method: 'POST' },
-      {},
-      { ...ctx(), toolCallId: 'call_0', idempotencyKey: 'call_0@step-1' },
-      {},
-      LIMITS,
-    );
-    expect(seen[0].headers['idempotency-key']).toBe('call_0@step-1');
-    expect(JSON.parse(seen[0].body).tool_call_id).toBe('call_0');
-  });
-
   it('returns a text body as is', async () => {
     handler = (_req, _body, res) =>
       res.writeHead(201, { 'content-type': 'text/plain' }).end('done');

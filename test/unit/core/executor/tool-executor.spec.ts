@@ -1,5 +1,3 @@
-import type { ToolCallRequest } from '../../../../src/core/executor/contracts';
-import { ToolExecutor } from '../../../../src/core/executor/tool-executor';
 import type { ToolRule } from '../../../../src/core/rules/tool-rule';
 import { aSetup, aTool, code, Harness } from './executor-harness';
 
@@ -424,29 +422,6 @@ describe('execution', () => {
     expect(h.invoker.calls.map((c) => c.name)).toEqual(['a', 'b']);
     expect(await h.executor.wasStarted(h.setup.agentId, 'call_0', 'step-2')).toBe(true);
     expect(await h.executor.wasStarted(h.setup.agentId, 'call_0', 'step-3')).toBe(false);
-  });
-
-  it("gives a tool the call's own key: its tool_call_id with the step that made it", async () => {
-    const h = new Harness(aSetup());
-    const keys: (string | undefined)[] = [];
-    h.executor = new ToolExecutor({
-      clock: h.clock,
-      store: h.store,
-      consent: h.consent,
-      limits: { batchTtlMs: 86_400_000 },
-      timers: h.timers,
-      invoker: {
-        invoke: (_tool, _args, ctx) => {
-          keys.push(ctx.idempotencyKey);
-          return Promise.resolve({ status: 'success', value: 'ok' });
-        },
-      },
-    });
-    const run = (call: ToolCallRequest) => h.executor.execute(h.setup, h.pass, call, h.meta());
-    await run({ toolCallId: 'call_0', name: 'a', arguments: {}, stepId: 'step-1' });
-    await run({ toolCallId: 'call_0', name: 'a', arguments: {}, stepId: 'step-2' });
-    await run({ toolCallId: 'call-own', name: 'a', arguments: {} });
-    expect(keys).toEqual(['call_0@step-1', 'call_0@step-2', 'call-own']);
   });
 
   it('a tool that does not finish in time is a Timeout, counted, not cached', async () => {
