@@ -1,5 +1,5 @@
-import { Global, Inject, Injectable, Module } from '@nestjs/common';
-import { Observable, Subject } from 'rxjs';
+import { Global, Inject, Injectable, Logger, Module } from '@nestjs/common';
+import { config as rxjsConfig, Observable, Subject } from 'rxjs';
 import { EVENT_BUS, type EventBus } from '../cluster/event-bus';
 
 /** A progress or message event of a run, published by processing and forwarded by the WebSocket gateway. */
@@ -27,10 +27,30 @@ export interface ToolOutcomeFacts {
   duration_ms: number | null;
 }
 
+const subscriberLogger = new Logger('RunEvents');
+
+/**
+ * An exception thrown by a subscriber of an observable (of the run events: metrics, traces, logs,
+ * webhooks, streams) is caught by rxjs, which neither stops the other subscribers nor the publisher,
+ * but rethrows it on a timer: an uncaught exception, which ends the process. Installed once per
+ * process (by the bus, before anyone subscribes), this logs it instead: no observer of the run events
+ * can take the server down, whatever it is handed. The subscriber stays subscribed.
+ */
+export function logSubscriberErrors(): void {
+  if (rxjsConfig.onUnhandledError) return;
+  rxjsConfig.onUnhandledError = (e: unknown) =>
+    subscriberLogger.error(
+      `an event subscriber failed (the event was still delivered to the others): ${
+        e instanceof Error ? (e.stack ?? e.message) : String(e)
+      }`,
+    );
+}
+
 /**
  * Run events as an observable, from this instance and the others (through the event bus, so an SSE
  * stream or a waiting caller on one instance follows a run processed on another); publishing never
- * blocks the loop.
+ * blocks the loop, and a subscriber that throws never reaches the publisher nor ends the process
+ * (`logSubscriberErrors`).
  */
 @Injectable()
 export class RunEventsBus {
@@ -41,6 +61,7 @@ export class RunEventsBus {
   readonly local$: Observable<RunEvent> = this.localSubject.asObservable();
 
   constructor(@Inject(EVENT_BUS) private readonly bus: EventBus) {
+    logSubscriberErrors();
     bus.subscribe('run.event', (e) => this.subject.next(e));
   }
 

@@ -443,13 +443,26 @@ export function describe(e: unknown): string {
   return code ? `${e.message} (${code})` : e.message;
 }
 
-function normaliseUsage(
+/** A token count above this is nonsense (no context window is near it): it is cut to it. */
+export const MAX_USAGE_TOKENS = 1e12;
+
+/**
+ * The endpoint's usage as whole, non-negative counts the run can add up (the API's usage is integers).
+ * A count that is missing, not a number, or negative is estimated (chars / 4) rather than trusted: a
+ * negative or zeroed count would otherwise shrink the batch's token budget, and a negative one reached
+ * a Prometheus counter (which throws). A fraction is rounded; a count above MAX_USAGE_TOKENS is cut to
+ * it; the total is at least the sum of its parts.
+ */
+export function normaliseUsage(
   raw: unknown,
   messages: ChatMessage[],
   content: string | null,
   calls: ModelToolCall[],
 ): ModelResponse['usage'] {
-  const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
+  const num = (v: unknown) =>
+    typeof v === 'number' && Number.isFinite(v) && v >= 0
+      ? Math.min(MAX_USAGE_TOKENS, Math.round(v))
+      : undefined;
   const u = isObj(raw) ? raw : {};
   const prompt = num(u.prompt_tokens) ?? countTokens(messages);
   const completion =
@@ -462,6 +475,6 @@ function normaliseUsage(
   return {
     prompt_tokens: prompt,
     completion_tokens: completion,
-    total_tokens: num(u.total_tokens) ?? prompt + completion,
+    total_tokens: Math.max(num(u.total_tokens) ?? 0, prompt + completion),
   };
 }

@@ -1,12 +1,16 @@
-import { Injectable, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Subscription } from 'rxjs';
-import { RunEventsBus, ToolOutcomeFacts } from '../common/run-events';
+import { RunEvent, RunEventsBus, ToolOutcomeFacts } from '../common/run-events';
 import { Transactor } from '../database/transactor';
 import { ConsentGateway } from '../permissions/consent.gateway';
 import { PermissionBrokerService } from '../permissions/permission-broker.service';
 import { ObservabilityRepository } from './observability.repository';
+
+/** A count or duration a metric can take: finite and not negative (a counter throws on a negative one). */
+const measurable = (n: unknown): n is number =>
+  typeof n === 'number' && Number.isFinite(n) && n >= 0;
 
 /**
  * Prometheus metrics, one registry per app (tests boot several in one process). Counters follow the
@@ -71,6 +75,7 @@ export class MetricsService implements OnModuleInit, OnApplicationShutdown {
     buckets: [1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600],
     registers: [this.registry],
   });
+  private readonly logger = new Logger('Metrics');
   private subscription: Subscription | null = null;
   private readonly unsubscribe: (() => void)[] = [];
 
@@ -118,26 +123,11 @@ export class MetricsService implements OnModuleInit, OnApplicationShutdown {
   onModuleInit(): void {
     this.moduleRef.get(Transactor, { strict: false }).observe = (s) => this.transactions.observe(s);
     this.subscription = this.bus.local$.subscribe((e) => {
-      switch (e.type) {
-        case 'run.completed':
-          this.runs.inc({ status: String(e.data.status), stop_reason: String(e.data.stop_reason) });
-          break;
-        case 'step.completed': {
-          const model = String(e.data.model);
-          const usage = e.data.usage as { prompt_tokens?: number; completion_tokens?: number };
-          this.steps.inc({ model });
-          this.modelLatency.observe({ model }, Number(e.data.model_call_ms) / 1000);
-          this.tokens.inc({ model, kind: 'prompt' }, usage?.prompt_tokens ?? 0);
-          this.tokens.inc({ model, kind: 'completion' }, usage?.completion_tokens ?? 0);
-          break;
-        }
-        case 'tools.completed':
-          for (const o of e.data.outcomes as ToolOutcomeFacts[]) {
-            this.tools.inc({ tool: o.tool, outcome: o.kind, status: o.status });
-            if (o.kind === 'refused')
-              this.refusals.inc({ tool: o.tool, rule: o.rule ?? o.error_type ?? 'unknown' });
-          }
-          break;
+      // a metric is never worth a run: whatever an event carries, nothing thrown here leaves
+      try {
+        this.count(e);
+      } catch (err) {
+        this.logger.error(`metrics of a ${e.type} event: ${String(err)}`);
       }
     });
     const broker = this.moduleRef.get(PermissionBrokerService, { strict: false });
@@ -149,6 +139,34 @@ export class MetricsService implements OnModuleInit, OnApplicationShutdown {
         this.consentWait.observe({ outcome }, Math.max(0, r.decidedAt - r.createdAt) / 1000);
       }),
     );
+  }
+
+  private count(e: RunEvent): void {
+    switch (e.type) {
+      case 'run.completed':
+        this.runs.inc({ status: String(e.data.status), stop_reason: String(e.data.stop_reason) });
+        break;
+      case 'step.completed': {
+        const model = String(e.data.model);
+        const usage = e.data.usage as { prompt_tokens?: unknown; completion_tokens?: unknown };
+        this.steps.inc({ model });
+        const seconds = Number(e.data.model_call_ms) / 1000;
+        if (measurable(seconds)) this.modelLatency.observe({ model }, seconds);
+        // the provider makes the counts whole and non-negative; a negative one would throw here
+        if (measurable(usage?.prompt_tokens))
+          this.tokens.inc({ model, kind: 'prompt' }, usage.prompt_tokens);
+        if (measurable(usage?.completion_tokens))
+          this.tokens.inc({ model, kind: 'completion' }, usage.completion_tokens);
+        break;
+      }
+      case 'tools.completed':
+        for (const o of e.data.outcomes as ToolOutcomeFacts[]) {
+          this.tools.inc({ tool: o.tool, outcome: o.kind, status: o.status });
+          if (o.kind === 'refused')
+            this.refusals.inc({ tool: o.tool, rule: o.rule ?? o.error_type ?? 'unknown' });
+        }
+        break;
+    }
   }
 
   onApplicationShutdown(): void {

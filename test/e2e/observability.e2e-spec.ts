@@ -3,9 +3,10 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { DataSource } from 'typeorm';
+import { RunEventsBus } from '../../src/common/run-events';
 import { TracingService } from '../../src/observability/tracing.service';
 import { startApp, TestApp } from '../support/app-harness';
-import { api, createAgent, say } from '../support/processing-fixtures';
+import { api, createAgent, LoopEnv, say, startLoopEnv } from '../support/processing-fixtures';
 import { spawnServer } from '../support/server-process';
 
 /** A scripted agent: one refused call (a rule), one that runs, then the answer. */
@@ -118,6 +119,72 @@ describe('observability: metrics, traces, readiness', () => {
       await other.close().catch((e: Error) => {
         if (e.message.includes('/openapi.json')) throw e;
       });
+    }
+  });
+});
+
+describe('observability: whatever the model endpoint reports, the process lives on', () => {
+  let env: LoopEnv;
+  beforeAll(async () => {
+    env = await startLoopEnv();
+  });
+  afterAll(() => env.close());
+  beforeEach(() => env.reset());
+
+  /** Lets the timers run: rxjs rethrows a subscriber's exception on one, where it ended the process. */
+  const tick = () => new Promise((r) => setTimeout(r, 50));
+  const metrics = async () => (await fetch(`${env.t.baseUrl}/metrics`)).text();
+
+  it.each<[string, Record<string, number>]>([
+    ['negative', { prompt_tokens: -5, completion_tokens: 1, total_tokens: -4 }],
+    ['fractional', { prompt_tokens: 0.5, completion_tokens: 2.6, total_tokens: 3.1 }],
+    ['astronomical', { prompt_tokens: 1e308, completion_tokens: 1e308, total_tokens: 1e308 }],
+  ])(
+    '%s token counts: the run ends normally with whole counts, and /metrics counts them',
+    async (_n, usage) => {
+      const { t, fake } = env;
+      const agentId = await createAgent(t, fake);
+      fake.push({ content: 'hello', usage });
+      const res = await api(t, 'POST', `/v1/agents/${agentId}/messages`, say('hi'));
+      expect(res.status).toBe(200);
+      expect(res.body.stop_reason.stop_reason).toBe('end_turn');
+      await tick();
+      const run = (await api(t, 'GET', `/v1/runs/${res.body.run_id}/usage`)).body;
+      for (const k of ['prompt_tokens', 'completion_tokens', 'total_tokens']) {
+        expect(Number.isInteger(run[k])).toBe(true);
+        expect(run[k]).toBeGreaterThanOrEqual(0);
+        expect(run[k]).toBeLessThanOrEqual(2e12);
+      }
+      expect(run.total_tokens).toBeGreaterThanOrEqual(run.prompt_tokens + run.completion_tokens);
+      const text = await metrics();
+      expect(text).toMatch(/^agent_model_tokens_total\{model="openai\/fake",kind="prompt"\} \d+$/m);
+      expect((await api(t, 'GET', '/v1/health/')).status).toBe(200);
+    },
+  );
+
+  it('a subscriber of the run events that throws is logged; the run and the other subscribers go on', async () => {
+    const { t, fake } = env;
+    const bus = t.app.get(RunEventsBus);
+    const seen: string[] = [];
+    const subs = [
+      bus.local$.subscribe(() => {
+        throw new Error('a broken observer');
+      }),
+      bus.events$.subscribe(() => {
+        throw new Error('another broken observer');
+      }),
+      bus.local$.subscribe((e) => seen.push(e.type)),
+    ];
+    try {
+      const agentId = await createAgent(t, fake);
+      fake.push({ content: 'hello' });
+      const res = await api(t, 'POST', `/v1/agents/${agentId}/messages`, say('hi'));
+      expect(res.body.stop_reason.stop_reason).toBe('end_turn');
+      await tick();
+      expect(seen).toContain('run.completed');
+      expect((await api(t, 'GET', '/v1/health/')).status).toBe(200);
+    } finally {
+      subs.forEach((s) => s.unsubscribe());
     }
   });
 });

@@ -1,6 +1,11 @@
-import { ModelError, ModelRequest } from '../../../src/models/model-provider';
+import { ModelError, ModelRequest, ModelResponse } from '../../../src/models/model-provider';
 import { OpenAiProvider, OpenAiProviderOptions } from '../../../src/models/openai.provider';
-import { FakeModelServer, FakeTurn, startFakeModelServer } from '../../support/fake-model-server';
+import {
+  FakeModelServer,
+  FakeTurn,
+  FakeUsage,
+  startFakeModelServer,
+} from '../../support/fake-model-server';
 
 const KEY = 'sk-secret-key-123456';
 
@@ -342,6 +347,54 @@ describe('OpenAiProvider against the fake model server', () => {
     expect(r.usage.completion_tokens).toBe(2);
     expect(r.usage.prompt_tokens).toBeGreaterThan(0);
     expect(r.usage.total_tokens).toBe(r.usage.prompt_tokens + 2);
+  });
+
+  describe.each([false, true])('usage the endpoint reports, made whole (stream=%s)', (stream) => {
+    it.each<[string, FakeUsage, (u: ModelResponse['usage']) => void]>([
+      [
+        'a negative count is estimated',
+        { prompt_tokens: -5, completion_tokens: 1, total_tokens: -4 },
+        (u) => {
+          expect(u.prompt_tokens).toBeGreaterThan(0);
+          expect(u.completion_tokens).toBe(1);
+          expect(u.total_tokens).toBe(u.prompt_tokens + 1);
+        },
+      ],
+      [
+        'fractions are rounded',
+        { prompt_tokens: 10.5, completion_tokens: 2.4, total_tokens: 12.9 },
+        (u) => expect(u).toEqual({ prompt_tokens: 11, completion_tokens: 2, total_tokens: 13 }),
+      ],
+      [
+        'an astronomical count is cut to 1e12',
+        { prompt_tokens: 1e308, completion_tokens: 3, total_tokens: 1e308 },
+        (u) =>
+          expect(u).toEqual({
+            prompt_tokens: 1e12,
+            completion_tokens: 3,
+            total_tokens: 1e12 + 3,
+          }),
+      ],
+      [
+        'a total below its parts is their sum',
+        { prompt_tokens: 900, completion_tokens: 900, total_tokens: 0 },
+        (u) =>
+          expect(u).toEqual({ prompt_tokens: 900, completion_tokens: 900, total_tokens: 1800 }),
+      ],
+      [
+        'a total above its parts is kept (reasoning tokens)',
+        { prompt_tokens: 10, completion_tokens: 5, total_tokens: 40 },
+        (u) => expect(u).toEqual({ prompt_tokens: 10, completion_tokens: 5, total_tokens: 40 }),
+      ],
+    ])('%s', async (_name, usage, check) => {
+      fake.push({ content: 'hello', usage });
+      const r = await provider().complete(req({ stream }));
+      for (const v of Object.values(r.usage)) {
+        expect(Number.isInteger(v)).toBe(true);
+        expect(v).toBeGreaterThanOrEqual(0);
+      }
+      check(r.usage);
+    });
   });
 
   it.each<[string, FakeTurn[]]>([
