@@ -284,7 +284,8 @@ export class OpenAiProvider implements ModelProvider {
     let usage: unknown;
     let sawChunk = false;
     let done = false;
-    const calls: ToolCallAcc[] = [];
+    // by the delta's index: an index is the endpoint's to choose, so never an array's (index 1e9 walked one)
+    const calls = new Map<number, ToolCallAcc>();
 
     const onData = (data: string) => {
       if (data === '[DONE]') {
@@ -316,8 +317,13 @@ export class OpenAiProvider implements ModelProvider {
       if (Array.isArray(d.tool_calls)) {
         for (const tc of d.tool_calls as unknown[]) {
           if (!isObj(tc)) continue;
-          const index = typeof tc.index === 'number' ? tc.index : calls.length;
-          const acc = (calls[index] ??= { args: '' });
+          const index = tc.index ?? (calls.size ? Math.max(...calls.keys()) + 1 : 0);
+          if (!isToolCallIndex(index))
+            throw invalid(
+              `the model stream sent a tool call with index ${JSON.stringify(index).slice(0, 40)} (a whole number from 0 to ${MAX_TOOL_CALL_INDEX} expected)`,
+            );
+          let acc = calls.get(index);
+          if (!acc) calls.set(index, (acc = { args: '' }));
           if (typeof tc.id === 'string' && tc.id) acc.id = tc.id;
           const fn = isObj(tc.function) ? tc.function : {};
           if (typeof fn.name === 'string' && fn.name && !acc.name) acc.name = fn.name;
@@ -354,7 +360,7 @@ export class OpenAiProvider implements ModelProvider {
     return this.finish(
       content || null,
       reasoning || null,
-      calls.filter(Boolean),
+      [...calls.entries()].sort(([a], [b]) => a - b).map(([, c]) => c),
       finish,
       usage,
       req,
@@ -401,6 +407,10 @@ export class OpenAiProvider implements ModelProvider {
 
 /** Fallback tool-call ids: unique per process, across provider instances. */
 let callSeq = 0;
+/** The largest index a streamed tool-call delta may have: far more calls than any model makes in one turn. */
+export const MAX_TOOL_CALL_INDEX = 1023;
+const isToolCallIndex = (v: unknown): v is number =>
+  typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= MAX_TOOL_CALL_INDEX;
 /** An error answer's body is read up to this much for its message. */
 const ERROR_BODY_BYTES = 64 * 1024;
 const DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024;

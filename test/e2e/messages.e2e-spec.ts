@@ -1,7 +1,7 @@
 /* eslint-disable @typescript-eslint/no-explicit-any */
 import Letta from '@letta-ai/letta-client';
 import { startApp, TestApp } from '../support/app-harness';
-import { FakeModelServer, startFakeModelServer } from '../support/fake-model-server';
+import { FakeModelServer, sseChunk, startFakeModelServer } from '../support/fake-model-server';
 
 describe('messages: the loop through the fake model server', () => {
   let t: TestApp;
@@ -175,6 +175,52 @@ describe('messages: the loop through the fake model server', () => {
       })(),
     ).rejects.toMatchObject({ error: { error_type: 'llm_bad_request' } });
     expect(seen).toEqual(['stop_reason', 'usage_statistics']);
+  });
+
+  /** A streamed send: its SSE frames' JSON (the `[DONE]` and error frames left out). */
+  const streamSend = async (agentId: string) => {
+    const res = await fetch(`${t.baseUrl}/v1/agents/${agentId}/messages/stream`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ messages: [{ role: 'user', content: 'go' }], stream_tokens: true }),
+    });
+    const text = await res.text();
+    return text
+      .split('\n')
+      .filter((l) => l.startsWith('data: {'))
+      .map((l) => JSON.parse(l.slice(6)));
+  };
+
+  it('a streamed tool call with an absurd index fails the run at once (it froze the process), and the agent goes on', async () => {
+    const agentId = await anAgent();
+    fake.push({
+      sse: [
+        sseChunk(
+          {
+            tool_calls: [
+              {
+                index: 1e9,
+                id: 'big',
+                type: 'function',
+                function: { name: 'send_message', arguments: '{"message":"hi"}' },
+              },
+            ],
+          },
+          'tool_calls',
+        ),
+      ],
+    });
+    const started = Date.now();
+    const frames = await streamSend(agentId);
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect(frames.find((f) => f.message_type === 'stop_reason')?.stop_reason).toBe(
+      'invalid_llm_response',
+    );
+    fake.push({ content: 'fine again' });
+    const next = await post(`/v1/agents/${agentId}/messages`, {
+      messages: [{ role: 'user', content: 'x' }],
+    });
+    expect(next.body.messages.map((m: any) => m.content)).toEqual(['fine again']);
   });
 
   it('a stop that is not an error (max_steps) answers 200 with its stop reason and no metadata.error', async () => {

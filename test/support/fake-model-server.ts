@@ -14,7 +14,8 @@
  *   3. the `respond(fn)` function, if set and it returns a turn;
  *   4. a plain assistant text "ok" with no tool calls, so nothing ever hangs.
  * `stream: true` requests are answered as SSE chunks (content in several deltas, tool-call arguments in fragments,
- * a usage chunk when `stream_options.include_usage`), then `data: [DONE]`.
+ * a usage chunk when `stream_options.include_usage`), then `data: [DONE]`; a turn's `sse` frames are sent
+ * verbatim instead (`sseChunk(delta)` builds one), for shapes the fake does not make itself.
  *
  * `POST …/embeddings` answers `fakeEmbedding(text)` per input (FAKE_EMBEDDING_DIM numbers): words of a few
  * topics (pets, food, weather, travel, music, code) share a dimension per topic, so "kitten" is close to
@@ -57,6 +58,13 @@ export interface FakeTurn {
   raw?: string;
   /** Destroy the socket without answering (a connection error for the client). */
   dropConnection?: boolean;
+  /**
+   * Answer with these SSE frames verbatim (whatever the request asked): an object is sent as
+   * `data: <JSON>\n\n`, a string as is; then `data: [DONE]\n\n` unless `sseDone` is false. For stream
+   * shapes the fake does not make itself (tool-call deltas without an index, odd line endings, …).
+   */
+  sse?: (Record<string, unknown> | string)[];
+  sseDone?: boolean;
 }
 
 export interface RecordedRequest {
@@ -113,6 +121,18 @@ export interface FakeModelServer {
 }
 
 const DEFAULT_TURN: FakeTurn = { content: 'ok' };
+
+/** One `chat.completion.chunk` with this delta, for a turn's `sse` frames. */
+export function sseChunk(
+  delta: Record<string, unknown>,
+  finishReason: string | null = null,
+): Record<string, unknown> {
+  return {
+    id: 'chatcmpl-fake-sse',
+    object: 'chat.completion.chunk',
+    choices: [{ index: 0, delta, finish_reason: finishReason }],
+  };
+}
 
 export const FAKE_EMBEDDING_DIM = 16;
 const TOPICS = [
@@ -410,6 +430,13 @@ export async function startFakeModelServer(): Promise<FakeModelServer> {
         },
       };
       return sendJson(res, turn.status, errBody, turn.headers);
+    }
+    if (turn.sse !== undefined) {
+      res.writeHead(200, { 'content-type': 'text/event-stream', ...turn.headers });
+      for (const f of turn.sse)
+        res.write(typeof f === 'string' ? f : `data: ${JSON.stringify(f)}\n\n`);
+      res.end(turn.sseDone === false ? undefined : 'data: [DONE]\n\n');
+      return;
     }
     if (turn.raw !== undefined) {
       res.writeHead(turn.status ?? 200, { 'content-type': 'application/json', ...turn.headers });

@@ -1,9 +1,14 @@
 import { ModelError, ModelRequest, ModelResponse } from '../../../src/models/model-provider';
-import { OpenAiProvider, OpenAiProviderOptions } from '../../../src/models/openai.provider';
+import {
+  MAX_TOOL_CALL_INDEX,
+  OpenAiProvider,
+  OpenAiProviderOptions,
+} from '../../../src/models/openai.provider';
 import {
   FakeModelServer,
   FakeTurn,
   FakeUsage,
+  sseChunk,
   startFakeModelServer,
 } from '../../support/fake-model-server';
 
@@ -394,6 +399,49 @@ describe('OpenAiProvider against the fake model server', () => {
         expect(v).toBeGreaterThanOrEqual(0);
       }
       check(r.usage);
+    });
+  });
+
+  describe('streamed tool-call deltas', () => {
+    const delta = (index: unknown, id: string, name: string, args: string) =>
+      sseChunk({
+        tool_calls: [{ index, id, type: 'function', function: { name, arguments: args } }],
+      });
+    const streamed = () =>
+      provider().complete(req({ stream: true, tools: [tool('a'), tool('b')], toolChoice: 'auto' }));
+
+    it.each<[string, unknown]>([
+      ['huge', 1e9],
+      ['one past the bound', MAX_TOOL_CALL_INDEX + 1],
+      ['negative', -1],
+      ['fractional', 0.5],
+      ['a string', '0'],
+    ])('an index that is %s is invalid_llm_response, at once', async (_name, index) => {
+      fake.push({ sse: [delta(index, 'c1', 'a', '{}'), sseChunk({}, 'tool_calls')] });
+      const started = Date.now();
+      const e = await failure(streamed());
+      expect(e.kind).toBe('invalid_llm_response');
+      expect(e.message).toMatch(
+        /tool call with index .* \(a whole number from 0 to 1023 expected\)/,
+      );
+      expect(Date.now() - started).toBeLessThan(2000);
+    });
+
+    it('calls are ordered by their index, gaps or not, whatever order their deltas came in', async () => {
+      fake.push({
+        sse: [
+          delta(MAX_TOOL_CALL_INDEX, 'c3', 'b', '{"n":3}'),
+          delta(5, 'c2', 'a', '{"n":'),
+          delta(0, 'c1', 'b', '{"n":1}'),
+          sseChunk({ tool_calls: [{ index: 5, function: { arguments: '2}' } }] }, 'tool_calls'),
+        ],
+      });
+      const r = await streamed();
+      expect(r.toolCalls).toEqual([
+        { id: 'c1', name: 'b', argumentsText: '{"n":1}' },
+        { id: 'c2', name: 'a', argumentsText: '{"n":2}' },
+        { id: 'c3', name: 'b', argumentsText: '{"n":3}' },
+      ]);
     });
   });
 
