@@ -75,6 +75,32 @@ describe('processing: budgets per agent and per request', () => {
       expect(fake.requests).toHaveLength(10);
     });
 
+    it('a total below its parts counts as their sum (900 + 900 with total 0 is 1800)', async () => {
+      const id = await looping();
+      fake.respond(() => ({
+        tool_calls: [{ name: 'lookup', arguments: {} }],
+        usage: { prompt_tokens: 900, completion_tokens: 900, total_tokens: 0 },
+      }));
+      const res = await send(id);
+      expect(res.stop_reason.stop_reason).toBe('max_tokens_exceeded');
+      expect(fake.requests).toHaveLength(1);
+      expect(res.usage.total_tokens).toBe(1800);
+    });
+
+    it('negative counts are estimated, so they cannot hold the budget back', async () => {
+      const id = await looping({ budgets: { max_tokens_per_batch: 150 } });
+      fake.respond(() => ({
+        tool_calls: [{ name: 'lookup', arguments: {} }],
+        usage: { prompt_tokens: -1_000_000, completion_tokens: -5, total_tokens: -1_000_005 },
+      }));
+      const res = await send(id);
+      expect(res.stop_reason.stop_reason).toBe('max_tokens_exceeded');
+      expect(fake.requests.length).toBeLessThan(10);
+      expect(res.usage.total_tokens).toBeGreaterThanOrEqual(150);
+      expect(res.usage.prompt_tokens).toBeGreaterThan(0);
+      expect(res.usage.completion_tokens).toBeGreaterThan(0);
+    });
+
     it('a batch that ends within its budget ends normally', async () => {
       const id = await looping({ budgets: { max_tokens_per_batch: 250 } });
       fake.push(
