@@ -6,7 +6,12 @@ import { RunEvent, RunEventsBus, ToolOutcomeFacts } from '../common/run-events';
 import { Transactor } from '../database/transactor';
 import { ConsentGateway } from '../permissions/consent.gateway';
 import { PermissionBrokerService } from '../permissions/permission-broker.service';
+import { BoundedLabel, toolLabel } from './labels';
 import { ObservabilityRepository } from './observability.repository';
+
+/** Distinct values of the `model` and `tool` labels; later ones are counted as `<other>`. */
+export const MAX_MODEL_LABELS = 500;
+export const MAX_TOOL_LABELS = 2000;
 
 /** A count or duration a metric can take: finite and not negative (a counter throws on a negative one). */
 const measurable = (n: unknown): n is number =>
@@ -76,6 +81,9 @@ export class MetricsService implements OnModuleInit, OnApplicationShutdown {
     registers: [this.registry],
   });
   private readonly logger = new Logger('Metrics');
+  /** Model handles (an agent picks its model's name) and tool names (a request declares client tools). */
+  private readonly modelLabels = new BoundedLabel(MAX_MODEL_LABELS);
+  private readonly toolLabels = new BoundedLabel(MAX_TOOL_LABELS);
   private subscription: Subscription | null = null;
   private readonly unsubscribe: (() => void)[] = [];
 
@@ -147,7 +155,7 @@ export class MetricsService implements OnModuleInit, OnApplicationShutdown {
         this.runs.inc({ status: String(e.data.status), stop_reason: String(e.data.stop_reason) });
         break;
       case 'step.completed': {
-        const model = String(e.data.model);
+        const model = this.modelLabels.of(String(e.data.model));
         const usage = e.data.usage as { prompt_tokens?: unknown; completion_tokens?: unknown };
         this.steps.inc({ model });
         const seconds = Number(e.data.model_call_ms) / 1000;
@@ -161,9 +169,10 @@ export class MetricsService implements OnModuleInit, OnApplicationShutdown {
       }
       case 'tools.completed':
         for (const o of e.data.outcomes as ToolOutcomeFacts[]) {
-          this.tools.inc({ tool: o.tool, outcome: o.kind, status: o.status });
+          const tool = this.toolLabels.of(toolLabel(o));
+          this.tools.inc({ tool, outcome: o.kind, status: o.status });
           if (o.kind === 'refused')
-            this.refusals.inc({ tool: o.tool, rule: o.rule ?? o.error_type ?? 'unknown' });
+            this.refusals.inc({ tool, rule: o.rule ?? o.error_type ?? 'unknown' });
         }
         break;
     }

@@ -162,6 +162,28 @@ describe('observability: whatever the model endpoint reports, the process lives 
     },
   );
 
+  it('tool names the model invents are counted as <unknown>, never as labels of their own', async () => {
+    const { t, fake } = env;
+    const agentId = await createAgent(t, fake);
+    const invented = Array.from({ length: 20 }, (_, i) => `made_up_${i}_${'x'.repeat(5000)}`);
+    fake.push(
+      { tool_calls: invented.map((name) => ({ name, arguments: {} })) },
+      { content: 'done' },
+    );
+    const before = await metrics();
+    const res = await api(t, 'POST', `/v1/agents/${agentId}/messages`, say('hi'));
+    expect(res.body.stop_reason.stop_reason).toBe('end_turn');
+    const after = await metrics();
+    expect(after).not.toContain('made_up_');
+    const series = 'agent_tool_calls_total{tool="<unknown>",outcome="refused",status="error"}';
+    expect(metricValue(after, series) - metricValue(before, series)).toBe(20);
+    expect(
+      metricValue(after, 'agent_tool_refusals_total{tool="<unknown>",rule="NotFound"}') -
+        metricValue(before, 'agent_tool_refusals_total{tool="<unknown>",rule="NotFound"}'),
+    ).toBe(20);
+    expect(after.length - before.length).toBeLessThan(2000);
+  });
+
   it('a subscriber of the run events that throws is logged; the run and the other subscribers go on', async () => {
     const { t, fake } = env;
     const bus = t.app.get(RunEventsBus);
