@@ -188,11 +188,19 @@ export class OpenAiProvider implements ModelProvider {
     try {
       let res: Response;
       try {
-        res = await fetch(url, { method: 'POST', headers, body, signal: ac.signal });
+        // never followed: a redirect would re-send the whole prompt to wherever it points
+        res = await fetch(url, {
+          method: 'POST',
+          headers,
+          body,
+          signal: ac.signal,
+          redirect: 'manual',
+        });
       } catch (e) {
         return fail(e);
       }
       try {
+        if (isRedirect(res.status)) throw this.redirected(res);
         if (!res.ok) throw await this.httpError(res);
         const type = res.headers.get('content-type') ?? '';
         if (req.stream && type.includes('text/event-stream') && res.body) {
@@ -208,6 +216,12 @@ export class OpenAiProvider implements ModelProvider {
       stopTimer();
       req.signal?.removeEventListener('abort', onCancel);
     }
+  }
+
+  /** A 3xx is not followed: the call fails at once, naming where the endpoint pointed. */
+  private redirected(res: Response): ModelError {
+    void res.body?.cancel().catch(() => undefined);
+    return new ModelError('llm_api_error', this.redact(redirectMessage('model', res)), res.status);
   }
 
   private async httpError(res: Response): Promise<Error> {
@@ -427,6 +441,17 @@ function textOf(content: unknown): string | null {
     return content.map((p) => (isObj(p) && typeof p.text === 'string' ? p.text : '')).join('');
   }
   return null;
+}
+
+export const isRedirect = (status: number) => status >= 300 && status < 400;
+
+/** What a 3xx answer says (redirects are never followed): its status and Location, cut to 300 characters. */
+export function redirectMessage(what: 'model' | 'embedding', res: Response): string {
+  const location = res.headers.get('location')?.slice(0, 300);
+  return (
+    `the ${what} endpoint answered ${res.status} ${location ? `redirecting to ${location}` : 'without a Location'}: ` +
+    "redirects are not followed (the prompt would go elsewhere); set the provider's base_url to the final URL"
+  );
 }
 
 /** The message a provider put in its error body (`{error:{message}}`, `{message}`, `{detail}`), else the text. */

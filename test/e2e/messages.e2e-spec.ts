@@ -223,6 +223,27 @@ describe('messages: the loop through the fake model server', () => {
     expect(next.body.messages.map((m: any) => m.content)).toEqual(['fine again']);
   });
 
+  it('a redirect from the model endpoint is not followed: the prompt goes nowhere else, the run fails naming it', async () => {
+    const other = await startFakeModelServer();
+    try {
+      const agentId = await anAgent();
+      const location = `${other.baseUrl}/chat/completions`;
+      fake.push({ status: 307, headers: { location } });
+      const res = await post(`/v1/agents/${agentId}/messages`, {
+        messages: [{ role: 'user', content: 'a private prompt' }],
+      });
+      expect(res.body.details).toMatchObject({ stop_reason: 'llm_api_error' });
+      const run: any = await (
+        await fetch(`${t.baseUrl}/v1/runs/${res.body.details.run_id}`)
+      ).json();
+      expect(run.metadata.error.detail).toContain(`307 redirecting to ${location}`);
+      expect(other.requests).toHaveLength(0);
+      expect(fake.requests).toHaveLength(1);
+    } finally {
+      await other.close();
+    }
+  });
+
   it('a stop that is not an error (max_steps) answers 200 with its stop reason and no metadata.error', async () => {
     const agentId = await anAgent();
     fake.push({

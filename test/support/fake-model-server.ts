@@ -47,7 +47,10 @@ export interface FakeTurn {
   usage?: FakeUsage;
   /** Default `tool_calls` when the turn has tool calls, else `stop`. */
   finish_reason?: string;
-  /** An error status (e.g. 429, 500, 400): the answer is `body` (default an OpenAI-style error) as JSON. */
+  /**
+   * An error status (e.g. 429, 500, 400): the answer is `body` (default an OpenAI-style error) as JSON. A 3xx
+   * is answered with `headers` (say a `location`) and no body: a redirect.
+   */
   status?: number;
   body?: unknown;
   /** Extra response headers (e.g. `Retry-After`). */
@@ -113,8 +116,8 @@ export interface FakeModelServer {
   waitForRequests(count: number): Promise<RecordedRequest[]>;
   /** Every embeddings request received (its parsed body), in arrival order. */
   embeddingRequests: any[];
-  /** Answer embeddings requests with this error status (null: answer them). */
-  failEmbeddings(status: number | null): void;
+  /** Answer embeddings requests with this error status (null: answer them), and these headers (a 3xx's `location`). */
+  failEmbeddings(status: number | null, headers?: Record<string, string>): void;
   /** Clears queues, the responder and recorded requests. */
   reset(): void;
   close(): Promise<void>;
@@ -212,6 +215,7 @@ export async function startFakeModelServer(): Promise<FakeModelServer> {
   let seq = 0;
   const embeddingRequests: any[] = [];
   let embeddingFailure: number | null = null;
+  let embeddingFailureHeaders: Record<string, string> = {};
   const created = Math.floor(Date.now() / 1000);
 
   const notify = () => {
@@ -355,9 +359,14 @@ export async function startFakeModelServer(): Promise<FakeModelServer> {
       }
       embeddingRequests.push(body);
       if (embeddingFailure !== null)
-        return sendJson(res, embeddingFailure, {
-          error: { message: `fake embeddings error ${embeddingFailure}`, type: 'server_error' },
-        });
+        return sendJson(
+          res,
+          embeddingFailure,
+          {
+            error: { message: `fake embeddings error ${embeddingFailure}`, type: 'server_error' },
+          },
+          embeddingFailureHeaders,
+        );
       const input: unknown[] = typeof body?.input === 'string' ? [body.input] : (body?.input ?? []);
       return sendJson(res, 200, {
         object: 'list',
@@ -420,6 +429,11 @@ export async function startFakeModelServer(): Promise<FakeModelServer> {
     }
     if (turn.dropConnection) {
       req.socket.destroy();
+      return;
+    }
+    if (turn.status && turn.status >= 300 && turn.status < 400) {
+      res.writeHead(turn.status, turn.headers ?? {});
+      res.end();
       return;
     }
     if (turn.status && turn.status >= 400) {
@@ -490,8 +504,9 @@ export async function startFakeModelServer(): Promise<FakeModelServer> {
       });
     },
     embeddingRequests,
-    failEmbeddings(status) {
+    failEmbeddings(status, headers = {}) {
       embeddingFailure = status;
+      embeddingFailureHeaders = headers;
     },
     reset() {
       queue = [];
@@ -500,6 +515,7 @@ export async function startFakeModelServer(): Promise<FakeModelServer> {
       requests.length = 0;
       embeddingRequests.length = 0;
       embeddingFailure = null;
+      embeddingFailureHeaders = {};
     },
     close() {
       for (const s of sockets) s.destroy();

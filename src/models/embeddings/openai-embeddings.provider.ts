@@ -1,5 +1,11 @@
 import { readBodyCapped } from '../../common/bounded-body';
-import { describe, providerMessage, type SleepFn } from '../openai.provider';
+import {
+  describe,
+  isRedirect,
+  providerMessage,
+  redirectMessage,
+  type SleepFn,
+} from '../openai.provider';
 import { EmbeddingError, type EmbeddingProvider } from './embedding-provider';
 
 export interface OpenAiEmbeddingsOptions {
@@ -54,6 +60,8 @@ export class OpenAiEmbeddings implements EmbeddingProvider {
           headers,
           body: JSON.stringify({ model: this.opts.model, input }),
           signal: ac.signal,
+          // never followed: a redirect would re-send the texts to wherever it points
+          redirect: 'manual',
         });
       } catch (e) {
         return {
@@ -61,6 +69,10 @@ export class OpenAiEmbeddings implements EmbeddingProvider {
             ? `the embedding endpoint did not answer within ${this.opts.timeoutMs / 1000} s`
             : `cannot reach the embedding endpoint: ${describe(e)}`,
         };
+      }
+      if (isRedirect(res.status)) {
+        void res.body?.cancel().catch(() => undefined);
+        throw new EmbeddingError('bad_answer', this.redact(redirectMessage('embedding', res)));
       }
       const read = await readBodyCapped(
         res,

@@ -52,6 +52,25 @@ describe('OpenAiEmbeddings against the fake model server', () => {
     expect(fake.embeddingRequests[0].model).toBe('fake-embed');
   });
 
+  it('a redirect is not followed: a bad answer naming the Location, the texts sent nowhere else', async () => {
+    const other = await startFakeModelServer();
+    try {
+      fake.failEmbeddings(307, { location: `${other.baseUrl}/embeddings` });
+      const e = await provider()
+        .embed(['a secret text'])
+        .catch((err: unknown) => err);
+      expect(e).toBeInstanceOf(EmbeddingError);
+      expect(e).toMatchObject({
+        kind: 'bad_answer',
+        message: expect.stringContaining(`answered 307 redirecting to ${other.baseUrl}/embeddings`),
+      });
+      expect(other.embeddingRequests).toHaveLength(0);
+      expect(fake.embeddingRequests).toHaveLength(1);
+    } finally {
+      await other.close();
+    }
+  });
+
   it('a vector of other dimensions than configured is a bad answer', async () => {
     await expect(provider({ dimensions: 3 }).embed(['x'])).rejects.toMatchObject({
       kind: 'bad_answer',

@@ -250,6 +250,31 @@ describe('OpenAiProvider against the fake model server', () => {
     expect(sleeps).toEqual([]);
   });
 
+  it.each<[number, boolean]>([
+    [301, false],
+    [302, false],
+    [307, false],
+    [308, true],
+  ])(
+    'a %s redirect is not followed: llm_api_error naming the Location, not retried (stream=%s)',
+    async (status, stream) => {
+      const other = await startFakeModelServer();
+      try {
+        const location = `${other.baseUrl}/chat/completions`;
+        fake.push({ status, headers: { location } });
+        const e = await failure(provider().complete(req({ stream })));
+        expect(e).toMatchObject({ kind: 'llm_api_error', status });
+        expect(e.message).toContain(`answered ${status} redirecting to ${location}`);
+        expect(e.message).toContain('redirects are not followed');
+        expect(other.requests).toHaveLength(0);
+        expect(fake.requests).toHaveLength(1);
+        expect(sleeps).toEqual([]);
+      } finally {
+        await other.close();
+      }
+    },
+  );
+
   it('an unreachable endpoint is llm_api_error after retries', async () => {
     const gone = await startFakeModelServer();
     const url = gone.baseUrl;
