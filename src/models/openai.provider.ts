@@ -300,6 +300,19 @@ export class OpenAiProvider implements ModelProvider {
     let done = false;
     // by the delta's index: an index is the endpoint's to choose, so never an array's (index 1e9 walked one)
     const calls = new Map<number, ToolCallAcc>();
+    /** The index the last tool-call delta was for. */
+    let current: number | undefined;
+    /**
+     * A delta without an index continues the current call (the first one: 0), as Letta reads it (endpoints
+     * that send one call in fragments and no index); one that brings another id than the current call's
+     * is a call of its own (endpoints that send whole calls without an index).
+     */
+    const indexWithout = (tc: Json): number => {
+      const cur = current === undefined ? undefined : calls.get(current);
+      const id = typeof tc.id === 'string' && tc.id ? tc.id : undefined;
+      if (cur?.id && id && id !== cur.id) return Math.max(...calls.keys()) + 1;
+      return current ?? 0;
+    };
 
     const onData = (data: string) => {
       if (data === '[DONE]') {
@@ -331,16 +344,19 @@ export class OpenAiProvider implements ModelProvider {
       if (Array.isArray(d.tool_calls)) {
         for (const tc of d.tool_calls as unknown[]) {
           if (!isObj(tc)) continue;
-          const index = tc.index ?? (calls.size ? Math.max(...calls.keys()) + 1 : 0);
+          const index = tc.index ?? indexWithout(tc);
           if (!isToolCallIndex(index))
             throw invalid(
               `the model stream sent a tool call with index ${JSON.stringify(index).slice(0, 40)} (a whole number from 0 to ${MAX_TOOL_CALL_INDEX} expected)`,
             );
+          current = index;
           let acc = calls.get(index);
           if (!acc) calls.set(index, (acc = { args: '' }));
           if (typeof tc.id === 'string' && tc.id) acc.id = tc.id;
           const fn = isObj(tc.function) ? tc.function : {};
-          if (typeof fn.name === 'string' && fn.name && !acc.name) acc.name = fn.name;
+          // a name may come in fragments ("send_", "message"); some endpoints repeat the whole name instead
+          if (typeof fn.name === 'string' && fn.name && fn.name !== acc.name)
+            acc.name = (acc.name ?? '') + fn.name;
           if (typeof fn.arguments === 'string') acc.args += fn.arguments;
         }
       }

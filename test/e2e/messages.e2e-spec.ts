@@ -223,6 +223,60 @@ describe('messages: the loop through the fake model server', () => {
     expect(next.body.messages.map((m: any) => m.content)).toEqual(['fine again']);
   });
 
+  it('streamed tool-call deltas Letta accepts: without an index, a name in fragments, a name repeated', async () => {
+    const agentId = await anAgent();
+    const call = (tc: Record<string, unknown>) => sseChunk({ tool_calls: [tc] });
+    fake.push(
+      {
+        sse: [
+          call({ id: 'ni1', type: 'function', function: { name: 'send_message', arguments: '' } }),
+          call({ function: { arguments: '{"message":' } }),
+          sseChunk({ tool_calls: [{ function: { arguments: '"no index"}' } }] }, 'tool_calls'),
+        ],
+      },
+      {
+        sse: [
+          call({
+            index: 0,
+            id: 'sp1',
+            type: 'function',
+            function: { name: 'send_', arguments: '' },
+          }),
+          call({ index: 0, function: { name: 'message' } }),
+          sseChunk(
+            { tool_calls: [{ index: 0, function: { arguments: '{"message":"split name"}' } }] },
+            'tool_calls',
+          ),
+        ],
+      },
+      {
+        sse: [
+          call({
+            index: 0,
+            id: 'rp1',
+            type: 'function',
+            function: { name: 'send_message', arguments: '{"message":' },
+          }),
+          sseChunk(
+            {
+              tool_calls: [
+                { index: 0, function: { name: 'send_message', arguments: '"repeated"}' } },
+              ],
+            },
+            'tool_calls',
+          ),
+        ],
+      },
+    );
+    for (const said of ['no index', 'split name', 'repeated']) {
+      const frames = await streamSend(agentId);
+      expect(frames.find((f) => f.message_type === 'stop_reason')?.stop_reason).toBe('end_turn');
+      expect(
+        frames.filter((f) => f.message_type === 'assistant_message').map((f) => f.content),
+      ).toEqual([said]);
+    }
+  });
+
   it('a redirect from the model endpoint is not followed: the prompt goes nowhere else, the run fails naming it', async () => {
     const other = await startFakeModelServer();
     try {

@@ -452,6 +452,63 @@ describe('OpenAiProvider against the fake model server', () => {
       expect(Date.now() - started).toBeLessThan(2000);
     });
 
+    const bare = (o: { id?: string; name?: string; args?: string; index?: number }) =>
+      sseChunk({
+        tool_calls: [
+          {
+            ...(o.index === undefined ? {} : { index: o.index }),
+            ...(o.id ? { id: o.id, type: 'function' } : {}),
+            function: {
+              ...(o.name === undefined ? {} : { name: o.name }),
+              ...(o.args === undefined ? {} : { arguments: o.args }),
+            },
+          },
+        ],
+      });
+
+    it.each<
+      [string, Record<string, unknown>[], { id: string; name: string; argumentsText: string }[]]
+    >([
+      [
+        'deltas without an index continue the current call (Letta)',
+        [bare({ id: 'n1', name: 'a', args: '' }), bare({ args: '{"q":' }), bare({ args: '"x"}' })],
+        [{ id: 'n1', name: 'a', argumentsText: '{"q":"x"}' }],
+      ],
+      [
+        'a delta without an index continues the call an indexed one started',
+        [bare({ index: 0, id: 'm1', name: 'a', args: '{"q":' }), bare({ args: '1}' })],
+        [{ id: 'm1', name: 'a', argumentsText: '{"q":1}' }],
+      ],
+      [
+        'whole calls without an index, each with its own id, stay apart',
+        [bare({ id: 'w1', name: 'a', args: '{}' }), bare({ id: 'w2', name: 'b', args: '{"n":2}' })],
+        [
+          { id: 'w1', name: 'a', argumentsText: '{}' },
+          { id: 'w2', name: 'b', argumentsText: '{"n":2}' },
+        ],
+      ],
+      [
+        'a name split across deltas is joined',
+        [
+          bare({ index: 0, id: 's1', name: 'send_', args: '' }),
+          bare({ index: 0, name: 'message' }),
+          bare({ index: 0, args: '{"message":"hi"}' }),
+        ],
+        [{ id: 's1', name: 'send_message', argumentsText: '{"message":"hi"}' }],
+      ],
+      [
+        'a name repeated whole in every delta is kept once',
+        [
+          bare({ index: 0, id: 'r1', name: 'send_message', args: '{"message":' }),
+          bare({ index: 0, name: 'send_message', args: '"rep"}' }),
+        ],
+        [{ id: 'r1', name: 'send_message', argumentsText: '{"message":"rep"}' }],
+      ],
+    ])('%s', async (_name, frames, expected) => {
+      fake.push({ sse: [...frames, sseChunk({}, 'tool_calls')] });
+      expect((await streamed()).toolCalls).toEqual(expected);
+    });
+
     it('calls are ordered by their index, gaps or not, whatever order their deltas came in', async () => {
       fake.push({
         sse: [
