@@ -75,9 +75,18 @@ export interface ModelResponse {
   finishReason: string | null;
 }
 
-/** Provider failures, named as Letta's stop reasons. */
+/**
+ * Provider failures, named as Letta's stop reasons; and `context_window_exceeded` (Letta's
+ * ContextWindowExceededError): the endpoint refused the prompt as longer than the model's context
+ * window. The processor retries that with a smaller context; if that fails too, the run stops with
+ * `llm_api_error`.
+ */
 export type ModelErrorKind =
-  'llm_api_error' | 'invalid_llm_response' | 'max_tokens_exceeded' | 'cancelled';
+  | 'llm_api_error'
+  | 'invalid_llm_response'
+  | 'max_tokens_exceeded'
+  | 'context_window_exceeded'
+  | 'cancelled';
 
 export class ModelError extends Error {
   constructor(

@@ -237,7 +237,11 @@ export class OpenAiProvider implements ModelProvider {
     if (res.status === 429 || res.status >= 500) {
       return new Retryable(msg, res.status, this.retryAfter(res.headers));
     }
-    return new ModelError('llm_api_error', this.redact(detail), res.status);
+    return new ModelError(
+      isContextOverflow(text || detail) ? 'context_window_exceeded' : 'llm_api_error',
+      this.redact(detail),
+      res.status,
+    );
   }
 
   /** `retry-after-ms` (OpenAI), else `Retry-After` in seconds or as an HTTP date. */
@@ -260,7 +264,10 @@ export class OpenAiProvider implements ModelProvider {
     }
     if (!isObj(json)) throw invalid('the model endpoint answered something that is not an object');
     if (isObj(json.error))
-      throw new ModelError('llm_api_error', this.redact(providerMessage(text)));
+      throw new ModelError(
+        isContextOverflow(text) ? 'context_window_exceeded' : 'llm_api_error',
+        this.redact(providerMessage(text)),
+      );
     const choice = Array.isArray(json.choices) ? (json.choices[0] as unknown) : undefined;
     if (!isObj(choice) || !isObj(choice.message)) throw invalid('the model answer has no choices');
     const m = choice.message;
@@ -327,7 +334,11 @@ export class OpenAiProvider implements ModelProvider {
       }
       if (!isObj(chunk)) return;
       if (isObj(chunk.error))
-        throw new ModelError('llm_api_error', this.redact(providerMessage(data)));
+        throw new ModelError(
+          // after text went out, the call cannot be made again: an overflow then is just an error
+          !emitted.any && isContextOverflow(data) ? 'context_window_exceeded' : 'llm_api_error',
+          this.redact(providerMessage(data)),
+        );
       sawChunk = true;
       if (isObj(chunk.usage)) usage = chunk.usage;
       const choice: unknown = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined;
@@ -460,6 +471,24 @@ function textOf(content: unknown): string | null {
 }
 
 export const isRedirect = (status: number) => status >= 300 && status < 400;
+
+/** How endpoints word "the prompt is longer than the context window" (Letta's list, `error_utils.py`, and a few more). */
+const CONTEXT_OVERFLOW =
+  /context[_ ]length[_ ]exceeded|maximum context length|exceeds? the (?:model's )?context window|context window (?:is |was |has been )?exceeded|input tokens exceed the configured limit|exceeds the maximum allowed input length|exceeds the available context size/i;
+
+/**
+ * Whether an error answer says the prompt did not fit the model's context window: OpenAI's
+ * `error.code: "context_length_exceeded"`, or the wording of the others (as Letta detects it).
+ */
+export function isContextOverflow(body: string): boolean {
+  try {
+    const j: unknown = JSON.parse(body);
+    if (isObj(j) && isObj(j.error) && j.error.code === 'context_length_exceeded') return true;
+  } catch {
+    // not JSON: the wording decides
+  }
+  return CONTEXT_OVERFLOW.test(body.slice(0, ERROR_BODY_BYTES));
+}
 
 /** What a 3xx answer says (redirects are never followed): its status and Location, cut to 300 characters. */
 export function redirectMessage(what: 'model' | 'embedding', res: Response): string {

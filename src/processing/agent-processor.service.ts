@@ -42,6 +42,7 @@ import type {
 import type { StepEntity } from './entities/step.entity';
 import { EMPTY_USAGE, mapMessage, MappedMessage, toLettaMessage } from './message.mapper';
 import { withoutImages } from '../core/loop/content-parts';
+import { MAX_CONTEXT_RETRIES } from '../core/loop/context-builder';
 import { ruleIndexFor } from '../core/rules/rule-index';
 import { RunCallbacks } from './run-callbacks';
 import { RunChunks } from './run-chunks';
@@ -472,7 +473,8 @@ export class AgentProcessor {
 
       const llm = ctx.agent.llm_config;
       const window = llm.context_window ?? 8192;
-      const reserve = (llm.max_tokens ?? Math.min(1024, Math.floor(window / 4))) + schemaTokens;
+      const reserveFor = (w: number) =>
+        (llm.max_tokens ?? Math.min(1024, Math.floor(w / 4))) + schemaTokens;
       const countTokens = (t: string) => this.models.countTokens(t);
       const context = await this.repo.contextWindow(
         ctx.run.agent_id,
@@ -481,14 +483,21 @@ export class AgentProcessor {
         window,
         countTokens,
       );
-      const built = context.build({
-        system: ctx.agent.system,
-        blocks: ctx.agent.blocks,
-        currentMessageId: ctx.currentMessageId,
-        contextWindow: window,
-        reserveTokens: reserve,
-      });
-      const messages = ctx.vision || !built.images ? built.messages : withoutImages(built.messages);
+      /** The context for a window: the system prompt with memory, the current message, what else fits. */
+      const build = (w: number) => {
+        const b = context.build({
+          system: ctx.agent.system,
+          blocks: ctx.agent.blocks,
+          currentMessageId: ctx.currentMessageId,
+          contextWindow: w,
+          reserveTokens: reserveFor(w),
+        });
+        return {
+          tokens: b.tokens,
+          messages: ctx.vision || !b.images ? b.messages : withoutImages(b.messages),
+        };
+      };
+      let built = build(window);
 
       const stepNumber = ctx.batchSteps + 1;
       const stepId = this.ids.prefixed('step');
@@ -501,23 +510,47 @@ export class AgentProcessor {
       const modelCallStarted = performance.now();
       const modelCallStartedAt = this.clock.now();
       let response: ModelResponse;
-      try {
-        response = await ctx.provider.complete({
-          llmConfig: llm,
-          messages,
-          promptTokens: built.tokens,
-          tools: schemas,
-          toolChoice,
-          stream: streamTokens,
-          onTextDelta: streamTokens ? (d) => this.publishDelta(ctx, textId, stepId, d) : undefined,
-          script: ctx.agent.model_script ?? undefined,
-          batchStep: ctx.batchSteps,
-          signal: ctx.controller.signal,
-          timeoutMs: ctx.budgets.modelCallTimeoutMs,
-        });
-      } catch (e) {
-        throwIfAborted(ctx);
-        throw e;
+      for (let retries = 0, fit = window; ; retries++) {
+        try {
+          response = await ctx.provider.complete({
+            llmConfig: llm,
+            messages: built.messages,
+            promptTokens: built.tokens,
+            tools: schemas,
+            toolChoice,
+            stream: streamTokens,
+            onTextDelta: streamTokens
+              ? (d) => this.publishDelta(ctx, textId, stepId, d)
+              : undefined,
+            script: ctx.agent.model_script ?? undefined,
+            batchStep: ctx.batchSteps,
+            signal: ctx.controller.signal,
+            timeoutMs: ctx.budgets.modelCallTimeoutMs,
+          });
+          break;
+        } catch (e) {
+          throwIfAborted(ctx);
+          if (!(e instanceof ModelError) || e.kind !== 'context_window_exceeded') throw e;
+          // The endpoint counts more tokens than we did (another tokenizer, CJK text, a window set
+          // larger than the model's): the same call again with half the room the context took, as the
+          // builder trims (system prompt, memory and the current message stay), a bounded number of times.
+          fit = Math.floor(Math.min(fit, built.tokens + reserveFor(fit)) / 2);
+          const smaller = retries < MAX_CONTEXT_RETRIES ? build(fit) : null;
+          if (!smaller || smaller.tokens >= built.tokens) {
+            const why = smaller
+              ? 'nothing more can be cut'
+              : `after ${retries} retries with a smaller context`;
+            throw new ModelError(
+              'llm_api_error',
+              `the prompt does not fit the model's context window (${built.tokens} tokens by our count, ${why}): ${e.message}`,
+              e.status,
+            );
+          }
+          this.logger.warn(
+            `run ${ctx.run.id}: the model's context window overflowed at ${built.tokens} tokens; retrying with ${smaller.tokens}`,
+          );
+          built = smaller;
+        }
       }
       // each call of the turn gets an id of its own in it (some servers repeat one, or send none)
       const toolCalls = uniqueCallIds(response.toolCalls, () => this.ids.prefixed('call'));
@@ -782,7 +815,8 @@ export class AgentProcessor {
       return { stop: s.reason, detail: s.detail };
     }
     if (e instanceof ModelError) {
-      return { stop: e.kind === 'cancelled' ? 'cancelled' : e.kind, detail: e.message };
+      const stop = e.kind === 'context_window_exceeded' ? 'llm_api_error' : e.kind;
+      return { stop, detail: e.message };
     }
     const message = e instanceof Error ? e.message : String(e);
     const code = (e as { code?: string })?.code;

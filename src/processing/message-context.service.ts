@@ -12,9 +12,11 @@ import type { AppConfig } from '../config/app-config';
 import {
   CompactionMode,
   DEFAULT_KEEP_SHARE,
+  newerHalf,
   planCompaction,
   summarizerMessages,
 } from '../core/loop/compaction';
+import { MAX_CONTEXT_RETRIES } from '../core/loop/context-builder';
 import { forkRanges, inWindow } from '../core/loop/fork-ranges';
 import type { Clock } from '../core/ports';
 import { ModelError } from '../models/model-provider';
@@ -110,21 +112,42 @@ export class MessageContextService {
       };
     }
     let text: string | null;
-    try {
-      const res = await this.models.providerFor(agent.llm_config, tenantId).complete({
-        llmConfig: agent.llm_config,
-        messages: summarizerMessages(plan.summarized, context?.summary ?? null, settings.prompt),
-        tools: [],
-        toolChoice: 'none',
-        stream: false,
-        batchStep: 0,
-        timeoutMs: limits.compaction_timeout_seconds * 1000,
-      });
-      // NUL dropped: PostgreSQL text cannot hold it, and a summary loses nothing by it
-      text = res.content?.replaceAll('\u0000', '').trim() || null;
-    } catch (e) {
-      if (!(e instanceof ModelError)) throw e;
-      throw summarizationFailed(e.message, { kind: e.kind, status: e.status ?? null });
+    const provider = this.models.providerFor(agent.llm_config, tenantId);
+    // what the summarizer reads: on a context-window overflow, its newest half, at most
+    // MAX_CONTEXT_RETRIES times (the older ones leave the context unsummarized, as those beyond
+    // compaction_max_messages do)
+    let summarized = plan.summarized;
+    for (let retries = 0; ; retries++) {
+      try {
+        const res = await provider.complete({
+          llmConfig: agent.llm_config,
+          messages: summarizerMessages(summarized, context?.summary ?? null, settings.prompt),
+          tools: [],
+          toolChoice: 'none',
+          stream: false,
+          batchStep: 0,
+          timeoutMs: limits.compaction_timeout_seconds * 1000,
+        });
+        // NUL dropped: PostgreSQL text cannot hold it, and a summary loses nothing by it
+        text = res.content?.replaceAll('\u0000', '').trim() || null;
+        break;
+      } catch (e) {
+        if (!(e instanceof ModelError)) throw e;
+        const half = newerHalf(summarized);
+        if (
+          e.kind === 'context_window_exceeded' &&
+          retries < MAX_CONTEXT_RETRIES &&
+          half.length > 0
+        ) {
+          summarized = half;
+          continue;
+        }
+        const why =
+          e.kind === 'context_window_exceeded'
+            ? `the messages do not fit the model's context window (${summarized.length} of them, after ${retries} retries with fewer): ${e.message}`
+            : e.message;
+        throw summarizationFailed(why, { kind: e.kind, status: e.status ?? null });
+      }
     }
     if (!text) throw summarizationFailed('the model answered no summary text', {});
     const clip = Math.min(settings.clipChars ?? Infinity, limits.compaction_max_summary_chars);

@@ -46,7 +46,8 @@ const ERROR_STOPS: Partial<Record<StopReason, string>> = {
 
 /** The error type of a failure, as the run records it (null: not an error, or the stop's default). */
 export function errorTypeOf(e: unknown): string | null {
-  if (!(e instanceof ModelError) || e.kind !== 'llm_api_error') return null;
+  if (!(e instanceof ModelError)) return null;
+  if (e.kind !== 'llm_api_error' && e.kind !== 'context_window_exceeded') return null;
   if (e.status === 400 || e.status === 404 || e.status === 422) return 'llm_bad_request';
   if (e.status === 401 || e.status === 403) return 'llm_authentication';
   if (e.status === 429) return 'llm_rate_limit';

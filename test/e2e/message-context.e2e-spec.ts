@@ -159,6 +159,52 @@ describe('message context: reset and compaction', () => {
     ]);
   });
 
+  it('summarize: a transcript longer than the context window is cut to its newer half and summarized (it wedged the agent)', async () => {
+    const id = await newAgent();
+    for (let i = 1; i <= 8; i++) await exchange(id, `w${i} ${'y'.repeat(500)}`);
+    const overflow = {
+      status: 400,
+      body: { error: { message: 'Your input exceeds the context window of this model.' } },
+    };
+    // the endpoint's room: about half of what the summarizer reads at first
+    fake.respond((r) =>
+      contextText(r).length > 3000 ? overflow : { content: 'SUMMARY of the newer ones' },
+    );
+    const before = fake.requests.length;
+    const res = await api(t, 'POST', `/v1/agents/${id}/summarize`, {}, A);
+    expect(res.status).toBe(200);
+    expect(res.body.summary).toBe('SUMMARY of the newer ones');
+    const [first, ...retries] = fake.requests.slice(before);
+    expect(retries.length).toBeGreaterThanOrEqual(1);
+    expect(retries.length).toBeLessThanOrEqual(2);
+    expect(contextText(first)).toContain('user: w1 ');
+    const last = fake.requests.at(-1)!;
+    expect(contextText(last)).not.toContain('user: w1 ');
+    expect(contextText(last)).toContain('user: w6 ');
+    expect(last.messages[1].content).toMatch(/^user: w\d /); // cut where a turn starts
+    fake.respond(null);
+    // and the agent answers again, with the summary in its context
+    await exchange(id, 'after');
+    expect(contextText(fake.requests.at(-1)!)).toContain('SUMMARY of the newer ones');
+  });
+
+  it('summarize: a context overflow that no cut cures is 502 SUMMARIZATION_FAILED saying so', async () => {
+    const id = await newAgent();
+    for (const text of ['o1', 'o2', 'o3']) await exchange(id, text);
+    fake.respond(() => ({
+      status: 400,
+      body: { error: { message: 'too long', code: 'context_length_exceeded' } },
+    }));
+    const before = fake.requests.length;
+    const res = await api(t, 'POST', `/v1/agents/${id}/summarize`, {}, A);
+    expect(res.status).toBe(502);
+    expect(res.body.code).toBe('SUMMARIZATION_FAILED');
+    expect(res.body.message).toContain("do not fit the model's context window");
+    expect(res.body.details).toMatchObject({ kind: 'context_window_exceeded', status: 400 });
+    expect(fake.requests.length - before).toBeGreaterThanOrEqual(2);
+    expect(fake.requests.length - before).toBeLessThanOrEqual(3);
+  });
+
   it('summarize with nothing in context answers equal counts without calling the model', async () => {
     const id = await newAgent();
     const res = await api(t, 'POST', `/v1/agents/${id}/summarize`, undefined, A);

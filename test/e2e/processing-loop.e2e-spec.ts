@@ -285,3 +285,87 @@ describe('processing: token budget', () => {
     expect(res.body.usage.total_tokens).toBe(300);
   });
 });
+
+describe('processing: a prompt the endpoint finds longer than its context window', () => {
+  let env: LoopEnv;
+  let t: TestApp;
+  let fake: FakeModelServer;
+  beforeAll(async () => {
+    env = await startLoopEnv();
+    ({ t, fake } = env);
+  });
+  afterAll(() => env.close());
+  beforeEach(() => env.reset());
+
+  const OVERFLOW = {
+    status: 400,
+    body: {
+      error: {
+        message:
+          "This model's maximum context length is 2048 tokens. However, your messages resulted in 9000 tokens.",
+        type: 'invalid_request_error',
+        code: 'context_length_exceeded',
+      },
+    },
+  };
+  /** The endpoint's own count: more characters than `limit` in the messages is an overflow. */
+  const endpointWithRoomFor = (limit: number) =>
+    fake.respond((r) =>
+      JSON.stringify(r.messages).length > limit ? OVERFLOW : { content: 'fits now' },
+    );
+  const texts = (r: { messages: any[] }) => r.messages.map((m) => String(m.content));
+  /** An agent with ten long exchanges in its history (each well inside its 8000-token window). */
+  const agentWithHistory = async () => {
+    const id = await createAgent(t, fake, { include_base_tools: false });
+    for (let i = 0; i < 10; i++) {
+      fake.push({ content: `answer ${i}` });
+      await api(t, 'POST', `/v1/agents/${id}/messages`, say(`message ${i} ${'x'.repeat(1000)}`));
+    }
+    fake.reset();
+    return id;
+  };
+
+  it('the call is made again with a smaller context (system prompt and current message kept), and the run goes on', async () => {
+    const id = await agentWithHistory();
+    endpointWithRoomFor(6000);
+    const res = await api(t, 'POST', `/v1/agents/${id}/messages`, say('the current one'));
+    expect(res.status).toBe(200);
+    expect(res.body.stop_reason.stop_reason).toBe('end_turn');
+    expect(res.body.messages.map((m: any) => m.content)).toEqual(['fits now']);
+    const [first, ...retries] = fake.requests;
+    expect(retries.length).toBeGreaterThanOrEqual(1);
+    expect(retries.length).toBeLessThanOrEqual(2);
+    const last = fake.requests.at(-1)!;
+    expect(last.messages.length).toBeLessThan(first.messages.length);
+    expect(last.messages[0]).toEqual(first.messages[0]); // the system prompt, with memory
+    expect(texts(last).at(-1)).toBe('the current one');
+    // the next send is the same story: no state is kept, and nothing is wedged
+    const again = await api(t, 'POST', `/v1/agents/${id}/messages`, say('and again'));
+    expect(again.body.stop_reason.stop_reason).toBe('end_turn');
+  });
+
+  it('a context that never fits fails the run with llm_api_error after a bounded number of tries', async () => {
+    const id = await agentWithHistory();
+    fake.respond(() => OVERFLOW);
+    const res = await api(t, 'POST', `/v1/agents/${id}/messages`, say('too much'));
+    expect(res.body.details).toMatchObject({
+      stop_reason: 'llm_api_error',
+      error_type: 'llm_bad_request',
+    });
+    expect(fake.requests.length).toBeGreaterThanOrEqual(2);
+    expect(fake.requests.length).toBeLessThanOrEqual(3);
+    const run = (await api(t, 'GET', `/v1/runs/${res.body.details.run_id}`)).body;
+    expect(run.metadata.error.detail).toMatch(
+      /^the prompt does not fit the model's context window \(\d+ tokens by our count, .*maximum context length is 2048/,
+    );
+  });
+
+  it('without an overflow there is one call, with the whole context (the hot path is unchanged)', async () => {
+    const id = await agentWithHistory();
+    endpointWithRoomFor(1_000_000);
+    const res = await api(t, 'POST', `/v1/agents/${id}/messages`, say('plenty of room'));
+    expect(res.body.stop_reason.stop_reason).toBe('end_turn');
+    expect(fake.requests).toHaveLength(1);
+    expect(fake.requests[0].messages).toHaveLength(1 + 2 * 10 + 1);
+  });
+});

@@ -54,6 +54,18 @@ export function planCompaction(
 const opensUnit = (m: HistoryMessage) =>
   m.message_type === 'user_message' || m.message_type === 'system_message';
 
+/**
+ * The newer half of the messages to summarize, from a user or system message on (a turn is not split):
+ * what the summarizer reads when the whole did not fit the model's context window. Empty when no such
+ * message is in the newer half.
+ */
+export function newerHalf(summarized: HistoryMessage[]): HistoryMessage[] {
+  const from = summarized.findIndex(
+    (m, i) => i >= Math.ceil(summarized.length / 2) && opensUnit(m),
+  );
+  return from < 0 ? [] : summarized.slice(from);
+}
+
 const DEFAULT_PROMPT =
   'Summarize the conversation below for your own future reference: who the user is, what was asked, ' +
   'what was done (tool calls and their results), what was decided and what is still open. ' +

@@ -275,6 +275,57 @@ describe('OpenAiProvider against the fake model server', () => {
     },
   );
 
+  it.each<[string, FakeTurn, boolean]>([
+    [
+      "OpenAI's code",
+      { status: 400, body: { error: { message: 'too long', code: 'context_length_exceeded' } } },
+      false,
+    ],
+    [
+      "vLLM's wording",
+      {
+        status: 400,
+        body: {
+          message:
+            "This model's maximum context length is 8192 tokens. However, you requested 9000 tokens.",
+        },
+      },
+      true,
+    ],
+    [
+      "a 413 with llama.cpp's wording",
+      { status: 413, body: { detail: 'the request exceeds the available context size' } },
+      false,
+    ],
+    [
+      'an error in a 200 body',
+      {
+        raw: JSON.stringify({
+          error: { message: 'Your input exceeds the context window of this model.' },
+        }),
+      },
+      false,
+    ],
+    [
+      'an error chunk of a stream, before any text',
+      { sse: [{ error: { message: 'Input tokens exceed the configured limit of 4096 tokens' } }] },
+      true,
+    ],
+  ])(
+    'a context-window overflow is context_window_exceeded, at once: %s',
+    async (_name, turn, stream) => {
+      fake.push(turn);
+      const e = await failure(provider().complete(req({ stream })));
+      expect(e.kind).toBe('context_window_exceeded');
+      expect(fake.requests).toHaveLength(1);
+    },
+  );
+
+  it('another 400 stays llm_api_error', async () => {
+    fake.push({ status: 400, body: { error: { message: 'Invalid value for temperature' } } });
+    expect((await failure(provider().complete(req()))).kind).toBe('llm_api_error');
+  });
+
   it('an unreachable endpoint is llm_api_error after retries', async () => {
     const gone = await startFakeModelServer();
     const url = gone.baseUrl;

@@ -1,4 +1,8 @@
-import { planCompaction, summarizerMessages } from '../../../../src/core/loop/compaction';
+import {
+  newerHalf,
+  planCompaction,
+  summarizerMessages,
+} from '../../../../src/core/loop/compaction';
 import type { HistoryMessage } from '../../../../src/core/loop/context-builder';
 
 /** `u` a user message, `a` an assistant text, `c` a tool call, `r` its return (same step as the call). */
@@ -51,5 +55,20 @@ describe('planCompaction', () => {
     expect(user.content).toBe(
       '(summary of what came before)\nbefore\n\nuser: m0\n\nassistant called lookup({})\n\ntool result: found\n\nassistant: m3',
     );
+  });
+});
+
+describe('newerHalf (what the summarizer reads after a context-window overflow)', () => {
+  it.each([
+    ['uauaua', ['m4', 'm5']],
+    ['uaua', ['m2', 'm3']],
+    ['ucruaua', ['m5', 'm6']],
+    ['uucra', []],
+    ['uauuu', ['m3', 'm4']],
+    ['ua', []],
+    ['u', []],
+    ['', []],
+  ] as const)('%s → %j (cut where a turn starts, in the newer half)', (spec, ids) => {
+    expect(newerHalf(history(spec)).map((m) => m.id)).toEqual(ids);
   });
 });
