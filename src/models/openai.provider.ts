@@ -282,8 +282,10 @@ export class OpenAiProvider implements ModelProvider {
         };
       },
     );
+    // a refusal (OpenAI's `refusal`, no content) is what the model said: the reply, as Letta reads one
+    const said = textOf(m.content);
     return this.finish(
-      textOf(m.content),
+      said || strOrNull(m.refusal) || said,
       strOrNull(m.reasoning_content) ?? strOrNull(m.reasoning),
       calls,
       strOrNull(choice.finish_reason),
@@ -298,7 +300,7 @@ export class OpenAiProvider implements ModelProvider {
     emitted: { any: boolean },
   ): Promise<ModelResponse> {
     const decoder = new TextDecoder();
-    let buf = '';
+    const lines = new SseLines();
     let content = '';
     let reasoning = '';
     let finish: string | null = null;
@@ -347,10 +349,12 @@ export class OpenAiProvider implements ModelProvider {
       const d = isObj(choice.delta) ? choice.delta : {};
       const r = strOrNull(d.reasoning_content) ?? strOrNull(d.reasoning);
       if (r) reasoning += r;
-      if (typeof d.content === 'string' && d.content !== '') {
-        content += d.content;
+      // a refusal streams as `delta.refusal` instead of `delta.content`: the reply all the same
+      for (const t of [d.content, d.refusal]) {
+        if (typeof t !== 'string' || t === '') continue;
+        content += t;
         emitted.any = true;
-        req.onTextDelta?.(d.content);
+        req.onTextDelta?.(t);
       }
       if (Array.isArray(d.tool_calls)) {
         for (const tc of d.tool_calls as unknown[]) {
@@ -384,15 +388,13 @@ export class OpenAiProvider implements ModelProvider {
           done = true; // cancels the stream below
           throw tooLarge(this.maxResponseBytes);
         }
-        buf += decoder.decode(value, { stream: true });
-        let nl: number;
-        while (!done && (nl = buf.indexOf('\n')) >= 0) {
-          const line = buf.slice(0, nl).replace(/\r$/, '');
-          buf = buf.slice(nl + 1);
+        for (const line of lines.push(decoder.decode(value, { stream: true }))) {
+          if (done) break;
           if (line.startsWith('data:')) onData(line.slice(5).trim());
         }
       }
-      if (!done && buf.startsWith('data:')) onData(buf.slice(5).trim());
+      const last = lines.end();
+      if (!done && last.startsWith('data:')) onData(last.slice(5).trim());
     } finally {
       reader.releaseLock();
       if (done) await stream.cancel().catch(() => undefined);
@@ -446,6 +448,38 @@ export class OpenAiProvider implements ModelProvider {
   }
 }
 
+/** An SSE stream's text as lines: each ended by CRLF, LF or CR, as the SSE spec allows all three. */
+export class SseLines {
+  private buf = '';
+
+  /** The lines `text` completes; the rest waits for the next text (a CR last too: an LF may follow it). */
+  push(text: string): string[] {
+    const buf = this.buf + text;
+    const out: string[] = [];
+    let pos = 0;
+    let cr = buf.indexOf('\r');
+    let lf = buf.indexOf('\n');
+    for (;;) {
+      const end = cr < 0 ? lf : lf < 0 ? cr : Math.min(cr, lf);
+      if (end < 0 || (end === cr && end === buf.length - 1)) break;
+      out.push(buf.slice(pos, end));
+      pos = end + (end === cr && lf === end + 1 ? 2 : 1);
+      // each found once: a stream with no CR at all is not scanned for one at every line
+      if (cr >= 0 && cr < pos) cr = buf.indexOf('\r', pos);
+      if (lf >= 0 && lf < pos) lf = buf.indexOf('\n', pos);
+    }
+    this.buf = buf.slice(pos);
+    return out;
+  }
+
+  /** What is left when the stream ends: a last line without its line ending. */
+  end(): string {
+    const rest = this.buf.replace(/\r$/, '');
+    this.buf = '';
+    return rest;
+  }
+}
+
 /** Fallback tool-call ids: unique per process, across provider instances. */
 let callSeq = 0;
 /** The largest index a streamed tool-call delta may have: far more calls than any model makes in one turn. */
@@ -465,7 +499,17 @@ const strOrNull = (v: unknown): string | null => (typeof v === 'string' ? v : nu
 function textOf(content: unknown): string | null {
   if (typeof content === 'string') return content;
   if (Array.isArray(content)) {
-    return content.map((p) => (isObj(p) && typeof p.text === 'string' ? p.text : '')).join('');
+    return content
+      .map((p) =>
+        !isObj(p)
+          ? ''
+          : typeof p.text === 'string'
+            ? p.text
+            : p.type === 'refusal' && typeof p.refusal === 'string'
+              ? p.refusal
+              : '',
+      )
+      .join('');
   }
   return null;
 }

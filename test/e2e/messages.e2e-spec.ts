@@ -277,6 +277,46 @@ describe('messages: the loop through the fake model server', () => {
     }
   });
 
+  it("a refusal is the agent's reply (it was a 502), and a stream with CR line endings parses", async () => {
+    const agentId = await anAgent();
+    fake.push({
+      raw: JSON.stringify({
+        choices: [
+          {
+            message: { role: 'assistant', content: null, refusal: 'I cannot help with that.' },
+            finish_reason: 'stop',
+          },
+        ],
+      }),
+    });
+    const res = await post(`/v1/agents/${agentId}/messages`, {
+      messages: [{ role: 'user', content: 'x' }],
+    });
+    expect(res.status).toBe(200);
+    expect(res.body.stop_reason.stop_reason).toBe('end_turn');
+    expect(res.body.messages.map((m: any) => [m.message_type, m.content])).toEqual([
+      ['assistant_message', 'I cannot help with that.'],
+    ]);
+
+    const frame = (o: unknown) => `data: ${JSON.stringify(o)}\r\r`;
+    fake.push({
+      sse: [
+        frame(sseChunk({ content: 'carriage ' })),
+        frame(sseChunk({ content: 'returns' }, 'stop')),
+        'data: [DONE]\r\r',
+      ],
+      sseDone: false,
+    });
+    const frames = await streamSend(agentId);
+    expect(frames.find((f) => f.message_type === 'stop_reason')?.stop_reason).toBe('end_turn');
+    expect(
+      frames
+        .filter((f) => f.message_type === 'assistant_message')
+        .map((f) => f.content)
+        .join(''),
+    ).toBe('carriage returns');
+  });
+
   it('a redirect from the model endpoint is not followed: the prompt goes nowhere else, the run fails naming it', async () => {
     const other = await startFakeModelServer();
     try {

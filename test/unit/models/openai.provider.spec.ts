@@ -3,6 +3,7 @@ import {
   MAX_TOOL_CALL_INDEX,
   OpenAiProvider,
   OpenAiProviderOptions,
+  SseLines,
 } from '../../../src/models/openai.provider';
 import {
   FakeModelServer,
@@ -478,6 +479,64 @@ describe('OpenAiProvider against the fake model server', () => {
     });
   });
 
+  describe("a refusal is the model's reply", () => {
+    const refusing = (message: Record<string, unknown>) => ({
+      raw: JSON.stringify({
+        choices: [{ message: { role: 'assistant', ...message }, finish_reason: 'stop' }],
+      }),
+    });
+
+    it.each<[string, Record<string, unknown>, string]>([
+      [
+        'content null',
+        { content: null, refusal: 'I cannot help with that.' },
+        'I cannot help with that.',
+      ],
+      ['content empty', { content: '', refusal: 'No.' }, 'No.'],
+      ['a refusal part', { content: [{ type: 'refusal', refusal: 'Not that.' }] }, 'Not that.'],
+      ['content wins when there is some', { content: 'Sure.', refusal: 'ignored' }, 'Sure.'],
+    ])('%s', async (_name, message, said) => {
+      fake.push(refusing(message));
+      const r = await provider().complete(req());
+      expect(r.content).toBe(said);
+      expect(r.toolCalls).toEqual([]);
+    });
+
+    it('streamed as delta.refusal, handed on as text deltas', async () => {
+      fake.push({
+        sse: [
+          sseChunk({ role: 'assistant', refusal: 'I cannot ' }),
+          sseChunk({ refusal: 'do that.' }, 'stop'),
+        ],
+      });
+      const deltas: string[] = [];
+      const r = await provider().complete(
+        req({ stream: true, onTextDelta: (d) => deltas.push(d) }),
+      );
+      expect(r.content).toBe('I cannot do that.');
+      expect(deltas).toEqual(['I cannot ', 'do that.']);
+    });
+  });
+
+  it.each<[string, string]>([
+    ['CR', '\r'],
+    ['CRLF', '\r\n'],
+    ['LF', '\n'],
+  ])('an SSE stream with %s line endings parses', async (_name, eol) => {
+    const frame = (o: unknown) => `data: ${JSON.stringify(o)}${eol}${eol}`;
+    fake.push({
+      sse: [
+        `: a comment${eol}${eol}`,
+        frame(sseChunk({ content: 'Hello ' })),
+        frame(sseChunk({ content: 'there' }, 'stop')),
+        `data: [DONE]${eol}${eol}`,
+      ],
+      sseDone: false,
+    });
+    const r = await provider().complete(req({ stream: true }));
+    expect(r.content).toBe('Hello there');
+  });
+
   describe('streamed tool-call deltas', () => {
     const delta = (index: unknown, id: string, name: string, args: string) =>
       sseChunk({
@@ -600,5 +659,32 @@ describe('OpenAiProvider against the fake model server', () => {
     expect(e.kind).toBe('llm_api_error');
     expect(`${e.message} ${e.stack} ${JSON.stringify(e)}`).not.toContain(KEY);
     expect(e.message).toContain('***');
+  });
+});
+
+describe('SseLines', () => {
+  it('splits at CRLF, LF and CR, whatever the reads cut', () => {
+    const text = 'a\r\nb\nc\rd\r\r\ne';
+    const whole = new SseLines();
+    expect([...whole.push(text), whole.end()]).toEqual(['a', 'b', 'c', 'd', '', 'e']);
+    // every cut of the same text into two reads gives the same lines
+    for (let i = 0; i <= text.length; i++) {
+      const s = new SseLines();
+      expect([...s.push(text.slice(0, i)), ...s.push(text.slice(i)), s.end()]).toEqual([
+        'a',
+        'b',
+        'c',
+        'd',
+        '',
+        'e',
+      ]);
+    }
+  });
+
+  it('holds a CR last (its LF may follow), and ends a line left without an ending', () => {
+    const s = new SseLines();
+    expect(s.push('data: x\r')).toEqual([]);
+    expect(s.push('\ndata: y\r')).toEqual(['data: x']);
+    expect(s.end()).toBe('data: y');
   });
 });
