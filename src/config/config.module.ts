@@ -1,5 +1,6 @@
 import { DynamicModule, Global, Module } from '@nestjs/common';
 import { HostPolicy } from '../core/net/host-policy';
+import { setMaxSchemaExpansion } from '../core/schemas/schema-compiler';
 import { AppConfig } from './app-config';
 
 export const APP_CONFIG = Symbol('APP_CONFIG');
@@ -14,6 +15,7 @@ export const OUTBOUND_HOST_POLICY = Symbol('OUTBOUND_HOST_POLICY');
 @Module({})
 export class ConfigModule {
   static forRoot(config: AppConfig): DynamicModule {
+    setMaxSchemaExpansion(config.limits.max_schema_expansion);
     const policy = new HostPolicy(config.tools.http.allowed_hosts, config.tools.http.denied_hosts);
     return {
       module: ConfigModule,

@@ -37,6 +37,11 @@ export interface InputLimits {
   max_tool_parameters_bytes: number;
   /** Messages of an agent's `initial_message_sequence` (its starting history, given on create). */
   max_initial_messages: number;
+  /**
+   * Subschema evaluations one value may cost a JSON Schema (tool parameters, MCP input schemas, grant
+   * constraints), `$ref` and `anyOf`/`oneOf`/`allOf` branches unfolded: a larger schema is refused.
+   */
+  max_schema_expansion: number;
 }
 
 /** A list longer than its bound; `setting` names the key under `limits`. */

@@ -20,6 +20,9 @@ export class ConstraintCompiler extends SchemaCompiler {
   /** True when the arguments satisfy the constraint; a constraint that does not compile covers nothing. */
   satisfies(schema: Record<string, unknown>, args: Record<string, unknown>): boolean {
     const compiled = this.compile(schema);
-    return compiled.ok && compiled.validate(args) === true;
+    if (!compiled.ok) return false;
+    const ok = compiled.validate(args) === true;
+    compiled.validate.errors = null; // a cached validator must not keep the last call's errors alive
+    return ok;
   }
 }

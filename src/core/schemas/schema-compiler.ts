@@ -69,7 +69,11 @@ export class SchemaCompiler {
         addUsedSchema: false,
         code: { regExp: re2Engine },
       });
-      return { ok: true, validate: ajv.compile(schema) };
+      const validate = ajv.compile(schema); // first: a $ref Ajv cannot resolve is named by Ajv
+      // compiling is linear in the text, validating is not: refuse what would fan out
+      const fanOut = expansionProblem(schema, schemaLimits.maxExpansion);
+      if (fanOut) return { ok: false, problems: [fanOut] };
+      return { ok: true, validate };
     } catch (e) {
       return {
         ok: false,
@@ -93,6 +97,142 @@ function re2Engine(pattern: string, u: string): { test(s: string): boolean; toSt
   return { test: (s) => re.test(s), toString: () => `/${pattern}/${u}` };
 }
 re2Engine.code = 'require("re2js").RE2JS.compile'; // only used by Ajv's standalone code, which we never emit
+
+/** The default of `limits.max_schema_expansion`. */
+export const DEFAULT_MAX_SCHEMA_EXPANSION = 10_000;
+/** Data depth the expansion estimate looks through (a deeper argument costs one more level each). */
+const EXPANSION_DEPTH = 64;
+
+/** Process-wide: set once at boot from `limits.max_schema_expansion` (ConfigModule). */
+const schemaLimits = { maxExpansion: DEFAULT_MAX_SCHEMA_EXPANSION };
+export function setMaxSchemaExpansion(max: number): void {
+  schemaLimits.maxExpansion = max;
+}
+
+/** Keywords applying a subschema to the same value. */
+const SAME_ARRAY = ['allOf', 'anyOf', 'oneOf'];
+const SAME_ONE = ['not', 'if', 'then', 'else'];
+
+/**
+ * A bound on the subschema evaluations one validation makes, refused past `max`: `$ref`s and
+ * `anyOf`/`oneOf`/`allOf`/`not`/`if` branches are unfolded (memoised per subschema and remaining data
+ * depth), so a chain of `{anyOf: [{$ref: next}, {$ref: next}]}` counts 2^n however small its text, and a
+ * `$ref` cycle costs what it costs per level of data, up to EXPANSION_DEPTH levels: a recursive schema
+ * that applies itself once per level (a tree) is linear, one that applies itself twice to the same value
+ * is exponential and refused, one that applies itself to the same value without descending never ends
+ * and is refused. For a value, the cost is its own subschemas plus the dearest one child can cost (as an
+ * object: a property, the matching patternProperties, additionalProperties; as an array: an item, contains).
+ * Only `#`/`#/…` pointers are followed; a nested `$id` (which would re-base them) is refused beside a `$ref`.
+ */
+export function expansionProblem(schema: unknown, max: number): ValidationProblem | null {
+  const text = JSON.stringify(schema);
+  if (!text.includes('"$ref"')) return null; // without $ref the cost is the tree's own size, bounded by bytes
+  const over = max + 1;
+  const memo = new Map<object, Map<number, Cost | null>>();
+  let problem: ValidationProblem | null = null;
+  const refuse = (message: string): Cost => {
+    problem ??= { path: '', message };
+    return { local: over, obj: 0, arr: 0 };
+  };
+  const resolve = (ref: string): unknown => {
+    if (ref === '#') return schema;
+    if (!ref.startsWith('#/')) return undefined;
+    let node: unknown = schema;
+    for (const raw of ref.slice(2).split('/')) {
+      const key = decodeURIComponent(raw).replace(/~1/g, '/').replace(/~0/g, '~');
+      if (typeof node !== 'object' || node === null) return undefined;
+      node = (node as Record<string, unknown>)[key];
+    }
+    return node;
+  };
+  const sat = (n: number) => Math.min(n, over);
+  const total = (c: Cost) => sat(c.local + Math.max(c.obj, c.arr));
+  const cost = (node: unknown, depth: number, root: boolean): Cost => {
+    if (problem) return { local: over, obj: 0, arr: 0 };
+    if (typeof node !== 'object' || node === null || Array.isArray(node))
+      return { local: 1, obj: 0, arr: 0 };
+    let byDepth = memo.get(node);
+    if (!byDepth) memo.set(node, (byDepth = new Map<number, Cost | null>()));
+    const seen = byDepth.get(depth);
+    if (seen === null)
+      return refuse(
+        'has a $ref cycle that applies a subschema to the same value again (it never ends)',
+      );
+    if (seen) return seen;
+    byDepth.set(depth, null);
+    const o = node as Record<string, unknown>;
+    if (!root && typeof o.$id === 'string')
+      return refuse('may declare $id only at its root when it uses $ref');
+    let local = 1;
+    let obj = 0;
+    let arr = 0;
+    const same = (child: unknown) => {
+      const c = cost(child, depth, false);
+      local = sat(local + c.local);
+      obj = sat(obj + c.obj);
+      arr = sat(arr + c.arr);
+    };
+    const below = (child: unknown) => (depth > 0 ? total(cost(child, depth - 1, false)) : 0);
+    if (typeof o.$ref === 'string') {
+      const target = resolve(o.$ref);
+      if (target !== undefined) same(target);
+      else
+        return refuse(
+          `has $ref ${JSON.stringify(o.$ref)}: only JSON pointers inside the schema (# or #/…) are allowed`,
+        );
+    }
+    for (const k of SAME_ARRAY) if (Array.isArray(o[k])) for (const c of o[k] as unknown[]) same(c);
+    for (const k of SAME_ONE) if (k in o) same(o[k]);
+    for (const k of ['dependencies', 'dependentSchemas'])
+      if (isPlainObject(o[k])) for (const c of Object.values(o[k])) if (!Array.isArray(c)) same(c);
+    // one object child: its property's schema, the patterns it may match, additionalProperties
+    let oneProp = 0;
+    if (isPlainObject(o.properties))
+      for (const c of Object.values(o.properties)) oneProp = Math.max(oneProp, below(c));
+    if (isPlainObject(o.patternProperties))
+      for (const c of Object.values(o.patternProperties)) oneProp += below(c);
+    for (const k of ['additionalProperties', 'unevaluatedProperties', 'propertyNames'])
+      if (k in o) oneProp += below(o[k]);
+    // one array item: its tuple schema or items, additionalItems, contains
+    let oneItem = 0;
+    for (const k of ['items', 'prefixItems'])
+      if (Array.isArray(o[k]))
+        for (const c of o[k] as unknown[]) oneItem = Math.max(oneItem, below(c));
+      else if (k in o) oneItem += below(o[k]);
+    for (const k of ['additionalItems', 'unevaluatedItems', 'contains'])
+      if (k in o) oneItem += below(o[k]);
+    const out = { local, obj: sat(obj + oneProp), arr: sat(arr + oneItem) };
+    byDepth.set(depth, out);
+    return out;
+  };
+  let estimate: number;
+  try {
+    estimate = total(cost(schema, EXPANSION_DEPTH, true));
+  } catch (e) {
+    if (!(e instanceof RangeError)) throw e;
+    return { path: '', message: 'nests $ref too deeply to estimate its cost' };
+  }
+  if (problem) return problem;
+  if (estimate > max)
+    return {
+      path: '',
+      message: `expands to more than ${max} subschema evaluations per value through $ref and anyOf/oneOf/allOf branches (limits.max_schema_expansion)`,
+      limit: 'limits.max_schema_expansion',
+    };
+  return null;
+}
+
+interface Cost {
+  /** Subschema evaluations on the value itself. */
+  local: number;
+  /** The dearest child, if the value is an object. */
+  obj: number;
+  /** The dearest item, if the value is an array. */
+  arr: number;
+}
+
+const isPlainObject = (v: unknown): v is object =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Keywords whose values are data, not schemas: never searched for patterns. */
 const DATA_KEYWORDS = new Set(['const', 'enum', 'default', 'examples']);

@@ -1,5 +1,9 @@
 import { performance } from 'node:perf_hooks';
-import { SchemaCompiler } from '../../../../src/core/schemas/schema-compiler';
+import {
+  DEFAULT_MAX_SCHEMA_EXPANSION,
+  SchemaCompiler,
+  setMaxSchemaExpansion,
+} from '../../../../src/core/schemas/schema-compiler';
 
 const lenient = () => new SchemaCompiler({ strict: false, allErrors: true });
 const strict = () => new SchemaCompiler({ strict: true, strictTypes: false, strictTuples: false });
@@ -168,5 +172,98 @@ describe('SchemaCompiler', () => {
       if (again.ok) throw new Error('should fail');
       expect(again.problems[0].path).toBe('b.pattern');
     });
+  });
+});
+
+describe('SchemaCompiler: $ref / anyOf fan-out is bounded (limits.max_schema_expansion)', () => {
+  /** d0 … d(n-1) each anyOf two $refs to the next: 2^n evaluations in about 60 bytes per level. */
+  const chain = (n: number, leaf: Record<string, unknown> = { type: 'string' }) => {
+    const defs: Record<string, unknown> = {};
+    for (let i = 0; i < n; i++)
+      defs[`d${i}`] = { anyOf: [{ $ref: `#/$defs/d${i + 1}` }, { $ref: `#/$defs/d${i + 1}` }] };
+    defs[`d${n}`] = leaf;
+    return { type: 'object', properties: { x: { $ref: '#/$defs/d0' } }, $defs: defs };
+  };
+
+  it('the 2^21 chain (1.4 KB) is refused at compile, naming the setting, in < 200 ms', () => {
+    const t0 = performance.now();
+    const c = lenient().compile(chain(21), 'parameters');
+    expect(performance.now() - t0).toBeLessThan(200);
+    if (c.ok) throw new Error('should be refused');
+    expect(c.problems[0]).toMatchObject({
+      path: 'parameters',
+      limit: 'limits.max_schema_expansion',
+    });
+  });
+
+  it('a short chain (2^8) compiles and validates', () => {
+    const c = lenient().compile(chain(8));
+    if (!c.ok) throw new Error(JSON.stringify(c.problems));
+    expect(c.validate({ x: 'a' })).toBe(true);
+    expect(c.validate({ x: 1 })).toBe(false);
+  });
+
+  it('a recursive tree (once per level of data) is accepted', () => {
+    const node = {
+      type: 'object',
+      properties: {
+        left: { $ref: '#/$defs/node' },
+        right: { $ref: '#/$defs/node' },
+        children: { type: 'array', items: { $ref: '#/$defs/node' } },
+      },
+    };
+    const tree = { $defs: { node }, $ref: '#/$defs/node' };
+    const c = lenient().compile(tree);
+    if (!c.ok) throw new Error(JSON.stringify(c.problems));
+    expect(c.validate({ left: { right: { children: [{}, { left: {} }] } } })).toBe(true);
+  });
+
+  it('a JSON-value schema (anyOf object | array | scalar, recursive) is accepted', () => {
+    const value = {
+      anyOf: [
+        { type: ['string', 'number', 'boolean', 'null'] },
+        { type: 'array', items: { $ref: '#/$defs/value' } },
+        { type: 'object', additionalProperties: { $ref: '#/$defs/value' } },
+      ],
+    };
+    const c = lenient().compile({ $defs: { value }, $ref: '#/$defs/value' });
+    if (!c.ok) throw new Error(JSON.stringify(c.problems));
+    expect(c.validate({ a: [1, { b: null }] })).toBe(true);
+  });
+
+  it('recursion that applies itself twice to the same child is exponential in data depth: refused', () => {
+    const node = {
+      type: 'object',
+      properties: { a: { anyOf: [{ $ref: '#/$defs/node' }, { $ref: '#/$defs/node' }] } },
+    };
+    const c = lenient().compile({ $defs: { node }, $ref: '#/$defs/node' });
+    if (c.ok) throw new Error('should be refused');
+    expect(c.problems[0].limit).toBe('limits.max_schema_expansion');
+  });
+
+  it('a $ref cycle that never descends into the data is refused (it would never end)', () => {
+    const c = lenient().compile({
+      $defs: { a: { anyOf: [{ $ref: '#/$defs/a' }] } },
+      $ref: '#/$defs/a',
+    });
+    if (c.ok) throw new Error('should be refused');
+    expect(c.problems[0].message).toMatch(/cycle/);
+  });
+
+  it('a nested $id (which would re-base a $ref) is refused beside a $ref', () => {
+    const c = lenient().compile({
+      type: 'object',
+      properties: { a: { $id: 'http://x/a', $ref: '#/definitions/b', definitions: { b: {} } } },
+    });
+    expect(c.ok).toBe(false);
+  });
+
+  it('the bound is a setting', () => {
+    setMaxSchemaExpansion(100_000_000);
+    try {
+      expect(lenient().compile(chain(21)).ok).toBe(true);
+    } finally {
+      setMaxSchemaExpansion(DEFAULT_MAX_SCHEMA_EXPANSION);
+    }
   });
 });
