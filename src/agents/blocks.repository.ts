@@ -4,7 +4,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager, In } from 'typeorm';
 import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
 import type { MemoryBlock } from '../core/agents/agent-record';
-import { containsPattern } from '../database/like-pattern';
+import { containsSql, type SearchScan } from '../database/like-pattern';
 import { Transactor } from '../database/transactor';
 import { AgentBlockEntity, BlockEntity } from './block.entity';
 
@@ -130,6 +130,7 @@ export class BlocksRepository {
     tenantId: string,
     q: BlockListQuery,
     cursors: { after: BlockEntity | null; before: BlockEntity | null },
+    scan: SearchScan,
   ): Promise<BlockEntity[]> {
     const qb = this.ds
       .getRepository(BlockEntity)
@@ -137,11 +138,23 @@ export class BlocksRepository {
       .where('b.tenant_id = :tenantId', { tenantId });
     if (q.label !== null) qb.andWhere('b.label = :label', { label: q.label });
     const search = { label: q.labelSearch, value: q.valueSearch, description: q.descriptionSearch };
-    for (const [col, text] of Object.entries(search))
-      if (text !== null)
-        qb.andWhere(`LOWER(b.${col}) LIKE :${col}Like ESCAPE '\\'`, {
-          [`${col}Like`]: containsPattern(text),
+    const searched = Object.entries(search).filter(([, text]) => text !== null);
+    if (searched.length) {
+      // bounded scan (limits.search_scan_*): the tenant's newest blocks, the first characters of each
+      const newest = this.ds
+        .getRepository(BlockEntity)
+        .createQueryBuilder('s')
+        .select('s.id')
+        .where('s.tenant_id = :tenantId', { tenantId })
+        .orderBy('s.created_at', 'DESC')
+        .addOrderBy('s.id', 'DESC')
+        .limit(scan.rows);
+      qb.andWhere(`b.id IN (${newest.getQuery()})`);
+      for (const [col, text] of searched)
+        qb.andWhere(containsSql(this.ds, `b.${col}`, `${col}Needle`, scan.chars), {
+          [`${col}Needle`]: (text as string).toLowerCase(),
         });
+    }
     return keysetPage(qb, 'b', q.order, cursors, q.limit);
   }
 

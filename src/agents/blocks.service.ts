@@ -86,10 +86,12 @@ export class BlocksService {
         throw badRequest('UNKNOWN_CURSOR', `cursor ${JSON.stringify(id)} is not a block id`);
       return found;
     };
-    const rows = await this.blocks.list(tenantId, q, {
-      after: await cursor(after),
-      before: await cursor(before),
-    });
+    const rows = await this.blocks.list(
+      tenantId,
+      q,
+      { after: await cursor(after), before: await cursor(before) },
+      { rows: this.config.limits.search_scan_rows, chars: this.config.limits.search_scan_chars },
+    );
     return rows.map(toMemoryBlock);
   }
 

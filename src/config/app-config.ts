@@ -671,6 +671,8 @@ function validate(
       max_tool_parameters_bytes: int('limits.max_tool_parameters_bytes', 256, 10_000_000),
       max_initial_messages: int('limits.max_initial_messages', 0, 10_000),
       max_schema_expansion: int('limits.max_schema_expansion', 10, 10_000_000),
+      search_scan_rows: int('limits.search_scan_rows', 1, 10_000_000),
+      search_scan_chars: int('limits.search_scan_chars', 1, 100_000_000),
     },
     cluster: clusterSettings(str('cluster.instance_id', true), int, fail),
     secrets: {

@@ -42,6 +42,13 @@ export interface InputLimits {
    * constraints), `$ref` and `anyOf`/`oneOf`/`allOf` branches unfolded: a larger schema is refused.
    */
   max_schema_expansion: number;
+  /**
+   * One substring search (conversation_search, `POST /v1/messages/search`, an agent's message search,
+   * `GET /v1/blocks/?value_search=`) looks at the newest this-many rows of its scope …
+   */
+  search_scan_rows: number;
+  /** … and at the first this-many characters of each. */
+  search_scan_chars: number;
 }
 
 /** A list longer than its bound; `setting` names the key under `limits`. */

@@ -25,7 +25,10 @@ import { RunRecovery } from './run-recovery';
 
 import { RunsController } from './runs.controller';
 import { StepsController } from './steps.controller';
-import { TenantMessagesController } from './tenant-messages.controller';
+import {
+  SEARCH_QUERY_MAX as CONVERSATION_SEARCH_QUERY_MAX,
+  TenantMessagesController,
+} from './tenant-messages.controller';
 
 /** The AgentProcessor, its mailbox, runs/steps/messages and the messaging and runs API. */
 @Module({
@@ -92,6 +95,9 @@ export class ProcessingModule implements OnModuleInit {
     });
     this.handlers.register('conversation_search', async (args, ctx) => {
       const query = typeof args.query === 'string' ? args.query : '';
+      // the API's bound (POST /v1/messages/search): a longer query is the model's mistake, told as such
+      if (query.length > CONVERSATION_SEARCH_QUERY_MAX)
+        return `Error: query is ${query.length} characters; at most ${CONVERSATION_SEARCH_QUERY_MAX}. Search for a shorter phrase.`;
       const limit = typeof args.limit === 'number' && args.limit > 0 ? Math.min(args.limit, 50) : 5;
       const hits = await this.repo.searchMessages(ctx.tenantId, ctx.agentId, query, limit);
       if (hits.length === 0) return `No results found for "${query}".`;

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { badRequest } from '../common/domain-error';
-import { containsPattern } from '../database/like-pattern';
+import { containsSql, type SearchScan } from '../database/like-pattern';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { LRUCache } from 'lru-cache';
 import {
@@ -170,6 +170,7 @@ export class ProcessingRepository {
    * context windows, up to millions of tokens each); a window larger than that is not kept.
    */
   private readonly windows: LRUCache<string, { window: ContextWindow; version: number }>;
+  private readonly searchScan: SearchScan;
   /** One per agent at most (one batch at a time); bounded like the windows. */
   private readonly parkedBatches: LRUCache<string, ParkedBatch>;
 
@@ -179,6 +180,10 @@ export class ProcessingRepository {
     @Inject(AGENT_LEASES) private readonly leases: AgentLeases,
     @Inject(APP_CONFIG) config: AppConfig,
   ) {
+    this.searchScan = {
+      rows: config.limits.search_scan_rows,
+      chars: config.limits.search_scan_chars,
+    };
     this.windows = new LRUCache({
       max: config.processing.context_cache_windows,
       maxSize: config.processing.context_cache_tokens,
@@ -713,19 +718,30 @@ export class ProcessingRepository {
     limit: number,
     within: MessageSearchScope = {},
   ): Promise<MessageEntity[]> {
-    const like = containsPattern(query);
-    const qb = this.ds
+    // bounded scan (limits.search_scan_*): the newest rows of the scope, the first characters of each
+    const newest = this.ds
+      .getRepository(MessageEntity)
+      .createQueryBuilder('s')
+      .select('s.id')
+      .where('s.tenant_id = :tenantId', { tenantId });
+    if (agentId) newest.andWhere('s.agent_id = :agentId', { agentId });
+    const { conversationId, afterMs, upToMs } = within;
+    if (conversationId) newest.andWhere('s.conversation_id = :conversationId', { conversationId });
+    if (afterMs !== undefined) newest.andWhere('s.created_at > :afterMs', { afterMs });
+    if (upToMs !== undefined) newest.andWhere('s.created_at <= :upToMs', { upToMs });
+    newest
+      .andWhere('s.message_type IN (:...types)', { types: ['user_message', 'assistant_message'] })
+      .orderBy('s.created_at', 'DESC')
+      .addOrderBy('s.seq_id', 'DESC')
+      .limit(this.searchScan.rows);
+    return this.ds
       .getRepository(MessageEntity)
       .createQueryBuilder('m')
-      .where('m.tenant_id = :tenantId', { tenantId });
-    if (agentId) qb.andWhere('m.agent_id = :agentId', { agentId });
-    const { conversationId, afterMs, upToMs } = within;
-    if (conversationId) qb.andWhere('m.conversation_id = :conversationId', { conversationId });
-    if (afterMs !== undefined) qb.andWhere('m.created_at > :afterMs', { afterMs });
-    if (upToMs !== undefined) qb.andWhere('m.created_at <= :upToMs', { upToMs });
-    return qb
-      .andWhere('m.message_type IN (:...types)', { types: ['user_message', 'assistant_message'] })
-      .andWhere("LOWER(m.payload) LIKE :like ESCAPE '\\'", { like })
+      .where(`m.id IN (${newest.getQuery()})`)
+      .setParameters(newest.getParameters())
+      .andWhere(containsSql(this.ds, 'm.payload', 'needle', this.searchScan.chars), {
+        needle: query.toLowerCase(),
+      })
       .orderBy('m.created_at', 'DESC')
       .addOrderBy('m.seq_id', 'DESC')
       .limit(limit)

@@ -11,7 +11,8 @@ import { toLettaMessage } from './message.mapper';
 import { parseHistoryQuery } from './query.dto';
 
 const iso = (ms: number) => new Date(ms).toISOString();
-const SEARCH_QUERY_MAX = 1000;
+/** A message search's query, in characters: the API's and conversation_search's bound. */
+export const SEARCH_QUERY_MAX = 1000;
 
 /** Letta's tenant-wide messages: `GET /v1/messages/`, `GET /v1/messages/{id}`, `POST /v1/messages/search`. */
 @Controller('v1/messages')

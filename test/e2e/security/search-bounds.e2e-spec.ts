@@ -1,0 +1,102 @@
+import { startApp, TestApp } from '../../support/app-harness';
+import { api } from '../consent-helpers';
+
+/**
+ * QA (exhaustion): substring searches scanned without bound on the event loop. conversation_search with a
+ * 20,000-character query froze the server 28 s; `GET /v1/blocks/?value_search=` with 200 characters over
+ * 20 MB of blocks 14 s. The tool's query is bounded like the API's (1000 characters: an error text to the
+ * model past it), and one search scans at most the newest `limits.search_scan_rows` rows of its scope, the
+ * first `limits.search_scan_chars` characters of each, with instr/strpos rather than LIKE '%…%'.
+ */
+describe('security: substring searches are bounded', () => {
+  let t: TestApp;
+  const A = 'key-tenant-a';
+  const SCAN_ROWS = 60;
+  const SCAN_CHARS = 20_000;
+
+  beforeAll(async () => {
+    t = await startApp({
+      overrides: {
+        auth: { api_keys: [{ key: A, tenant: 'tenant-a' }] },
+        limits: { search_scan_rows: SCAN_ROWS, search_scan_chars: SCAN_CHARS },
+      },
+    });
+  });
+  afterAll(() => t.close());
+
+  const send = async (agentId: string, content: string) =>
+    api(t, 'POST', `/v1/agents/${agentId}/messages`, { messages: [{ role: 'user', content }] }, A);
+
+  it('conversation_search with a 20,000-character query: an error text to the model, at once', async () => {
+    const agent = await api(
+      t,
+      'POST',
+      '/v1/agents/',
+      {
+        model_script: [
+          {
+            tool_calls: [{ name: 'conversation_search', arguments: { query: 'a'.repeat(20_000) } }],
+          },
+        ],
+      },
+      A,
+    );
+    const t0 = Date.now();
+    const res = await send(agent.body.id, 'a'.repeat(100_000));
+    expect(Date.now() - t0).toBeLessThan(5000);
+    expect(res.status).toBe(200);
+    const ret = res.body.messages.find(
+      (m: { message_type: string }) => m.message_type === 'tool_return_message',
+    );
+    expect(ret.tool_return).toMatch(/query is 20000 characters; at most 1000/);
+  });
+
+  it('value_search with an adversarial 200-character query over 50 blocks of 100,000 characters: < 1 s', async () => {
+    for (let i = 0; i < 50; i++) {
+      const r = await api(
+        t,
+        'POST',
+        '/v1/blocks/',
+        { label: `big${i}`, value: 'a'.repeat(99_990), limit: 100_000 },
+        A,
+      );
+      expect(r.status).toBe(200);
+    }
+    const t0 = Date.now();
+    const res = await api(t, 'GET', `/v1/blocks/?value_search=${'a'.repeat(199)}b`, undefined, A);
+    expect(Date.now() - t0).toBeLessThan(1000);
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual([]);
+  });
+
+  it('only the newest search_scan_rows blocks, and their first search_scan_chars characters, are searched', async () => {
+    const block = async (label: string, value: string) =>
+      (await api(t, 'POST', '/v1/blocks/', { label, value, limit: 100_000 }, A)).body.id;
+    const old = await block('old', 'needle-old');
+    for (let i = 0; i < SCAN_ROWS; i++) await block(`filler${i}`, 'hay');
+    const tail = await block('tail', 'x'.repeat(SCAN_CHARS) + 'needle-tail');
+    const fresh = await block('fresh', 'needle-fresh');
+    const found = (await api(t, 'GET', '/v1/blocks/?value_search=needle', undefined, A)).body.map(
+      (b: { id: string }) => b.id,
+    );
+    expect(found).toEqual([fresh]);
+    expect(found).not.toContain(old);
+    expect(found).not.toContain(tail);
+  });
+
+  it('message search looks at the newest search_scan_rows messages of its scope', async () => {
+    const agent = await api(t, 'POST', '/v1/agents/', { model_script: [{ content: 'ok' }] }, A);
+    await send(agent.body.id, 'needle-first');
+    for (let i = 0; i < SCAN_ROWS / 2; i++) await send(agent.body.id, `hay ${i}`);
+    await send(agent.body.id, 'needle-last');
+    const hits = await api(
+      t,
+      'POST',
+      '/v1/messages/search',
+      { query: 'NEEDLE', agent_id: agent.body.id },
+      A,
+    );
+    expect(hits.status).toBe(200);
+    expect(hits.body.map((h: { content: string }) => h.content)).toEqual(['needle-last']);
+  });
+});
