@@ -15,6 +15,7 @@ export type ConsentStatus = 'pending' | 'approved' | 'denied';
 @Entity('consent_requests')
 @Index('idx_consent_requests_call', ['tenantId', 'agentId', 'toolCallId'])
 @Index('idx_consent_requests_status', ['status', 'expiresAt'])
+@Index('idx_consent_requests_tenant_time', ['tenantId', 'createdAt', 'id'])
 export class ConsentRequestEntity {
   @PrimaryColumn({ type: 'varchar', length: 64 }) id!: string;
   @Column({ name: 'tenant_id', type: 'varchar', length: 200 }) tenantId!: string;
@@ -46,6 +47,7 @@ export class ConsentRequestEntity {
 /** A standing permission from approve_for_duration / approve_for_scope. */
 @Entity('consent_grants')
 @Index('idx_consent_grants_lookup', ['tenantId', 'agentId', 'scope'])
+@Index('idx_consent_grants_tenant_time', ['tenantId', 'createdAt', 'id'])
 export class ConsentGrantEntity {
   @PrimaryColumn({ type: 'varchar', length: 64 }) id!: string;
   @Column({ name: 'tenant_id', type: 'varchar', length: 200 }) tenantId!: string;

@@ -30,6 +30,7 @@ import { AgentTimezones1765110000000 } from './1765110000000-AgentTimezones';
 import { AgentLettaFields1765110001000 } from './1765110001000-AgentLettaFields';
 import { ToolCallClaimsPerStep1765110002000 } from './1765110002000-ToolCallClaimsPerStep';
 import { ConsentRequestsPerCall1765110003000 } from './1765110003000-ConsentRequestsPerCall';
+import { TenantListIndexes1765110004000 } from './1765110004000-TenantListIndexes';
 /**
  * Every migration, in order. Named `<epoch>-<What>.ts`; the app runs them at boot. Those that seal data
  * are built with the secrets key.
@@ -67,4 +68,5 @@ export const migrations = (secretsKey: Buffer | null): Function[] => [
   AgentLettaFields1765110001000,
   ToolCallClaimsPerStep1765110002000,
   ConsentRequestsPerCall1765110003000,
+  TenantListIndexes1765110004000,
 ];

@@ -15,6 +15,7 @@ export type MessageType =
 @Entity('messages')
 @Index('idx_messages_agent_seq', ['agent_id', 'seq_id'], { unique: true })
 @Index('idx_messages_run', ['run_id', 'seq_id'])
+@Index('idx_messages_tenant_time', ['tenant_id', 'created_at', 'id'])
 export class MessageEntity {
   @PrimaryColumn({ type: 'varchar' })
   id!: string;

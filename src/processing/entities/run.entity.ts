@@ -90,6 +90,7 @@ export type TurnCall = OutcomeView & { tool_call_id: string };
 @Entity('runs')
 @Index('idx_runs_agent', ['tenant_id', 'agent_id', 'created_at'])
 @Index('idx_runs_status', ['status'])
+@Index('idx_runs_tenant_time', ['tenant_id', 'created_at', 'id'])
 @Index('idx_runs_parked', ['tenant_id', 'agent_id', 'created_at'], {
   where: 'parked IS NOT NULL AND continued_by IS NULL',
 })

@@ -6,6 +6,7 @@ export type StepFeedback = 'positive' | 'negative';
 /** One model call (and the tools it asked for). */
 @Entity('steps')
 @Index('idx_steps_run', ['run_id', 'step_number'])
+@Index('idx_steps_tenant_time', ['tenant_id', 'created_at', 'id'])
 export class StepEntity {
   @PrimaryColumn({ type: 'varchar' })
   id!: string;
