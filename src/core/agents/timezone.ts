@@ -75,6 +75,19 @@ function offsetOf(timeZone: string, at: Date): string {
  */
 export function formatLocalTime(at: Date, timeZone: string | null | undefined): string {
   const zone = timeZone && timeZoneProblem(timeZone) === null ? timeZone : DEFAULT_TIMEZONE;
+  // ICU's formatToParts costs microseconds and every tool return writes a time: one text per zone and second
+  const second = Math.floor(at.getTime() / 1000);
+  const last = lastLocal.get(zone);
+  if (last?.second === second) return last.text;
+  const text = localTime(at, zone);
+  if (lastLocal.size >= MAX_FORMATTERS) lastLocal.clear();
+  lastLocal.set(zone, { second, text });
+  return text;
+}
+
+const lastLocal = new Map<string, { second: number; text: string }>();
+
+function localTime(at: Date, zone: string): string {
   const p = partsOf(formattersFor(zone).local, at);
   const offset = offsetOf(zone, at).replace(':', '');
   // a zone without an abbreviation in English is named by its offset, as the tz database names it (`+0530`, `-05`)
