@@ -4,6 +4,7 @@ import { NestFactory } from '@nestjs/core';
 import { NestExpressApplication } from '@nestjs/platform-express';
 import { WsAdapter } from '@nestjs/platform-ws';
 import { AppModule } from './app.module';
+import { RequestOriginPolicy } from './auth/request-origin';
 import { RequestRateLimiter } from './auth/request-rate.limiter';
 import { StreamSlotsLimiter } from './auth/stream-slots.limiter';
 import { AppConfig } from './config/app-config';
@@ -31,6 +32,8 @@ export async function createApp(given: AppConfig): Promise<INestApplication> {
   });
   answerClientErrors(app.getHttpServer());
   app.use(requestLog(logger.pino));
+  // a page of another origin, or of a rebound name in open mode, gets nothing (src/auth/request-origin.ts)
+  app.use(app.get(RequestOriginPolicy).middleware());
   // the rate is checked before a body is read
   app.use(app.get(RequestRateLimiter).handle);
   app.use(nulInUrlMiddleware());

@@ -7,12 +7,24 @@ import { unknownKeyMessage } from '../core/did-you-mean';
 import type { InputLimits } from '../core/limits';
 import { isHostPattern } from '../core/net/host-policy';
 
+/** A host name, or `*.` and one (`server.allowed_host_names`). */
+const HOST_NAME = /^(\*\.)?[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.?$/;
+
 /** The longest timer setting: Node's timers hold at most ~24.8 days, and a longer delay fires at once. */
 const DAY_SECONDS = 86_400;
 
 /** The whole configuration, validated once at boot. Nothing else reads process.env. */
 export interface AppConfig {
-  server: { host: string; port: number; body_limit_bytes: number; json_max_depth: number };
+  server: {
+    host: string;
+    port: number;
+    body_limit_bytes: number;
+    json_max_depth: number;
+    /** Web page origins (`https://app.example.com`) besides the server's own that may call it from a browser. */
+    allowed_origins: string[];
+    /** Open mode: host names (`*.example.com` too) the server answers besides IPs and localhost. */
+    allowed_host_names: string[];
+  };
   database: {
     url: string | null;
     sqlite_path: string;
@@ -525,6 +537,24 @@ function validate(
       port: int('server.port', 0, 65535),
       body_limit_bytes: int('server.body_limit_bytes', 1024),
       json_max_depth: int('server.json_max_depth', 2, 10000),
+      allowed_origins: list('server.allowed_origins').flatMap((o, i) => {
+        const origin = typeof o === 'string' ? asOrigin(o) : null;
+        if (origin === null)
+          fail(
+            `server.allowed_origins[${i}]`,
+            `must be a web origin such as https://app.example.com (scheme, host, port; no path, no *), got ${JSON.stringify(o)}`,
+          );
+        return origin === null ? [] : [origin];
+      }),
+      allowed_host_names: list('server.allowed_host_names').filter((h, i) => {
+        const ok = typeof h === 'string' && HOST_NAME.test(h);
+        if (!ok)
+          fail(
+            `server.allowed_host_names[${i}]`,
+            `must be a host name or *.name (IP addresses are always answered), got ${JSON.stringify(h)}`,
+          );
+        return ok;
+      }) as string[],
     },
     database: {
       url,
@@ -716,6 +746,17 @@ function parsesAsUrl(v: string): boolean {
     return true;
   } catch {
     return false;
+  }
+}
+
+/** An `http(s)://host[:port]` origin as `server.allowed_origins` holds it, or null when it is not one. */
+export function asOrigin(v: string): string | null {
+  try {
+    const url = new URL(v);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') return null;
+    return v.replace(/\/$/, '').toLowerCase() === url.origin ? url.origin : null;
+  } catch {
+    return null;
   }
 }
 

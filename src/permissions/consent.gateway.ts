@@ -10,6 +10,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Subscription } from 'rxjs';
 import { RawData, WebSocket, WebSocketServer } from 'ws';
 import { ApiKeysService } from '../auth/api-keys.service';
+import { RequestOriginPolicy } from '../auth/request-origin';
 import { CLOCK } from '../common/clock';
 import { EVENT_BUS, type EventBus } from '../cluster/event-bus';
 import { toErrorBody } from '../common/domain-error.filter';
@@ -69,6 +70,7 @@ export class ConsentGateway
   constructor(
     private readonly broker: PermissionBrokerService,
     private readonly keys: ApiKeysService,
+    private readonly origins: RequestOriginPolicy,
     private readonly bus: RunEventsBus,
     @Inject(EVENT_BUS) private readonly events: EventBus,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -96,6 +98,13 @@ export class ConsentGateway
       info: { req: IncomingMessage },
       cb: (ok: boolean, code?: number, message?: string, headers?: Record<string, string>) => void,
     ) => {
+      // a browser lets any page open a WebSocket anywhere: only the server's own pages (and the
+      // configured origins) may, and in open mode only under a name of this server (DNS rebinding)
+      const refused = this.origins.refusal(info.req, true);
+      if (refused) {
+        const { status, body } = toErrorBody(refused);
+        return cb(false, status, JSON.stringify(body), { 'Content-Type': 'application/json' });
+      }
       const who = this.keys.principalFor(keyOf(info.req));
       if (!who) return cb(false, 401, 'Unauthorized');
       const max = this.config.websocket.max_connections_per_key;

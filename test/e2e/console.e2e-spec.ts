@@ -1,6 +1,8 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- response bodies are free-form JSON that tests inspect */
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { consoleBuilt } from '../../src/console/console-assets';
@@ -171,6 +173,68 @@ describeBrowser('web console at /console/ (Chromium)', () => {
     expect(await res.text()).toContain('<div id="app">');
     const bare = await fetch(`${t.baseUrl}/console`, { redirect: 'manual' });
     expect(bare.headers.get('location')).toBe('/console/');
+  });
+
+  it("a page of another origin cannot open the console's WebSocket nor approve (open mode); the console's own page can", async () => {
+    // QA: any page in a browser on the machine subscribed to ws://127.0.0.1:<port>/v1/ws and approved
+    const agent = await anAgent('cswsh');
+    modelPays(agent, { amount: 9000, to: 'attacker@example.com' }, 'call_cswsh');
+    await say(agent, 'pay the attacker');
+    const deadline = Date.now() + 10_000;
+    while ((await pendingOf(agent.id)).length === 0 && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 50));
+    const [pending] = await pendingOf(agent.id);
+    const evil = createServer((_req, res) => {
+      res.setHeader('content-type', 'text/html');
+      res.end('<!doctype html><title>cute cats</title>');
+    });
+    await new Promise<void>((r) => evil.listen(0, '127.0.0.1', r));
+    try {
+      const ctx = await browser.newContext();
+      contexts.push(ctx);
+      const page = await ctx.newPage();
+      await page.goto(`http://127.0.0.1:${(evil.address() as AddressInfo).port}/`);
+      const attack = await page.evaluate(
+        async (wsUrl) => {
+          const log: string[] = [];
+          const ws = new WebSocket(wsUrl);
+          ws.onmessage = (m) => {
+            log.push(String(m.data));
+            const f = JSON.parse(String(m.data)) as { type: string; request?: { id: string } };
+            if (f.type === 'consent.request')
+              ws.send(
+                JSON.stringify({
+                  type: 'consent.decision',
+                  request_id: f.request!.id,
+                  decision: 'approve_for_scope',
+                }),
+              );
+          };
+          ws.onopen = () => {
+            log.push('open');
+            ws.send(JSON.stringify({ type: 'subscribe' }));
+          };
+          await new Promise<void>((r) => {
+            ws.onclose = () => r();
+            setTimeout(r, 2000);
+          });
+          return log;
+        },
+        `${t.baseUrl.replace(/^http/, 'ws')}/v1/ws`,
+      );
+      expect(attack).toEqual([]); // never opened, read nothing
+    } finally {
+      await new Promise<void>((r) => evil.close(() => r()));
+    }
+    expect((await api(t, 'GET', `/v1/consent/requests/${pending.id}`)).body.status).toBe('pending');
+    expect(ran('call_cswsh')).toEqual([]);
+    // the console (same origin) is live and lists it
+    const page = await open('#/inbox');
+    await page
+      .getByRole('listitem')
+      .filter({ hasText: 'attacker@example.com' })
+      .getByRole('button', { name: 'Review pay request' })
+      .waitFor();
   });
 
   it('signs in with an API key kept in session storage; a wrong key is refused; sign out forgets it', async () => {

@@ -1,0 +1,124 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import { isIP } from 'node:net';
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { DomainError } from '../common/domain-error';
+import { toErrorBody } from '../common/domain-error.filter';
+import type { AppConfig } from '../config/app-config';
+
+/** Methods a browser lets any page send cross-site whose answer it then hides: reads, never refused by origin. */
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/**
+ * What a web page in a browser on the server's machine (or network) may make this server do. A browser
+ * lets any page open a WebSocket to any host and send simple cross-site POSTs (`multipart/form-data`,
+ * `text/plain`, no body), and a page of a name the attacker rebinds to 127.0.0.1 is "same-origin" with
+ * the server. In open mode (no API keys) such a request needs no credential, so:
+ *
+ * - a WebSocket upgrade, and any request that is not a read (GET, HEAD, OPTIONS), whose `Origin` header
+ *   is present and is not the server's own (the `Host` it was sent to) nor in `server.allowed_origins`,
+ *   is refused with 403 `ORIGIN_NOT_ALLOWED` (with keys too: no page of another origin is meant to call
+ *   this server). Clients that send no `Origin` (SDKs, the ws library, curl) are unaffected;
+ * - in open mode, a request whose `Host` is a name other than `localhost` (`*.localhost`), the configured
+ *   `server.host`, the host of `webhooks.public_url` or one in `server.allowed_host_names` is refused
+ *   with 403 `HOST_NOT_ALLOWED` (DNS rebinding: the page's name resolves to this machine). An IP address
+ *   is always answered: a page cannot rebind one.
+ */
+export class RequestOriginPolicy {
+  private readonly allowedOrigins: Set<string>;
+  private readonly hostNames: string[];
+
+  constructor(
+    config: Pick<AppConfig, 'server' | 'webhooks' | 'auth'>,
+    private readonly open = config.auth.api_keys.length === 0,
+  ) {
+    const publicUrl = config.webhooks.public_url ? new URL(config.webhooks.public_url) : null;
+    this.allowedOrigins = new Set([
+      ...config.server.allowed_origins,
+      ...(publicUrl ? [publicUrl.origin] : []),
+    ]);
+    this.hostNames = [
+      ...config.server.allowed_host_names,
+      ...(publicUrl ? [publicUrl.hostname] : []),
+      ...(isIP(config.server.host) === 0 ? [config.server.host] : []),
+    ].map((h) => h.toLowerCase().replace(/\.$/, ''));
+  }
+
+  /** Why this request (or WebSocket upgrade) is refused, or null. */
+  refusal(
+    req: { method?: string; headers: IncomingHttpHeaders },
+    upgrade = false,
+  ): DomainError | null {
+    const host = req.headers.host;
+    if (this.open && host !== undefined) {
+      const name = hostnameOf(host);
+      if (name === null || !this.hostAllowed(name))
+        return new DomainError(
+          'forbidden',
+          'HOST_NOT_ALLOWED',
+          `the Host ${JSON.stringify(host.slice(0, 200))} is not a name of this server: with no API keys (open mode) it answers only IP addresses, localhost and the names in server.allowed_host_names`,
+          { setting: 'server.allowed_host_names' },
+        );
+    }
+    const origin = header(req.headers.origin);
+    if (origin === undefined || (!upgrade && SAFE_METHODS.has(req.method ?? 'GET'))) return null;
+    if (this.originAllowed(origin, host)) return null;
+    return new DomainError(
+      'forbidden',
+      'ORIGIN_NOT_ALLOWED',
+      `a request from the web page origin ${JSON.stringify(origin.slice(0, 200))} is refused: only this server's own pages and the origins in server.allowed_origins may call it from a browser`,
+      { setting: 'server.allowed_origins' },
+    );
+  }
+
+  /** Express middleware: the refusal answered in the one error shape, before anything else runs. */
+  middleware(): RequestHandler {
+    return (req: Request, res: Response, next: NextFunction) => {
+      const refused = this.refusal(req);
+      if (!refused) return next();
+      const { status, body } = toErrorBody(refused);
+      res.status(status).json(body);
+    };
+  }
+
+  private hostAllowed(name: string): boolean {
+    if (isIP(name.replace(/^\[|\]$/g, '')) !== 0) return true;
+    name = name.replace(/\.$/, '');
+    if (name === 'localhost' || name.endsWith('.localhost')) return true;
+    return this.hostNames.some((h) =>
+      h.startsWith('*.') ? name.endsWith(h.slice(1)) : name === h,
+    );
+  }
+
+  private originAllowed(origin: string, host: string | undefined): boolean {
+    let url: URL;
+    try {
+      url = new URL(origin); // "null" (sandboxed frames, file:) does not parse: refused
+    } catch {
+      return false;
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') return false;
+    if (this.allowedOrigins.has(url.origin)) return true;
+    if (host === undefined) return false;
+    // the server's own page: same host and port as the request went to. http or https alike, so the
+    // console behind a TLS-terminating proxy that keeps the Host is its own origin
+    try {
+      return new URL(`${url.protocol}//${host}`).host === url.host;
+    } catch {
+      return false;
+    }
+  }
+}
+
+/** The host name of a Host header value (lower case, IPv6 in brackets), or null when it is no host. */
+function hostnameOf(host: string): string | null {
+  try {
+    const url = new URL(`http://${host}`);
+    return url.username || url.password || url.pathname !== '/' ? null : url.hostname;
+  } catch {
+    return null;
+  }
+}
+
+function header(v: string | string[] | undefined): string | undefined {
+  return Array.isArray(v) ? v[0] : v;
+}
