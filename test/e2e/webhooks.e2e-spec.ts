@@ -602,6 +602,13 @@ describe('webhooks: the outbound host policy against a hostile tenant', () => {
     ['IPv6 loopback', 'http://[::1]:9/hook'],
     ['the cloud metadata address', 'http://169.254.169.254/latest/meta-data/iam/'],
     ['a name resolving to loopback', 'http://localhost:9/hook'],
+    // QA: WHATWG URL writes [::ffff:0.0.0.0] as ::ffff:0:0, which no check matched: it reached 127.0.0.1
+    ['the unspecified address, IPv4-mapped', 'http://[::ffff:0.0.0.0]:9/hook'],
+    ['the unspecified address', 'http://0.0.0.0:9/hook'],
+    ['the IPv6 unspecified address', 'http://[::]:9/hook'],
+    ['loopback, IPv4-mapped in hex', 'http://[::ffff:7f00:1]:9/hook'],
+    ['loopback, IPv4-compatible', 'http://[::127.0.0.1]:9/hook'],
+    ['loopback through NAT64', 'http://[64:ff9b::7f00:1]:9/hook'],
   ])('a webhook at %s is refused at registration: 400 WEBHOOK_HOST_REFUSED', async (_what, url) => {
     const res = await create(url);
     expect(res.status).toBe(400);
@@ -625,6 +632,24 @@ describe('webhooks: the outbound host policy against a hostile tenant', () => {
           last_error:
             'refused: hooks.tenant.test (127.0.0.1) is denied by the outbound host policy',
           next_attempt_at: null,
+        }),
+      );
+      expect(internal.got).toEqual([]);
+    } finally {
+      await api(t, 'DELETE', `/v1/webhooks/${hook.body.id}`, undefined, 'sk-a');
+    }
+  });
+
+  it('a name that resolves to ::ffff:0:0 (the unspecified address, IPv4-mapped) at delivery is refused then, never sent', async () => {
+    resolveAs('hooks2.tenant.test', '203.0.113.7', '::ffff:0:0');
+    const hook = await create(`http://hooks2.tenant.test:${new URL(internal.url).port}/hook`);
+    expect(hook.status).toBe(201);
+    try {
+      expect(await anEventDeliveredTo(hook.body.id)).toEqual(
+        expect.objectContaining({
+          status: 'failed',
+          last_error:
+            'refused: hooks2.tenant.test (::ffff:0:0) is denied by the outbound host policy',
         }),
       );
       expect(internal.got).toEqual([]);

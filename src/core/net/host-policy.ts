@@ -36,18 +36,55 @@ class HostSet {
     return this.names.some((n) => (n.startsWith('*.') ? h.endsWith(n.slice(1)) : h === n));
   }
 
+  /** The address, and the IPv4 address an IPv6 one carries (mapped, compatible, NAT64), either on the list. */
   hasAddress(address: string): boolean {
-    const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-    if (mapped) return this.ips.check(mapped[1], 'ipv4') || this.ips.check(address, 'ipv6');
+    const v4 = embeddedIPv4(address);
+    if (v4 !== null && v4 !== address)
+      return this.ips.check(v4, 'ipv4') || this.ips.check(address, 'ipv6');
     return this.ips.check(address, isIP(address) === 6 ? 'ipv6' : 'ipv4');
   }
 }
 
-/** `0.0.0.0/8`, `::` and their IPv4-mapped forms: a connection there lands on this host. */
+/** The eight 16-bit groups of a valid IPv6 address (a dotted IPv4 tail and a zone included). */
+function ipv6Groups(address: string): number[] {
+  let a = address.replace(/%.*$/, '');
+  const dotted = /^(.*:)(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(a);
+  if (dotted) {
+    const [b0, b1, b2, b3] = dotted.slice(2).map(Number);
+    a = `${dotted[1]}${((b0 << 8) | b1).toString(16)}:${((b2 << 8) | b3).toString(16)}`;
+  }
+  const [head, tail] = a.split('::');
+  const h = head ? head.split(':') : [];
+  const t = tail ? tail.split(':') : [];
+  const zeros = tail === undefined ? [] : Array<string>(8 - h.length - t.length).fill('0');
+  return [...h, ...zeros, ...t].map((g) => parseInt(g, 16));
+}
+
+/**
+ * The IPv4 address a connection to this one reaches, in dotted form: itself for IPv4; for IPv6 the one it
+ * embeds, whatever the spelling (WHATWG URLs write `[::ffff:0.0.0.0]` as `::ffff:0:0`): IPv4-mapped
+ * `::ffff:a.b.c.d`, IPv4-translated `::ffff:0:a.b.c.d`, IPv4-compatible `::a.b.c.d` (not `::` and `::1`)
+ * and NAT64 `64:ff9b::a.b.c.d`. null for any other IPv6 address.
+ */
+export function embeddedIPv4(address: string): string | null {
+  const family = isIP(address.replace(/%.*$/, ''));
+  if (family === 4) return address;
+  if (family !== 6) return null;
+  const g = ipv6Groups(address);
+  const zero = (from: number, to: number) => g.slice(from, to).every((x) => x === 0);
+  const embeds =
+    (zero(0, 5) && g[5] === 0xffff) || // mapped
+    (zero(0, 4) && g[4] === 0xffff && g[5] === 0) || // translated
+    (zero(0, 6) && !(g[6] === 0 && g[7] <= 1)) || // compatible
+    (g[0] === 0x64 && g[1] === 0xff9b && zero(2, 6)); // NAT64 well-known prefix
+  return embeds ? `${g[6] >> 8}.${g[6] & 0xff}.${g[7] >> 8}.${g[7] & 0xff}` : null;
+}
+
+/** `0.0.0.0/8` and `::`, however spelled (mapped, compatible, NAT64): a connection there lands on this host. */
 function reachesLoopback(address: string): boolean {
-  const v4 = /^(?:::ffff:)?(\d+)\.\d+\.\d+\.\d+$/i.exec(address);
-  if (v4) return v4[1] === '0';
-  return isIP(address) === 6 && /^[0:]+$/.test(address);
+  const v4 = embeddedIPv4(address);
+  if (v4 !== null) return v4.startsWith('0.');
+  return isIP(address.replace(/%.*$/, '')) === 6 && ipv6Groups(address).every((x) => x === 0);
 }
 
 /**

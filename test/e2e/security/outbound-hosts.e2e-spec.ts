@@ -65,6 +65,9 @@ describe('security: outbound hosts of tools', () => {
       ['the cloud metadata address', 'http://169.254.169.254/latest/meta-data/iam/'],
       ['the IPv6 metadata address', 'http://[fd00:ec2::254]/latest/meta-data/'],
       ['an IPv4-mapped metadata address', 'http://[::ffff:169.254.169.254]/latest/'],
+      ['an IPv4-mapped metadata address in hex', 'http://[::ffff:a9fe:a9fe]/latest/'],
+      ['an IPv4-compatible metadata address', 'http://[::169.254.169.254]/latest/'],
+      ['a NAT64 metadata address', 'http://[64:ff9b::a9fe:a9fe]/latest/'],
       ['another link-local address', 'http://169.254.1.1/'],
     ])('a tool at %s is refused before any connection', async (_what, target) => {
       const ret = await callVia(t, target);
@@ -106,6 +109,50 @@ describe('security: outbound hosts of tools', () => {
         expect(ret.tool_return).toMatch(
           /^request refused: localhost \((127\.0\.0\.1|::1)\) is denied/,
         );
+        expect(seen).toHaveLength(0);
+      } finally {
+        await t.close();
+      }
+    });
+
+    // QA: WHATWG URL writes [::ffff:0.0.0.0] as ::ffff:0:0, which no check matched, and the connection
+    // landed on 127.0.0.1 with the loopback denied
+    it('with loopback denied, every spelling of the loopback and of the unspecified address is refused before any connection', async () => {
+      const p = new URL(url).port;
+      const spellings = [
+        `http://[::ffff:0.0.0.0]:${p}/`,
+        `http://[::ffff:0:0]:${p}/`,
+        `http://[::ffff:7f00:1]:${p}/`,
+        `http://[::7f00:1]:${p}/`,
+        `http://[64:ff9b::7f00:1]:${p}/`,
+        `http://0.0.0.0:${p}/`,
+        `http://0:${p}/`,
+        `http://[::]:${p}/`,
+      ];
+      const open = await startApp();
+      try {
+        // the attack's address does reach the tool server on 127.0.0.1 when nothing denies it
+        expect(await callVia(open, spellings[0])).toMatchObject({
+          status: 'success',
+          tool_return: 'reached',
+        });
+      } finally {
+        await open.close();
+      }
+      seen.length = 0;
+      const t = await startApp({
+        overrides: { tools: { http: { denied_hosts: ['127.0.0.0/8', '::1', '169.254.0.0/16'] } } },
+      });
+      try {
+        for (const target of spellings) {
+          const ret = await callVia(t, target);
+          expect({ target, ret: ret.tool_return }).toEqual({
+            target,
+            ret: expect.stringMatching(
+              /^request refused: .* is denied by the outbound host policy$/,
+            ),
+          });
+        }
         expect(seen).toHaveLength(0);
       } finally {
         await t.close();
