@@ -230,6 +230,10 @@ export interface WebhookSettings {
   request_timeout_seconds: number;
   poll_interval_seconds: number;
   claim_seconds: number;
+  /** Attempts one instance has open at once; a slot is taken again as soon as one ends. */
+  max_in_flight: number;
+  /** Of those, one tenant's at most (the tenant with the fewest open attempts is served first). */
+  max_in_flight_per_tenant: number;
   retention_days: number;
   public_url: string | null;
 }
@@ -531,6 +535,7 @@ function validate(
     seenKeys.add(k.key);
   });
 
+  const webhookSlots = int('webhooks.max_in_flight', 1, 1000);
   const config: AppConfig = {
     server: {
       host: str('server.host'),
@@ -656,6 +661,9 @@ function validate(
       request_timeout_seconds: int('webhooks.request_timeout_seconds', 1, 300),
       poll_interval_seconds: int('webhooks.poll_interval_seconds', 1, 3600),
       claim_seconds: int('webhooks.claim_seconds', 1, 3600),
+      max_in_flight: webhookSlots,
+      // a tenant's share is at most the whole
+      max_in_flight_per_tenant: int('webhooks.max_in_flight_per_tenant', 1, webhookSlots),
       retention_days: int('webhooks.retention_days', 1, 3650),
       public_url: publicUrl(str('webhooks.public_url', true)),
     },

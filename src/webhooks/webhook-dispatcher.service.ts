@@ -41,8 +41,6 @@ import { hashToken, newDecisionToken } from './webhooks.service';
 /** A sealed secret the configured key does not open: nothing can be signed. */
 class SecretUnreadable extends Error {}
 
-/** Due deliveries taken per look. */
-const BATCH = 20;
 const MAX_ERROR_TEXT = 500;
 const PRUNE_EVERY_MS = 3_600_000;
 
@@ -59,7 +57,21 @@ export class WebhookDispatcher
   private readonly unsubscribe: (() => void)[] = [];
   private runEvents: Subscription | null = null;
   private timer: NodeJS.Timeout | null = null;
-  private pass: Promise<number> | null = null;
+  /** The look for due work under way (one at a time per instance); `again`: look once more after it. */
+  private looking: Promise<void> | null = null;
+  private again = false;
+  /** Attempts open now, per tenant, and all of them (webhooks.max_in_flight[_per_tenant]). */
+  private readonly openPerTenant = new Map<string, number>();
+  private readonly open = new Set<Promise<void>>();
+  /**
+   * The deliveries those attempts send: never started twice here, also when the clock passes the claim
+   * (`claim_seconds`) before the attempt is recorded.
+   */
+  private readonly openIds = new Set<string>();
+  /** Attempts started so far (deliverDue answers how many it saw). */
+  private started = 0;
+  /** deliverDue callers, woken once nothing is open and nothing is due. */
+  private idleWaiters: (() => void)[] = [];
   /** Events being stored: shutdown waits for them, or an event seen just before it would be lost. */
   private readonly storing = new Set<Promise<void>>();
   private lastPrune = 0;
@@ -90,10 +102,7 @@ export class WebhookDispatcher
   }
 
   onApplicationBootstrap(): void {
-    this.timer = setInterval(
-      () => this.guard(this.deliverDue()),
-      this.config.webhooks.poll_interval_seconds * 1000,
-    );
+    this.timer = setInterval(() => this.kick(), this.config.webhooks.poll_interval_seconds * 1000);
     this.timer.unref();
   }
 
@@ -103,7 +112,9 @@ export class WebhookDispatcher
     this.runEvents?.unsubscribe();
     if (this.timer) clearInterval(this.timer);
     await Promise.all(this.storing);
-    await this.pass?.catch(() => undefined);
+    await this.looking;
+    await Promise.all(this.open);
+    this.wakeIdle();
   }
 
   private store(p: Promise<void>): void {
@@ -194,34 +205,117 @@ export class WebhookDispatcher
       };
       if (await this.repo.enqueue(delivery, token ?? null)) added = true;
     }
-    if (added) this.guard(this.deliverDue());
+    if (added) this.kick();
   }
 
   // ------------------------------------------------------------ deliveries out
 
-  /** Sends every due delivery this instance can claim; returns how many attempts it made. Tests call it. */
-  deliverDue(): Promise<number> {
-    // one pass at a time per instance; a call during a pass runs after it
-    const run = (this.pass ?? Promise.resolve(0)).then(() => this.deliverPass());
-    this.pass = run.catch(() => 0);
-    return run;
+  /**
+   * Sends every due delivery this instance can claim and waits until none is open and none is due; returns
+   * how many attempts were made meanwhile. Tests call it; the timer and new events only kick.
+   */
+  async deliverDue(): Promise<number> {
+    const before = this.started;
+    const idle = new Promise<void>((r) => this.idleWaiters.push(r));
+    this.kick();
+    await idle;
+    return this.started - before;
   }
 
-  private async deliverPass(): Promise<number> {
-    let n = 0;
-    for (;;) {
-      if (this.stopped) return n;
-      const now = this.clock.now();
-      const due = await this.repo.due(now, BATCH);
-      const claimUntil = now + this.config.webhooks.claim_seconds * 1000;
-      const mine: WebhookDeliveryEntity[] = [];
-      for (const d of due) if (await this.repo.claim(d.id, now, claimUntil)) mine.push(d);
-      await Promise.all(mine.map((d) => this.attempt(d)));
-      n += mine.length;
-      if (due.length < BATCH) break;
+  /**
+   * Looks for due work now (or, when a look is under way, once more after it). No barrier: an attempt
+   * that ends frees its slot and kicks again, so one hanging receiver holds one slot, never a batch.
+   */
+  private kick(): void {
+    if (this.stopped) return this.wakeIdle();
+    if (this.looking) {
+      this.again = true;
+      return;
     }
-    await this.pruneNow();
-    return n;
+    this.looking = this.fill()
+      .catch((e: unknown) => this.logger.error(`webhooks: ${String(e)}`))
+      .finally(() => {
+        this.looking = null;
+        if (this.again) this.kick();
+        else if (this.open.size === 0) this.wakeIdle();
+      });
+  }
+
+  /**
+   * Fills this instance's free attempt slots (`webhooks.max_in_flight`) with due deliveries, fairly: a
+   * tenant at its share (`max_in_flight_per_tenant`) is skipped, and the free slots go round the tenants
+   * with due work, those with the fewest open attempts first (then the oldest due), one slot each per
+   * round. So a tenant whose receivers hang holds at most its share, and the next free slot goes to a
+   * tenant that has none open rather than to its backlog. Each delivery is claimed (a conditional UPDATE)
+   * before it is sent, so instances never send one twice.
+   */
+  private async fill(): Promise<void> {
+    const s = this.config.webhooks;
+    for (;;) {
+      this.again = false;
+      if (this.stopped) return;
+      const free = s.max_in_flight - this.open.size;
+      if (free <= 0) return; // an attempt's end kicks again
+      const openOf = (t: string) => this.openPerTenant.get(t) ?? 0;
+      const full = [...this.openPerTenant].filter(([, n]) => n >= s.max_in_flight_per_tenant);
+      const now = this.clock.now();
+      // enough tenants that some have none open whenever the list is full
+      const tenants = await this.repo.dueTenants(
+        now,
+        2 * s.max_in_flight,
+        full.map(([t]) => t),
+      );
+      tenants.sort((a, b) => openOf(a.tenantId) - openOf(b.tenantId) || a.oldest - b.oldest);
+      const share = new Map<string, number>();
+      for (let left = free, gave = true; left > 0 && gave;) {
+        gave = false;
+        for (const t of tenants) {
+          const n = share.get(t.tenantId) ?? 0;
+          if (left === 0) break;
+          if (n >= t.due || openOf(t.tenantId) + n >= s.max_in_flight_per_tenant) continue;
+          share.set(t.tenantId, n + 1);
+          left--;
+          gave = true;
+        }
+      }
+      let startedNow = 0;
+      const claimUntil = now + s.claim_seconds * 1000;
+      for (const [tenantId, n] of share) {
+        const rows = await this.repo.due(tenantId, now, n + openOf(tenantId));
+        for (const d of rows.filter((r) => !this.openIds.has(r.id)).slice(0, n))
+          if (!this.stopped && (await this.repo.claim(d.id, now, claimUntil))) {
+            this.start(d);
+            startedNow++;
+          }
+      }
+      if (startedNow === 0 && !this.again) {
+        await this.pruneNow();
+        return;
+      }
+    }
+  }
+
+  /** One attempt in its slot; its end frees the slot and looks for more. */
+  private start(d: WebhookDeliveryEntity): void {
+    this.started++;
+    this.openIds.add(d.id);
+    this.openPerTenant.set(d.tenantId, (this.openPerTenant.get(d.tenantId) ?? 0) + 1);
+    const p = this.attempt(d)
+      .catch((e: unknown) => this.logger.error(`webhooks: ${String(e)}`))
+      .finally(() => {
+        const n = (this.openPerTenant.get(d.tenantId) ?? 1) - 1;
+        if (n > 0) this.openPerTenant.set(d.tenantId, n);
+        else this.openPerTenant.delete(d.tenantId);
+        this.open.delete(p);
+        this.openIds.delete(d.id);
+        this.kick();
+      });
+    this.open.add(p);
+  }
+
+  private wakeIdle(): void {
+    const waiters = this.idleWaiters.splice(0);
+    waiters.forEach((w) => w());
   }
 
   private async attempt(d: WebhookDeliveryEntity): Promise<void> {
@@ -306,9 +400,5 @@ export class WebhookDispatcher
       ? `[${this.config.server.host}]`
       : this.config.server.host;
     return `http://${host}:${addr?.port ?? this.config.server.port}`;
-  }
-
-  private guard(p: Promise<unknown>): void {
-    p.catch((e: unknown) => this.logger.error(`webhooks: ${String(e)}`));
   }
 }

@@ -29,6 +29,7 @@ export type DeliveryStatus = 'pending' | 'delivered' | 'failed';
 @Entity('webhook_deliveries')
 @Index('idx_webhook_deliveries_event', ['webhookId', 'eventKey'], { unique: true })
 @Index('idx_webhook_deliveries_due', ['status', 'nextAttemptAt'])
+@Index('idx_webhook_deliveries_tenant_due', ['tenantId', 'status', 'nextAttemptAt'])
 export class WebhookDeliveryEntity {
   @PrimaryColumn({ type: 'varchar', length: 64 }) id!: string;
   @Column({ name: 'tenant_id', type: 'varchar', length: 200 }) tenantId!: string;

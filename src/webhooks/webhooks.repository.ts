@@ -109,13 +109,46 @@ export class WebhooksRepository {
     }
   }
 
-  /** Pending deliveries whose time has come and that no live claim holds. */
-  due(now: number, limit: number): Promise<WebhookDeliveryEntity[]> {
+  /**
+   * The tenants with pending deliveries whose time has come and that no live claim holds, those of
+   * `except` left out (at their share of this instance's attempts): how many each has and its oldest,
+   * oldest first, at most `limit` tenants.
+   */
+  async dueTenants(
+    now: number,
+    limit: number,
+    except: readonly string[],
+  ): Promise<{ tenantId: string; due: number; oldest: number }[]> {
+    const q = this.ds.manager
+      .createQueryBuilder(WebhookDeliveryEntity, 'd')
+      .select('d.tenant_id', 'tenant_id')
+      .addSelect('COUNT(*)', 'due')
+      .addSelect('MIN(d.next_attempt_at)', 'oldest')
+      .where('d.status = :pending AND d.next_attempt_at <= :now', { pending: 'pending', now })
+      .andWhere('(d.claimed_until IS NULL OR d.claimed_until < :now)', { now });
+    if (except.length) q.andWhere('d.tenant_id NOT IN (:...except)', { except });
+    const rows = await q
+      .groupBy('d.tenant_id')
+      .orderBy('MIN(d.next_attempt_at)', 'ASC')
+      .addOrderBy('d.tenant_id', 'ASC')
+      .limit(limit)
+      .getRawMany<{ tenant_id: string; due: string | number; oldest: string | number }>();
+    return rows.map((r) => ({
+      tenantId: r.tenant_id,
+      due: Number(r.due),
+      oldest: Number(r.oldest),
+    }));
+  }
+
+  /** One tenant's pending deliveries whose time has come and that no live claim holds, oldest first. */
+  due(tenantId: string, now: number, limit: number): Promise<WebhookDeliveryEntity[]> {
     return this.ds.manager
       .createQueryBuilder(WebhookDeliveryEntity, 'd')
-      .where('d.status = :pending AND d.next_attempt_at <= :now', { pending: 'pending', now })
+      .where('d.tenant_id = :tenantId', { tenantId })
+      .andWhere('d.status = :pending AND d.next_attempt_at <= :now', { pending: 'pending', now })
       .andWhere('(d.claimed_until IS NULL OR d.claimed_until < :now)', { now })
       .orderBy('d.next_attempt_at', 'ASC')
+      .addOrderBy('d.id', 'ASC')
       .limit(limit)
       .getMany();
   }

@@ -31,6 +31,7 @@ import { AgentLettaFields1765110001000 } from './1765110001000-AgentLettaFields'
 import { ToolCallClaimsPerStep1765110002000 } from './1765110002000-ToolCallClaimsPerStep';
 import { ConsentRequestsPerCall1765110003000 } from './1765110003000-ConsentRequestsPerCall';
 import { TenantListIndexes1765110004000 } from './1765110004000-TenantListIndexes';
+import { WebhookDeliveriesByTenant1765120000000 } from './1765120000000-WebhookDeliveriesByTenant';
 /**
  * Every migration, in order. Named `<epoch>-<What>.ts`; the app runs them at boot. Those that seal data
  * are built with the secrets key.
@@ -69,4 +70,5 @@ export const migrations = (secretsKey: Buffer | null): Function[] => [
   ToolCallClaimsPerStep1765110002000,
   ConsentRequestsPerCall1765110003000,
   TenantListIndexes1765110004000,
+  WebhookDeliveriesByTenant1765120000000,
 ];
