@@ -41,7 +41,10 @@ function keyword(kind: Kind, c: Condition): Record<string, unknown> | string {
   if (kind === 'number') {
     const n = Number(c.value);
     if (c.value.trim() === '' || !Number.isFinite(n)) return `${c.field}: enter a number`;
-    return c.op === 'max' ? { maximum: n } : c.op === 'min' ? { minimum: n } : { const: n };
+    // the type too: a bound alone holds for any non-number, so "amount ≤ 50" would cover "50000" (text)
+    // for a tool whose schema takes either
+    const bound = c.op === 'max' ? { maximum: n } : c.op === 'min' ? { minimum: n } : { const: n };
+    return { type: 'number', ...bound };
   }
   if (kind === 'boolean') return { const: c.value === 'true' };
   if (c.op === 'prefix') return { type: 'string', pattern: `^${escapeRe(c.value)}` };

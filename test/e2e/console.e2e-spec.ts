@@ -469,7 +469,7 @@ describeBrowser('web console at /console/ (Chromium)', () => {
     expect(JSON.parse((await schema.textContent())!)).toEqual({
       type: 'object',
       properties: {
-        amount: { maximum: 50 },
+        amount: { type: 'number', maximum: 50 },
         to: { type: 'string', pattern: '@example\\.com$' },
       },
       required: ['amount', 'to'],
@@ -514,6 +514,58 @@ describeBrowser('web console at /console/ (Chromium)', () => {
     const table = page.getByRole('table', { name: 'Grants' });
     await table.getByText('"maximum": 50').waitFor();
     await table.getByRole('button', { name: /^Revoke grant for .*, scope pay$/ }).waitFor();
+  });
+
+  it('"amount ≤ 50" does not cover "50000" as text, for a tool whose schema takes a number or a text', async () => {
+    // QA: the constraint was {maximum: 50} without a type, which every string satisfies
+    const wire = await api(t, 'POST', '/v1/tools/', {
+      name: 'wire',
+      description: 'Wire money',
+      safety: 'side_effecting',
+      kind: 'http',
+      parameters: {
+        type: 'object',
+        properties: { amount: { type: ['number', 'string'] }, to: { type: 'string' } },
+      },
+      http: { url: `${tools.url}/wire`, method: 'POST', timeout_ms: 5000 },
+    });
+    expect(wire.status).toBe(200);
+    const agent = await anAgent('wires', {
+      tools: ['wire'],
+      tool_rules: [{ type: 'requires_approval', tool_name: 'wire' }],
+    });
+    const wires = (args: Record<string, unknown>, id: string) =>
+      fake.push([{ tool_calls: [{ name: 'wire', arguments: args, id }] }, { content: 'Done.' }], {
+        key: agent.key,
+      });
+    const page = await open('#/inbox', { width: 1280, height: 1240 });
+    wires({ amount: 50, to: 'carol@example.com' }, 'call_wire_1');
+    await say(agent, 'wire 50');
+    await page.getByRole('button', { name: 'Review wire request' }).click();
+    const dialog = page.getByRole('dialog', { name: /wants to run wire/ });
+    await dialog.getByRole('checkbox', { name: 'amount' }).check();
+    expect(
+      JSON.parse((await dialog.getByLabel('Constraint as JSON Schema').textContent())!),
+    ).toEqual({
+      type: 'object',
+      properties: { amount: { type: 'number', maximum: 50 } },
+      required: ['amount'],
+    });
+    await dialog.getByRole('combobox', { name: 'Duration' }).selectOption({ label: '10 minutes' });
+    await dialog.getByRole('button', { name: 'Approve for…' }).click();
+    await dialog.waitFor({ state: 'detached' });
+    await waitFor(() => ran('call_wire_1').length === 1);
+
+    // the same digits as text are not "≤ 50": the person is asked again, nothing runs
+    wires({ amount: '50000', to: 'mallory@example.com' }, 'call_wire_2');
+    const sneaky = await api(t, 'POST', `/v1/agents/${agent.id}/messages`, {
+      messages: [{ role: 'user', content: 'wire 50000' }],
+    });
+    expect(sneaky.body.stop_reason.stop_reason).toBe('requires_approval');
+    expect(ran('call_wire_2')).toEqual([]);
+    expect(await pendingOf(agent.id)).toEqual([
+      expect.objectContaining({ arguments: { amount: '50000', to: 'mallory@example.com' } }),
+    ]);
   });
 
   it('Approve for scope creates a grant without expiry that the grants page can revoke', async () => {
