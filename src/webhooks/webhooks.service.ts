@@ -98,9 +98,9 @@ export class WebhooksService {
   }
 
   /**
-   * A decision through a one-time URL. The token is spent by the first attempt that reaches the broker;
-   * a body the broker refuses as invalid gives it back. The request's own rules (first decision wins,
-   * expiry) apply as on every channel.
+   * A decision through a one-time URL. The token is taken by the first attempt that reaches the broker
+   * (so two at once cannot both decide) and given back when the broker refuses it and the request is still
+   * pending. The request's own rules (first decision wins, expiry) apply as on every channel.
    */
   async decideByToken(token: string, body: unknown) {
     if (!TOKEN.test(token)) throw notFound('decision URL', token.slice(0, 64));
@@ -128,8 +128,10 @@ export class WebhooksService {
         'webhook',
       );
     } catch (e) {
-      if (e instanceof DomainError && e.code === 'VALIDATION_FAILED')
-        await this.repo.releaseToken(hash);
+      // a refusal that leaves the request pending (an invalid body, 409 GRANT_LIMIT, a failed write) gives
+      // the URL back: only a decision made, or the request's end, uses it up
+      const now = await this.broker.getRequest(row.tenantId, row.requestId).catch(() => null);
+      if (now?.status === 'pending') await this.repo.releaseToken(hash);
       throw e;
     }
   }

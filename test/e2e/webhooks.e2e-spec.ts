@@ -8,7 +8,7 @@ import { sqlTable } from '../../src/database/sql-names';
 import { WebhookDispatcher } from '../../src/webhooks/webhook-dispatcher.service';
 import { startApp, TestApp } from '../support/app-harness';
 import { FakeModelServer, startFakeModelServer } from '../support/fake-model-server';
-import { aCheck, api, broker, fakeClock, port } from './consent-helpers';
+import { aCheck, api, broker, fakeClock, newAgentId, port } from './consent-helpers';
 
 const KEYS = {
   auth: {
@@ -72,7 +72,11 @@ describe('webhooks', () => {
 
   beforeAll(async () => {
     fake = await startFakeModelServer();
-    t = await startApp({ overrides: KEYS, modelBaseUrl: fake.baseUrl });
+    t = await startApp({
+      // one grant per agent: the decision URL's GRANT_LIMIT refusal below
+      overrides: { ...KEYS, consent: { max_active_grants_per_agent: 1 } },
+      modelBaseUrl: fake.baseUrl,
+    });
   });
   beforeEach(async () => {
     rx = await startReceiver();
@@ -493,6 +497,35 @@ describe('webhooks', () => {
       const bad = await post(url, { decision: 'approve_forever' });
       expect(bad.status).toBe(400);
       expect((await post(url, { decision: 'deny', reason: 'no' })).status).toBe(200);
+    });
+
+    it('a 409 GRANT_LIMIT refusal leaves the request pending and does not spend the URL', async () => {
+      // QA: the token came back only for VALIDATION_FAILED, so the URL was dead while the request waited
+      const agentId = newAgentId();
+      const first = await port(t).check(aCheck({ tenantId: 'team-a', agentId }));
+      expect(first.kind).toBe('pending');
+      const granted = await api(
+        t,
+        'POST',
+        `/v1/consent/requests/${(first as { requestId: string }).requestId}/decision`,
+        { decision: 'approve_for_scope' },
+        'sk-a',
+      );
+      expect(granted.status).toBe(200); // the agent's one grant (consent.max_active_grants_per_agent)
+      await aWebhook('sk-a', ['consent.request']);
+      const second = await port(t).check(
+        aCheck({ tenantId: 'team-a', agentId, toolName: 'refund', scope: 'refund' }),
+      );
+      expect(second.kind).toBe('pending');
+      await rx.count(1);
+      const url = rx.got[0].body.data.decision_url as string;
+      const refused = await post(url, { decision: 'approve_for_scope' });
+      expect(refused.status).toBe(409);
+      expect(refused.body.code).toBe('GRANT_LIMIT');
+      const again = await post(url, { decision: 'approve_once' });
+      expect(again.status).toBe(200);
+      expect(again.body).toMatchObject({ status: 'approved', channel: 'webhook' });
+      expect((await post(url, { decision: 'deny' })).body.code).toBe('DECISION_URL_USED');
     });
 
     it('loses to a decision made first elsewhere (409 ALREADY_RESOLVED)', async () => {
