@@ -16,7 +16,8 @@ export const consoleBuilt = (): boolean => existsSync(path.join(consoleDir(), 'i
 function setHeaders(res: ServerResponse, file: string): void {
   res.setHeader(
     'content-security-policy',
-    "default-src 'self'; connect-src 'self' ws: wss:; img-src 'self' data:; style-src 'self'; " +
+    // 'self' covers the page's own ws:// and wss:// origin (CSP Level 3); `ws:` would allow any host
+    "default-src 'self'; connect-src 'self'; img-src 'self' data:; style-src 'self'; " +
       "object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'",
   );
   res.setHeader('x-content-type-options', 'nosniff');

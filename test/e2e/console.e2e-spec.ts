@@ -175,6 +175,59 @@ describeBrowser('web console at /console/ (Chromium)', () => {
     expect(bare.headers.get('location')).toBe('/console/');
   });
 
+  it("the console's own WebSocket connects under connect-src 'self'; one to another host is blocked by the CSP", async () => {
+    // QA: connect-src 'self' ws: wss: let the page open a WebSocket to any host
+    const res = await fetch(`${t.baseUrl}/console/`);
+    const csp = res.headers.get('content-security-policy')!;
+    expect(csp.split('; ').find((d) => d.startsWith('connect-src'))).toBe("connect-src 'self'");
+    const reached: string[] = [];
+    const elsewhere = createServer((req, r) => {
+      reached.push(`${req.method} ${req.url}`);
+      r.end();
+    });
+    elsewhere.on('upgrade', (req: { url?: string }, socket: { destroy(): void }) => {
+      reached.push(`upgrade ${req.url}`);
+      socket.destroy();
+    });
+    await new Promise<void>((r) => elsewhere.listen(0, '127.0.0.1', r));
+    try {
+      const page = await open('#/inbox'); // "Live": the console's own ws:// connection is up
+      const other = `localhost:${(elsewhere.address() as AddressInfo).port}`;
+      const out = await page.evaluate(async (host) => {
+        const seen: string[] = [];
+        // (the page's document: this file is type-checked without the DOM library)
+        const doc = (globalThis as unknown as { document: EventTarget }).document;
+        doc.addEventListener('securitypolicyviolation', (e) => {
+          const v = e as unknown as { violatedDirective: string; blockedURI: string };
+          seen.push(`${v.violatedDirective} ${v.blockedURI}`);
+        });
+        await new Promise<void>((res) => {
+          try {
+            const ws = new WebSocket(`ws://${host}/exfil`);
+            ws.onopen = () => (seen.push('open'), res());
+            ws.onerror = () => res();
+          } catch (e) {
+            seen.push(`threw ${(e as Error).name}`);
+            res();
+          }
+        });
+        await fetch(`http://${host}/exfil`).catch(() => seen.push('fetch blocked'));
+        await new Promise((r) => setTimeout(r, 200));
+        return seen;
+      }, other);
+      expect(out).not.toContain('open');
+      expect(out).toEqual(
+        expect.arrayContaining([
+          expect.stringMatching(/^connect-src ws:\/\/localhost/),
+          'fetch blocked',
+        ]),
+      );
+      expect(reached).toEqual([]);
+    } finally {
+      await new Promise<void>((r) => elsewhere.close(() => r()));
+    }
+  });
+
   it("a page of another origin cannot open the console's WebSocket nor approve (open mode); the console's own page can", async () => {
     // QA: any page in a browser on the machine subscribed to ws://127.0.0.1:<port>/v1/ws and approved
     const agent = await anAgent('cswsh');
