@@ -1,5 +1,7 @@
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api, type ConsentRequest, type Resolved } from './api';
+import { Arguments, Revealed } from './arguments';
+import { revealedText } from './reveal';
 import {
   constrainable,
   defaultCondition,
@@ -146,7 +148,7 @@ export function ConsentDialog({ request: r, onClose }: Props) {
         </dd>
       </dl>
       <h3>Arguments</h3>
-      <pre class="json">{JSON.stringify(r.arguments, null, 2)}</pre>
+      <Arguments args={r.arguments} />
 
       {fields.length > 0 && (
         <fieldset class="constraint">
@@ -166,12 +168,14 @@ export function ConsentDialog({ request: r, onClose }: Props) {
                     checked={!!c}
                     onChange={(e) => toggle(field, kind, value, e.currentTarget.checked)}
                   />
-                  <code>{field}</code>
+                  <code>
+                    <Revealed text={field} />
+                  </code>
                 </label>
                 {c && (
                   <>
                     <select
-                      aria-label={`Condition on ${field}`}
+                      aria-label={`Condition on ${revealedText(field)}`}
                       value={c.op}
                       onChange={(e) =>
                         update(field, { op: e.currentTarget.value as Condition['op'] })
@@ -186,7 +190,7 @@ export function ConsentDialog({ request: r, onClose }: Props) {
                     {kind === 'boolean' ? (
                       <select
                         id={id}
-                        aria-label={`Value for ${field}`}
+                        aria-label={`Value for ${revealedText(field)}`}
                         value={c.value}
                         onChange={(e) => update(field, { value: e.currentTarget.value })}
                       >
@@ -196,7 +200,7 @@ export function ConsentDialog({ request: r, onClose }: Props) {
                     ) : (
                       <input
                         id={id}
-                        aria-label={`Value for ${field}`}
+                        aria-label={`Value for ${revealedText(field)}`}
                         inputMode={kind === 'number' ? 'decimal' : undefined}
                         value={c.value}
                         onInput={(e) => update(field, { value: e.currentTarget.value })}

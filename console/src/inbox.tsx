@@ -1,4 +1,5 @@
 import { useState } from 'preact/hooks';
+import { Arguments } from './arguments';
 import { countdown, store, useNow, useStore } from './store';
 import { Empty } from './ui';
 
@@ -53,7 +54,7 @@ export function Inbox() {
               <p class="muted small">
                 scope <code>{r.scope}</code> · {r.reason}
               </p>
-              <pre class="json small">{JSON.stringify(r.arguments, null, 2)}</pre>
+              <Arguments args={r.arguments} compact />
               <div class="card-actions">
                 <button
                   class="btn primary"

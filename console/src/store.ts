@@ -170,7 +170,8 @@ class Store {
   }
 
   agentName(id: string): string {
-    return this.agents?.find((a) => a.id === id)?.name ?? id.slice(0, 14) + '…';
+    // the end of the id: UUIDv7 ids made close together share their first (time) digits
+    return this.agents?.find((a) => a.id === id)?.name ?? `…${id.slice(-12)}`;
   }
 
   private notifyBrowser(r: ConsentRequest): void {

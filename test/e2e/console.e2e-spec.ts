@@ -419,6 +419,70 @@ describeBrowser('web console at /console/ (Chromium)', () => {
     await shot(phone, 'inbox-phone');
   });
 
+  it('arguments with a right-to-left override, zero-width characters and space padding show as escapes, one row per key, every key in view', async () => {
+    // QA: JSON.stringify in a small pre-wrap box: U+202E reordered the text shown, U+200B made two keys
+    // look alike, and 5,000 ideographic spaces pushed the real values out of view
+    const agent = await anAgent('spoof');
+    const args = {
+      amount: 50,
+      'amo\u200Bunt': 50000,
+      to: '\u202Emoc.elpmaxe@lorac', // shows as "carol@example.com" when the override is obeyed
+      note: `${'\u3000'.repeat(5000)}and to mallory`,
+      memo: `x${'\u00A0'.repeat(3000)}y`,
+      blob: 'a'.repeat(1000),
+    };
+    modelPays(agent, args, 'call_spoof');
+    const page = await open('#/inbox', { width: 1280, height: 1240 });
+    await say(agent, 'pay carol');
+    const card = page.getByRole('listitem').filter({ hasText: 'amo\\u200Bunt' });
+    await card
+      .getByRole('note')
+      .getByText(/contains invisible or direction characters/)
+      .waitFor();
+    await card.getByRole('button', { name: 'Review pay request' }).click();
+    const dialog = page.getByRole('dialog', { name: /wants to run pay/ });
+    const list = dialog.locator('dl[aria-label="Arguments"]');
+    expect(await dialog.getByRole('note').textContent()).toMatch(
+      /^⚠ contains invisible or direction characters .* in amo\\u200Bunt, to, note, memo$/,
+    );
+    // one row per key, each key and the start of its value as text, the hidden characters escaped
+    const keys = await list.getByRole('term').allTextContents();
+    expect(keys).toEqual(['amount', 'amo\\u200Bunt', 'to', 'note', 'memo', 'blob']);
+    const values = await list.getByRole('definition').allTextContents();
+    expect(values).toEqual([
+      '50',
+      '50000',
+      '"\\u202Emoc.elpmaxe@lorac"',
+      '"\\u3000×5000and to mallory"',
+      '"x\\u00A0×3000y"',
+      `"${'a'.repeat(159)}+842 chars`,
+    ]);
+    expect(await list.locator('.esc').first().textContent()).toBe('\\u200B');
+    // nothing the data holds reaches the page unescaped
+    const text = (await list.textContent())!;
+    for (const ch of ['\u202E', '\u200B', '\u3000', '\u00A0']) expect(text).not.toContain(ch);
+    // every key is on screen, beside the start of its value
+    const viewport = page.viewportSize()!;
+    for (const term of await list.getByRole('term').all()) {
+      const box = (await term.boundingBox())!;
+      expect(box.y + box.height).toBeLessThanOrEqual(viewport.height);
+    }
+    // the constraint's fields tell the two keys apart too
+    await dialog.getByRole('checkbox', { name: 'amo\\u200Bunt' }).check();
+    await dialog.getByRole('combobox', { name: 'Condition on amo\\u200Bunt' }).waitFor();
+    // the long value opens in full on request, and closes again
+    await list
+      .getByRole('button', { name: 'Show 842 more characters of the value of blob' })
+      .click();
+    expect((await list.getByRole('definition').last().textContent())!).toBe(
+      `"${'a'.repeat(1000)}"less`,
+    );
+    await list.getByRole('button', { name: 'Show less of the value of blob' }).click();
+    await dialog.getByRole('button', { name: 'Deny' }).click();
+    await dialog.waitFor({ state: 'detached' });
+    expect(ran('call_spoof')).toEqual([]);
+  });
+
   it('a new request raises a browser notification when the person allowed them', async () => {
     const agent = await anAgent('notify');
     // headless Chromium shows no notifications: a stand-in records what the console asks for
