@@ -1,5 +1,4 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { isIP } from 'node:net';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { DomainError } from '../common/domain-error';
 import { toErrorBody } from '../common/domain-error.filter';
@@ -11,21 +10,15 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 /**
  * What a web page in a browser on the server's machine (or network) may make this server do. A browser
  * lets any page open a WebSocket to any host and send simple cross-site POSTs (`multipart/form-data`,
- * `text/plain`, no body), and a page of a name the attacker rebinds to 127.0.0.1 is "same-origin" with
- * the server. In open mode (no API keys) such a request needs no credential, so:
- *
- * - a WebSocket upgrade, and any request that is not a read (GET, HEAD, OPTIONS), whose `Origin` header
- *   is present and is not the server's own (the `Host` it was sent to) nor in `server.allowed_origins`,
- *   is refused with 403 `ORIGIN_NOT_ALLOWED` (with keys too: no page of another origin is meant to call
- *   this server). Clients that send no `Origin` (SDKs, the ws library, curl) are unaffected;
- * - in open mode, a request whose `Host` is a name other than `localhost` (`*.localhost`), the configured
- *   `server.host`, the host of `webhooks.public_url` or one in `server.allowed_host_names` is refused
- *   with 403 `HOST_NOT_ALLOWED` (DNS rebinding: the page's name resolves to this machine). An IP address
- *   is always answered: a page cannot rebind one.
+ * `text/plain`, no body). In open mode (no API keys) such a request needs no credential, so a WebSocket
+ * upgrade, and any request that is not a read (GET, HEAD, OPTIONS), whose `Origin` header is present and
+ * is not the server's own (the `Host` it was sent to), `webhooks.public_url`'s, nor in
+ * `server.allowed_origins`, is refused with 403 `ORIGIN_NOT_ALLOWED`. Clients that send no `Origin` (SDKs,
+ * the ws library, curl) are unaffected. With API keys the key decides: a page holds none (the console keeps
+ * its key in the tab's session storage, never in a cookie), so nothing is checked here.
  */
 export class RequestOriginPolicy {
   private readonly allowedOrigins: Set<string>;
-  private readonly hostNames: string[];
 
   constructor(
     config: Pick<AppConfig, 'server' | 'webhooks' | 'auth'>,
@@ -36,11 +29,6 @@ export class RequestOriginPolicy {
       ...config.server.allowed_origins,
       ...(publicUrl ? [publicUrl.origin] : []),
     ]);
-    this.hostNames = [
-      ...config.server.allowed_host_names,
-      ...(publicUrl ? [publicUrl.hostname] : []),
-      ...(isIP(config.server.host) === 0 ? [config.server.host] : []),
-    ].map((h) => h.toLowerCase().replace(/\.$/, ''));
   }
 
   /** Why this request (or WebSocket upgrade) is refused, or null. */
@@ -48,20 +36,10 @@ export class RequestOriginPolicy {
     req: { method?: string; headers: IncomingHttpHeaders },
     upgrade = false,
   ): DomainError | null {
-    const host = req.headers.host;
-    if (this.open && host !== undefined) {
-      const name = hostnameOf(host);
-      if (name === null || !this.hostAllowed(name))
-        return new DomainError(
-          'forbidden',
-          'HOST_NOT_ALLOWED',
-          `the Host ${JSON.stringify(host.slice(0, 200))} is not a name of this server: with no API keys (open mode) it answers only IP addresses, localhost and the names in server.allowed_host_names`,
-          { setting: 'server.allowed_host_names' },
-        );
-    }
+    if (!this.open) return null;
     const origin = header(req.headers.origin);
     if (origin === undefined || (!upgrade && SAFE_METHODS.has(req.method ?? 'GET'))) return null;
-    if (this.originAllowed(origin, host)) return null;
+    if (this.originAllowed(origin, req.headers.host)) return null;
     return new DomainError(
       'forbidden',
       'ORIGIN_NOT_ALLOWED',
@@ -78,15 +56,6 @@ export class RequestOriginPolicy {
       const { status, body } = toErrorBody(refused);
       res.status(status).json(body);
     };
-  }
-
-  private hostAllowed(name: string): boolean {
-    if (isIP(name.replace(/^\[|\]$/g, '')) !== 0) return true;
-    name = name.replace(/\.$/, '');
-    if (name === 'localhost' || name.endsWith('.localhost')) return true;
-    return this.hostNames.some((h) =>
-      h.startsWith('*.') ? name.endsWith(h.slice(1)) : name === h,
-    );
   }
 
   private originAllowed(origin: string, host: string | undefined): boolean {
@@ -106,16 +75,6 @@ export class RequestOriginPolicy {
     } catch {
       return false;
     }
-  }
-}
-
-/** The host name of a Host header value (lower case, IPv6 in brackets), or null when it is no host. */
-function hostnameOf(host: string): string | null {
-  try {
-    const url = new URL(`http://${host}`);
-    return url.username || url.password || url.pathname !== '/' ? null : url.hostname;
-  } catch {
-    return null;
   }
 }
 

@@ -7,9 +7,6 @@ import { unknownKeyMessage } from '../core/did-you-mean';
 import type { InputLimits } from '../core/limits';
 import { isHostPattern } from '../core/net/host-policy';
 
-/** A host name, or `*.` and one (`server.allowed_host_names`). */
-const HOST_NAME = /^(\*\.)?[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.?$/;
-
 /** The longest timer setting: Node's timers hold at most ~24.8 days, and a longer delay fires at once. */
 const DAY_SECONDS = 86_400;
 
@@ -22,8 +19,6 @@ export interface AppConfig {
     json_max_depth: number;
     /** Web page origins (`https://app.example.com`) besides the server's own that may call it from a browser. */
     allowed_origins: string[];
-    /** Open mode: host names (`*.example.com` too) the server answers besides IPs and localhost. */
-    allowed_host_names: string[];
   };
   database: {
     url: string | null;
@@ -551,15 +546,6 @@ function validate(
           );
         return origin === null ? [] : [origin];
       }),
-      allowed_host_names: list('server.allowed_host_names').filter((h, i) => {
-        const ok = typeof h === 'string' && HOST_NAME.test(h);
-        if (!ok)
-          fail(
-            `server.allowed_host_names[${i}]`,
-            `must be a host name or *.name (IP addresses are always answered), got ${JSON.stringify(h)}`,
-          );
-        return ok;
-      }) as string[],
     },
     database: {
       url,
