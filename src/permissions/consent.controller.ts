@@ -24,14 +24,18 @@ export class ConsentController {
     @Tenant() tenantId: string,
     @Query('status') status?: string,
     @Query('limit') limit?: string,
+    @Query('agent_id') agentId?: string,
   ) {
     const s = status ?? 'pending';
     if (!(STATUSES as readonly string[]).includes(s))
       throw badRequest('VALIDATION_FAILED', `status must be one of ${STATUSES.join(', ')}`);
+    // as GET /v1/grants?agent_id: a malformed id is a 404, another tenant's or an unknown agent has none
+    if (agentId !== undefined) assertPrefixedId('agent', 'agent', agentId);
     const rows = await this.broker.listRequests(
       tenantId,
       s as (typeof STATUSES)[number],
       pageLimit(limit, this.config.limits.max_page_size, this.config.limits),
+      agentId,
     );
     return rows.map(toRequestResponse);
   }

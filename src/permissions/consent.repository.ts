@@ -84,13 +84,20 @@ export class ConsentRepository {
     return (res.affected ?? 0) === 1;
   }
 
-  listRequests(tenantId: string, status: 'pending' | 'resolved' | 'all', limit: number) {
+  /** A tenant's requests (or one agent's), oldest first. */
+  listRequests(
+    tenantId: string,
+    status: 'pending' | 'resolved' | 'all',
+    limit: number,
+    agentId?: string,
+  ) {
+    const scope = agentId === undefined ? { tenantId } : { tenantId, agentId };
     const where =
       status === 'pending'
-        ? { tenantId, status: 'pending' as const }
+        ? { ...scope, status: 'pending' as const }
         : status === 'resolved'
-          ? { tenantId, status: In(['approved', 'denied']) }
-          : { tenantId };
+          ? { ...scope, status: In(['approved', 'denied']) }
+          : scope;
     return this.ds.manager.find(ConsentRequestEntity, {
       where,
       order: { createdAt: 'ASC', id: 'ASC' },

@@ -731,8 +731,13 @@ export class PermissionBrokerService
     return this.repo.pendingFor(tenantId, agentIds);
   }
 
-  listRequests(tenantId: string, status: 'pending' | 'resolved' | 'all', limit: number) {
-    return this.repo.listRequests(tenantId, status, limit);
+  listRequests(
+    tenantId: string,
+    status: 'pending' | 'resolved' | 'all',
+    limit: number,
+    agentId?: string,
+  ) {
+    return this.repo.listRequests(tenantId, status, limit, agentId);
   }
 
   async getRequest(tenantId: string, id: string): Promise<ConsentRequestEntity> {

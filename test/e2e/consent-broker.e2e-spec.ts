@@ -247,6 +247,34 @@ describe('PermissionBroker and the consent REST API', () => {
       );
     });
 
+    it('agent_id filters the list to that agent; another tenant or an unknown agent lists none', async () => {
+      const mine = newAgentId();
+      const other = newAgentId();
+      const { requestId: a1 } = await pending({ agentId: mine });
+      const { requestId: b1 } = await pending({ agentId: other });
+      const list = async (q: string, key = A) => {
+        const res = await api(t, 'GET', `/v1/consent/requests${q}`, undefined, key);
+        expect(res.status).toBe(200);
+        return res.body as any[];
+      };
+      const ofMine = await list(`?status=all&agent_id=${mine}`);
+      expect(ofMine.map((r) => r.id)).toEqual([a1]);
+      expect(ofMine.every((r) => r.agent_id === mine)).toBe(true);
+      expect((await list(`?agent_id=${other}`)).map((r) => r.id)).toEqual([b1]);
+      expect(await list(`?status=resolved&agent_id=${mine}`)).toEqual([]);
+      // another tenant's key with this tenant's agent, and an agent nobody has: none (as /v1/grants)
+      expect(await list(`?status=all&agent_id=${mine}`, 'sk-b')).toEqual([]);
+      expect(await list(`?status=all&agent_id=${newAgentId()}`)).toEqual([]);
+      // without the filter both are there
+      expect((await list('?status=all')).map((r) => r.id)).toEqual(
+        expect.arrayContaining([a1, b1]),
+      );
+      // a malformed id: as GET /v1/grants?agent_id=
+      const bad = await api(t, 'GET', '/v1/consent/requests?agent_id=nope', undefined, A);
+      const badGrants = await api(t, 'GET', '/v1/grants?agent_id=nope', undefined, A);
+      expect(bad.status).toBe(badGrants.status);
+    });
+
     it('decideByToolCall (Letta in-band approval) with an optional grant', async () => {
       const agentId = newAgentId();
       const { check, requestId } = await pending({ agentId });
