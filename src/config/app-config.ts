@@ -97,7 +97,14 @@ export interface AppConfig {
     max_frames_per_second: number;
   };
   /** Server-Sent Events streams (runs, messages with streaming, conversations). */
-  streaming: { max_streams_per_key: number };
+  streaming: {
+    max_streams_per_key: number;
+    /**
+     * Bytes a stream may have written and its client not yet read; past it the stream is ended (as a
+     * client disconnect: the run goes on) and its buffers freed.
+     */
+    max_buffered_bytes: number;
+  };
   consent: {
     max_pending_per_agent: number;
     /** Unrevoked, unexpired grants of one agent (past it a decision that makes one: 409 GRANT_LIMIT). */
@@ -668,7 +675,10 @@ function validate(
       max_subscriptions_per_connection: int('websocket.max_subscriptions_per_connection', 1),
       max_frames_per_second: int('websocket.max_frames_per_second', 1),
     },
-    streaming: { max_streams_per_key: int('streaming.max_streams_per_key', 1, 100_000) },
+    streaming: {
+      max_streams_per_key: int('streaming.max_streams_per_key', 1, 100_000),
+      max_buffered_bytes: int('streaming.max_buffered_bytes', 1024, 1024 * 1024 * 1024),
+    },
     consent: {
       max_pending_per_agent: int('consent.max_pending_per_agent', 1),
       max_active_grants_per_agent: int('consent.max_active_grants_per_agent', 1, 100_000),

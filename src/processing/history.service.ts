@@ -104,6 +104,11 @@ export class HistoryService {
     return this.repo.runMessages(tenantId, runId);
   }
 
+  /** A page of a run already looked up: its first `limit` messages after seq_id `afterSeq`. */
+  runMessagesAfter(tenantId: string, runId: string, afterSeq: number, limit: number) {
+    return this.repo.runMessagesAfter(tenantId, runId, afterSeq, limit);
+  }
+
   /** The messages a step wrote (its assistant turn and its tool returns), oldest first. */
   async stepMessages(tenantId: string, stepId: string): Promise<MessageEntity[]> {
     const step = await this.getStep(tenantId, stepId);

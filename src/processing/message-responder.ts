@@ -26,6 +26,10 @@ export class MessageResponder {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
+  private get maxBuffered(): number {
+    return this.config.streaming.max_buffered_bytes;
+  }
+
   /** `streaming` is what the route implies when the body does not say (`/stream`, conversations). */
   parse(body: unknown, streaming: boolean): SendMessageRequest {
     return parseSendMessage(body, {
@@ -55,10 +59,14 @@ export class MessageResponder {
     res: Response,
   ): Promise<void> {
     // subscribe first, then read: whatever lands in between is in both and sent once (by seq_id)
-    const stream = new RunStream(res, this.bus, known.agent_id, opts);
+    const stream = new RunStream(res, this.bus, known.agent_id, opts, this.maxBuffered);
     const run = await this.history.getRun(tenant, known.id);
-    const stored = await this.history.runMessages(tenant, known.id);
-    stream.resume(run, stored, opts.startingAfter, this.chunks.of(known.id));
+    await stream.resume(
+      run,
+      (afterSeq, limit) => this.history.runMessagesAfter(tenant, known.id, afterSeq, limit),
+      opts.startingAfter,
+      this.chunks.of(known.id),
+    );
   }
 
   /** Errors before the run is stored answer as JSON; from then on the stream carries everything. */
@@ -66,7 +74,7 @@ export class MessageResponder {
     let followed = false;
     const run = await this.messaging.submit(tenant, agentId, req, 'stream', (stored) => {
       followed = true;
-      new RunStream(res, this.bus, agentId, req).follow(stored.id);
+      new RunStream(res, this.bus, agentId, req, this.maxBuffered).follow(stored.id);
     });
     // the same request sent again (its otids): the stream of the run stored for it, from its start
     if (!followed) await this.resume(tenant, run, { ...req, startingAfter: null }, res);

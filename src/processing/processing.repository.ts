@@ -8,6 +8,7 @@ import {
   EntityManager,
   In,
   IsNull,
+  MoreThan,
   Not,
   ObjectLiteral,
   SelectQueryBuilder,
@@ -804,6 +805,20 @@ export class ProcessingRepository {
     return this.ds
       .getRepository(MessageEntity)
       .find({ where: { tenant_id: tenantId, run_id: runId }, order: { seq_id: 'ASC' } });
+  }
+
+  /** A page of a run's messages: the first `limit` after seq_id `afterSeq`, in seq_id order. */
+  runMessagesAfter(
+    tenantId: string,
+    runId: string,
+    afterSeq: number,
+    limit: number,
+  ): Promise<MessageEntity[]> {
+    return this.ds.getRepository(MessageEntity).find({
+      where: { tenant_id: tenantId, run_id: runId, seq_id: MoreThan(afterSeq) },
+      order: { seq_id: 'ASC' },
+      take: limit,
+    });
   }
 
   batchMessages(batchId: string, types: string[]): Promise<MessageEntity[]> {
