@@ -145,10 +145,10 @@ export class BlocksRepository {
         .getRepository(BlockEntity)
         .createQueryBuilder('s')
         .select('s.id')
-        .where('s.tenant_id = :tenantId', { tenantId })
-        .orderBy('s.created_at', 'DESC')
-        .addOrderBy('s.id', 'DESC')
-        .limit(scan.rows);
+        .where('s.tenant_id = :tenantId', { tenantId });
+      // the scan's scope is the page's: a label filter narrows it first
+      if (q.label !== null) newest.andWhere('s.label = :label', { label: q.label });
+      newest.orderBy('s.created_at', 'DESC').addOrderBy('s.id', 'DESC').limit(scan.rows);
       qb.andWhere(`b.id IN (${newest.getQuery()})`);
       for (const [col, text] of searched)
         qb.andWhere(containsSql(this.ds, `b.${col}`, `${col}Needle`, scan.chars), {

@@ -80,7 +80,7 @@ export function mcpToolDefinitions(
     }
     const problem = compile(parameters);
     if (problem !== null) {
-      skip(`inputSchema is not a valid JSON Schema: ${problem}`);
+      skip(`inputSchema is refused: ${problem}`);
       continue;
     }
     seen.add(name);

@@ -121,7 +121,8 @@ const SAME_ONE = ['not', 'if', 'then', 'else'];
  * that applies itself once per level (a tree) is linear, one that applies itself twice to the same value
  * is exponential and refused, one that applies itself to the same value without descending never ends
  * and is refused. For a value, the cost is its own subschemas plus the dearest one child can cost (as an
- * object: a property, the matching patternProperties, additionalProperties; as an array: an item, contains).
+ * object: a property with the patternProperties, or any other name with additionalProperties, summed over
+ * the branches by name; as an array: an item, contains).
  * Only `#`/`#/…` pointers are followed; a nested `$id` (which would re-base them) is refused beside a `$ref`.
  */
 export function expansionProblem(schema: unknown, max: number): ValidationProblem | null {
@@ -132,7 +133,7 @@ export function expansionProblem(schema: unknown, max: number): ValidationProble
   let problem: ValidationProblem | null = null;
   const refuse = (message: string): Cost => {
     problem ??= { path: '', message };
-    return { local: over, obj: 0, arr: 0 };
+    return { local: over, obj: { named: new Map(), wild: 0 }, arr: 0 };
   };
   const resolve = (ref: string): unknown => {
     if (ref === '#') return schema;
@@ -146,11 +147,15 @@ export function expansionProblem(schema: unknown, max: number): ValidationProble
     return node;
   };
   const sat = (n: number) => Math.min(n, over);
-  const total = (c: Cost) => sat(c.local + Math.max(c.obj, c.arr));
+  const total = (c: Cost) => {
+    let child = Math.max(c.obj.wild, c.arr);
+    for (const v of c.obj.named.values()) child = Math.max(child, v);
+    return sat(c.local + child);
+  };
   const cost = (node: unknown, depth: number, root: boolean): Cost => {
-    if (problem) return { local: over, obj: 0, arr: 0 };
+    if (problem) return { local: over, obj: { named: new Map(), wild: 0 }, arr: 0 };
     if (typeof node !== 'object' || node === null || Array.isArray(node))
-      return { local: 1, obj: 0, arr: 0 };
+      return { local: 1, obj: { named: new Map(), wild: 0 }, arr: 0 };
     let byDepth = memo.get(node);
     if (!byDepth) memo.set(node, (byDepth = new Map<number, Cost | null>()));
     const seen = byDepth.get(depth);
@@ -163,16 +168,41 @@ export function expansionProblem(schema: unknown, max: number): ValidationProble
     const o = node as Record<string, unknown>;
     if (!root && typeof o.$id === 'string')
       return refuse('may declare $id only at its root when it uses $ref');
-    let local = 1;
-    let obj = 0;
-    let arr = 0;
+    const below = (child: unknown) => (depth > 0 ? total(cost(child, depth - 1, false)) : 0);
+    // this node's own keywords first: one object child by name (its property and the patterns, which
+    // apply to named properties too) or any other name (patterns and additionalProperties)
+    let patterns = 0;
+    if (isPlainObject(o.patternProperties))
+      for (const c of Object.values(o.patternProperties)) patterns += below(c);
+    for (const k of ['unevaluatedProperties', 'propertyNames']) if (k in o) patterns += below(o[k]);
+    const named = new Map<string, number>();
+    if (isPlainObject(o.properties))
+      for (const [k, c] of Object.entries(o.properties)) named.set(k, sat(below(c) + patterns));
+    const wild = sat(patterns + ('additionalProperties' in o ? below(o.additionalProperties) : 0));
+    // one array item: its tuple schema or items, additionalItems, contains
+    let oneItem = 0;
+    for (const k of ['items', 'prefixItems'])
+      if (Array.isArray(o[k]))
+        for (const c of o[k] as unknown[]) oneItem = Math.max(oneItem, below(c));
+      else if (k in o) oneItem += below(o[k]);
+    for (const k of ['additionalItems', 'unevaluatedItems', 'contains'])
+      if (k in o) oneItem += below(o[k]);
+    const out: Cost = { local: 1, obj: { named, wild }, arr: oneItem };
+    // subschemas applied to the same value add up, key by key: branches that descend into different
+    // properties (an and/or filter's `and` and `or`) cost the dearest of them, not their sum
     const same = (child: unknown) => {
       const c = cost(child, depth, false);
-      local = sat(local + c.local);
-      obj = sat(obj + c.obj);
-      arr = sat(arr + c.arr);
+      out.local = sat(out.local + c.local);
+      out.arr = sat(out.arr + c.arr);
+      const keys = new Set([...out.obj.named.keys(), ...c.obj.named.keys()]);
+      const merged = new Map<string, number>();
+      for (const k of keys)
+        merged.set(
+          k,
+          sat((out.obj.named.get(k) ?? out.obj.wild) + (c.obj.named.get(k) ?? c.obj.wild)),
+        );
+      out.obj = { named: merged, wild: sat(out.obj.wild + c.obj.wild) };
     };
-    const below = (child: unknown) => (depth > 0 ? total(cost(child, depth - 1, false)) : 0);
     if (typeof o.$ref === 'string') {
       const target = resolve(o.$ref);
       if (target !== undefined) same(target);
@@ -185,23 +215,6 @@ export function expansionProblem(schema: unknown, max: number): ValidationProble
     for (const k of SAME_ONE) if (k in o) same(o[k]);
     for (const k of ['dependencies', 'dependentSchemas'])
       if (isPlainObject(o[k])) for (const c of Object.values(o[k])) if (!Array.isArray(c)) same(c);
-    // one object child: its property's schema, the patterns it may match, additionalProperties
-    let oneProp = 0;
-    if (isPlainObject(o.properties))
-      for (const c of Object.values(o.properties)) oneProp = Math.max(oneProp, below(c));
-    if (isPlainObject(o.patternProperties))
-      for (const c of Object.values(o.patternProperties)) oneProp += below(c);
-    for (const k of ['additionalProperties', 'unevaluatedProperties', 'propertyNames'])
-      if (k in o) oneProp += below(o[k]);
-    // one array item: its tuple schema or items, additionalItems, contains
-    let oneItem = 0;
-    for (const k of ['items', 'prefixItems'])
-      if (Array.isArray(o[k]))
-        for (const c of o[k] as unknown[]) oneItem = Math.max(oneItem, below(c));
-      else if (k in o) oneItem += below(o[k]);
-    for (const k of ['additionalItems', 'unevaluatedItems', 'contains'])
-      if (k in o) oneItem += below(o[k]);
-    const out = { local, obj: sat(obj + oneProp), arr: sat(arr + oneItem) };
     byDepth.set(depth, out);
     return out;
   };
@@ -225,8 +238,8 @@ export function expansionProblem(schema: unknown, max: number): ValidationProble
 interface Cost {
   /** Subschema evaluations on the value itself. */
   local: number;
-  /** The dearest child, if the value is an object. */
-  obj: number;
+  /** What one child costs, if the value is an object: by property name, and any other name. */
+  obj: { named: Map<string, number>; wild: number };
   /** The dearest item, if the value is an array. */
   arr: number;
 }

@@ -82,6 +82,9 @@ describe('security: substring searches are bounded', () => {
     expect(found).toEqual([fresh]);
     expect(found).not.toContain(old);
     expect(found).not.toContain(tail);
+    // a label filter narrows the scan first: the old block is found among its label's blocks
+    const byLabel = await api(t, 'GET', '/v1/blocks/?label=old&value_search=needle', undefined, A);
+    expect(byLabel.body.map((b: { id: string }) => b.id)).toEqual([old]);
   });
 
   it('message search looks at the newest search_scan_rows messages of its scope', async () => {

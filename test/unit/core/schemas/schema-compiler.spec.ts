@@ -241,6 +241,41 @@ describe('SchemaCompiler: $ref / anyOf fan-out is bounded (limits.max_schema_exp
     expect(c.problems[0].limit).toBe('limits.max_schema_expansion');
   });
 
+  it('branches that descend into different properties cost the dearest, not their sum: an and/or filter is accepted', () => {
+    const Filter = {
+      anyOf: [
+        { type: 'object', properties: { field: { type: 'string' } } },
+        {
+          type: 'object',
+          properties: { and: { type: 'array', items: { $ref: '#/$defs/Filter' } } },
+        },
+        {
+          type: 'object',
+          properties: { or: { type: 'array', items: { $ref: '#/$defs/Filter' } } },
+        },
+      ],
+    };
+    const c = lenient().compile({ $defs: { Filter }, $ref: '#/$defs/Filter' });
+    if (!c.ok) throw new Error(JSON.stringify(c.problems));
+    expect(c.validate({ and: [{ or: [{ field: 'x' }] }, { field: 'y' }] })).toBe(true);
+  });
+
+  it('branches that all descend into the same property (a union without a required, early discriminator) are refused', () => {
+    const variant = (op: string) => ({
+      type: 'object',
+      properties: {
+        op: { const: op },
+        conditions: { type: 'array', items: { $ref: '#/$defs/C' } },
+      },
+    });
+    const c = lenient().compile({
+      $defs: { C: { oneOf: [variant('and'), variant('or')] } },
+      $ref: '#/$defs/C',
+    });
+    if (c.ok) throw new Error('should be refused');
+    expect(c.problems[0].limit).toBe('limits.max_schema_expansion');
+  });
+
   it('a $ref cycle that never descends into the data is refused (it would never end)', () => {
     const c = lenient().compile({
       $defs: { a: { anyOf: [{ $ref: '#/$defs/a' }] } },
