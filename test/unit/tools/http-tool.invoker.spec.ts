@@ -247,9 +247,10 @@ describe('invokeHttpTool (against a local server)', () => {
     );
     expect(r.value).toBe('request refused: 0.0.0.0 is denied by the outbound host policy');
     expect(seen).toHaveLength(0);
-    for (const a of ['0.1.2.3', '::', '0:0::0', '::ffff:0.0.0.0'])
+    // ::2 is the IPv4-compatible spelling of 0.0.0.2 (host-policy maps every such spelling to its IPv4)
+    for (const a of ['0.1.2.3', '::', '0:0::0', '::ffff:0.0.0.0', '::2'])
       expect([a, policy.refusal(a, a)]).toEqual([a, `${a} is denied by the outbound host policy`]);
-    for (const a of ['10.0.0.1', '1.0.0.0', '::2'])
+    for (const a of ['10.0.0.1', '1.0.0.0', '2001:db8::2'])
       expect([a, policy.refusal(a, a)]).toEqual([a, null]);
     // loopback open (the default): so is the unspecified address
     expect(new HostPolicy([], ['169.254.0.0/16']).refusal('0.0.0.0', '0.0.0.0')).toBeNull();
