@@ -61,6 +61,7 @@ export interface ModelRequest {
 }
 
 export interface ModelToolCall {
+  /** As the model server gave it ('' for none); made unique within the response by the processor. */
   id: string;
   name: string;
   /** The raw arguments text as the model sent it (may be invalid JSON). */

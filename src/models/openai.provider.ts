@@ -418,11 +418,10 @@ export class OpenAiProvider implements ModelProvider {
     usage: unknown,
     req: ModelRequest,
   ): ModelResponse {
-    const seq = ++callSeq;
-    const toolCalls: ModelToolCall[] = calls.map((c, i) => {
+    const toolCalls: ModelToolCall[] = calls.map((c) => {
       if (!c.name) throw invalid('the model sent a tool call without a function name');
       return {
-        id: c.id || `call_${Date.now().toString(36)}_${seq}_${i}`,
+        id: c.id ?? '', // '' when the server gave none: the processor gives every call an id of its own (uniqueCallIds)
         name: c.name,
         argumentsText: c.args,
       };
@@ -480,8 +479,6 @@ export class SseLines {
   }
 }
 
-/** Fallback tool-call ids: unique per process, across provider instances. */
-let callSeq = 0;
 /** The largest index a streamed tool-call delta may have: far more calls than any model makes in one turn. */
 export const MAX_TOOL_CALL_INDEX = 1023;
 const isToolCallIndex = (v: unknown): v is number =>
