@@ -1,6 +1,7 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { parse as parseYaml, stringify as toYaml } from 'yaml';
 import { api, ApiError, asText, type Agent, type Problem, type Tool } from './api';
+import { Clipped, Revealed } from './revealed';
 import { ruleSentence } from './rule-sentences';
 import { relative, store, useStore } from './store';
 import { go } from './router';
@@ -61,13 +62,23 @@ export function AgentList() {
             <li class="card" key={a.id}>
               <div class="card-head">
                 <h2 class="card-title">
-                  <a href={`#/agents/${a.id}`}>{a.name}</a>
+                  <a href={`#/agents/${a.id}`}>
+                    <Clipped text={a.name} />
+                  </a>
                 </h2>
-                {a.last_stop_reason && <span class="pill">{a.last_stop_reason}</span>}
+                {a.last_stop_reason && (
+                  <span class="pill">
+                    <Clipped text={a.last_stop_reason} />
+                  </span>
+                )}
               </div>
-              {a.description && <p class="muted small">{a.description}</p>}
+              {a.description && (
+                <p class="muted small">
+                  <Clipped text={a.description} max={300} />
+                </p>
+              )}
               <p class="small">
-                <span class="muted">model</span> {a.model ?? 'scripted'} ·{' '}
+                <span class="muted">model</span> <Clipped text={a.model ?? 'scripted'} /> ·{' '}
                 <span class="muted">tools</span> {a.tools.length} · <span class="muted">rules</span>{' '}
                 {a.tool_rules.length}
               </p>
@@ -75,7 +86,7 @@ export function AgentList() {
                 <p class="tags">
                   {a.tags.map((t) => (
                     <span class="tag" key={t}>
-                      {t}
+                      <Clipped text={t} />
                     </span>
                   ))}
                 </p>
@@ -113,8 +124,14 @@ export function AgentDetail({ id }: { id: string }) {
           <p class="eyebrow">
             <a href="#/agents">Agents</a> /
           </p>
-          <h1 id="agent-title">{a.name}</h1>
-          {a.description && <p class="muted">{a.description}</p>}
+          <h1 id="agent-title">
+            <Revealed text={a.name} />
+          </h1>
+          {a.description && (
+            <p class="muted">
+              <Revealed text={a.description} lines />
+            </p>
+          )}
         </div>
         <div class="row">
           <a class="btn" href={`#/agents/${a.id}/edit`}>
@@ -130,18 +147,24 @@ export function AgentDetail({ id }: { id: string }) {
           <h2>Model</h2>
           <dl class="facts">
             <dt>Model</dt>
-            <dd>{a.model ?? 'scripted'}</dd>
+            <dd>
+              <Revealed text={a.model ?? 'scripted'} />
+            </dd>
             <dt>Updated</dt>
             <dd>{relative(a.updated_at)}</dd>
             <dt>Last stop</dt>
-            <dd>{a.last_stop_reason ?? '—'}</dd>
+            <dd>
+              <Revealed text={a.last_stop_reason ?? '—'} />
+            </dd>
             <dt>Id</dt>
             <dd>
               <code class="small">{a.id}</code>
             </dd>
           </dl>
           <h3>System prompt</h3>
-          <pre class="prose">{a.system}</pre>
+          <pre class="prose">
+            <Revealed text={a.system} lines />
+          </pre>
         </div>
         <div class="panel">
           <h2>Tools</h2>
@@ -155,8 +178,14 @@ export function AgentDetail({ id }: { id: string }) {
                 head: 'Tool',
                 cell: (t) => (
                   <>
-                    <code>{t.name}</code>
-                    {t.description && <div class="muted small">{t.description}</div>}
+                    <code>
+                      <Clipped text={t.name} />
+                    </code>
+                    {t.description && (
+                      <div class="muted small">
+                        <Revealed text={t.description} lines />
+                      </div>
+                    )}
                   </>
                 ),
               },
@@ -164,7 +193,11 @@ export function AgentDetail({ id }: { id: string }) {
                 head: 'Safety',
                 cell: (t) => <SafetyPill safety={t.safety} />,
               },
-              { head: 'Kind', class: 'small', cell: (t) => t.kind ?? '—' },
+              {
+                head: 'Kind',
+                class: 'small',
+                cell: (t) => (t.kind ? <Clipped text={t.kind} /> : '—'),
+              },
             ]}
           />
           <h2>Tool rules</h2>
@@ -173,7 +206,9 @@ export function AgentDetail({ id }: { id: string }) {
           ) : (
             <ul class="rules" aria-label="Tool rules">
               {a.tool_rules.map((r, i) => (
-                <li key={i}>{ruleSentence(r)}</li>
+                <li key={i}>
+                  <Revealed text={ruleSentence(r)} />
+                </li>
               ))}
             </ul>
           )}
@@ -213,21 +248,27 @@ function MemoryBlock({
   return (
     <div class="block">
       <div class="block-head">
-        <p class="eyebrow">{b.label}</p>
+        <p class="eyebrow">
+          <Clipped text={b.label} />
+        </p>
         {b.limit !== undefined && (
           <span class="muted small">
             {b.value.length} / {b.limit} chars
           </span>
         )}
       </div>
-      <pre class="prose">{b.value}</pre>
+      <pre class="prose">
+        <Revealed text={b.value} lines />
+      </pre>
       {others.length > 0 && (
         <p class="small shared">
           Shared with{' '}
           {others.map((o, i) => (
             <span key={o.id}>
               {i > 0 && ', '}
-              <a href={`#/agents/${o.id}`}>{o.name}</a>
+              <a href={`#/agents/${o.id}`}>
+                <Clipped text={o.name} />
+              </a>
             </span>
           ))}
           : an edit here changes theirs too.
@@ -314,7 +355,10 @@ function FieldErrors({ problems, id }: { problems: Problem[]; id: string }) {
     <ul class="field-errors" id={id}>
       {problems.map((p, i) => (
         <li key={i}>
-          <code>{p.path}</code> {p.message}
+          <code>
+            <Revealed text={p.path} />
+          </code>{' '}
+          <Revealed text={p.message} />
         </li>
       ))}
     </ul>
@@ -427,7 +471,16 @@ export function AgentEditor({ id }: { id: string | null }) {
           <p class="eyebrow">
             <a href="#/agents">Agents</a> /
           </p>
-          <h1 id="editor-title">{id ? `Edit ${form.name || 'agent'}` : 'New agent'}</h1>
+          <h1 id="editor-title">
+            {id ? (
+              <>
+                {'Edit '}
+                <Clipped text={form.name || 'agent'} />
+              </>
+            ) : (
+              'New agent'
+            )}
+          </h1>
         </div>
       </div>
       <div class="tabs" role="tablist" aria-label="Editor">
@@ -461,7 +514,10 @@ export function AgentEditor({ id }: { id: string | null }) {
             <ul class="problems" aria-label="Validation errors">
               {problems.map((p, i) => (
                 <li key={i}>
-                  <code>{p.path}</code> {p.message}
+                  <code>
+                    <Revealed text={p.path} />
+                  </code>{' '}
+                  <Revealed text={p.message} />
                 </li>
               ))}
             </ul>
@@ -539,7 +595,9 @@ export function AgentEditor({ id }: { id: string | null }) {
                           )
                         }
                       />
-                      <code>{n}</code>
+                      <code>
+                        <Clipped text={n} />
+                      </code>
                       {safetyOf(n) !== 'read_only' && <SafetyPill safety={safetyOf(n)} />}
                     </label>
                   ))}

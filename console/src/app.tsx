@@ -6,6 +6,7 @@ import { ConsentDialog } from './consent-dialog';
 import { Audit, Grants } from './grants';
 import { Inbox } from './inbox';
 import { live, type LiveState } from './live';
+import { Clipped } from './revealed';
 import { useRoute } from './router';
 import { useStore } from './store';
 import { ErrorBanner } from './ui';
@@ -193,7 +194,9 @@ export function App() {
       <div class="notices" role="status" aria-live="polite" aria-label="Notifications">
         {s.notices.map((n) => (
           <div class={`notice ${n.kind}`} key={n.id}>
-            <span>{n.text}</span>
+            <span>
+              <Clipped text={n.text} max={300} />
+            </span>
             <button class="close" aria-label="Dismiss" onClick={() => s.dismiss(n.id)}>
               ×
             </button>

@@ -1,48 +1,5 @@
-import { useState } from 'preact/hooks';
-import { hasHidden, preview, reveal, revealedText, type Piece, valueText } from './reveal';
-
-/** Pieces of revealed text: hidden characters as escapes in their own style (reveal.ts). */
-function Pieces({ pieces }: { pieces: Piece[] }) {
-  return (
-    <>
-      {pieces.map((p, i) =>
-        'text' in p ? (
-          p.text
-        ) : (
-          <span class="esc" key={i} title="invisible, direction or unusual space character">
-            {p.escape}
-            {p.count > 1 ? `×${p.count}` : ''}
-          </span>
-        ),
-      )}
-    </>
-  );
-}
-
-/** A short text (a key) with its hidden characters as escapes. */
-export const Revealed = ({ text }: { text: string }) => <Pieces pieces={reveal(text)} />;
-
-/** The start of a text, revealed, and a button for the rest ("+N chars"). */
-function Preview({ text, max, label }: { text: string; max: number; label: string }) {
-  const [open, setOpen] = useState(false);
-  const { pieces, more } = preview(text, max);
-  return (
-    <>
-      <Pieces pieces={open ? reveal(text) : pieces} />
-      {more > 0 && (
-        <button
-          type="button"
-          class="more"
-          aria-expanded={open}
-          aria-label={open ? `Show less of ${label}` : `Show ${more} more characters of ${label}`}
-          onClick={() => setOpen(!open)}
-        >
-          {open ? 'less' : `+${more} chars`}
-        </button>
-      )}
-    </>
-  );
-}
+import { hasHidden, clippedText, valueText } from './reveal';
+import { Preview } from './revealed';
 
 /**
  * A call's arguments as a person must see them to decide: one row per top-level key, each key and the
@@ -91,7 +48,7 @@ export function Arguments({
                 <Preview
                   text={r.value}
                   max={max}
-                  label={`the value of ${revealedText([...r.key].slice(0, 40).join(''))}`}
+                  label={`the value of ${clippedText(r.key, 40)}`}
                 />
               </dd>
             </div>

@@ -1,6 +1,8 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, asText, type Agent, type ConsentRequest, type LettaMessage, type Run } from './api';
 import { live, type RunEventFrame } from './live';
+import { clippedText } from './reveal';
+import { Clipped, Preview, Revealed } from './revealed';
 import { describeResolution, relative, useStore } from './store';
 import { go } from './router';
 import { AgentSelect, DataTable, ErrorBanner } from './ui';
@@ -61,6 +63,21 @@ function withPasses(items: Entry[]): { e: Entry; pass: number }[] {
 const tokens = (u: Record<string, number | undefined>) =>
   `${u.total_tokens ?? 0} tokens (${u.prompt_tokens ?? 0} in, ${u.completion_tokens ?? 0} out)`;
 
+/** How much of a message, a result or a call's arguments the timeline shows before "+N chars". */
+const TEXT_MAX = 2000;
+
+/** What a person, the model or a tool wrote: revealed, its lines kept, long ones cut to a preview. */
+const Said = ({ text, label }: { text: string; label: string }) => (
+  <Preview text={text} max={TEXT_MAX} label={label} lines />
+);
+
+/** A tool's name as the model gave it: revealed, cut to a name's length. */
+const ToolName = ({ name }: { name: string | undefined }) => (
+  <code>
+    <Clipped text={name ?? ''} />
+  </code>
+);
+
 /** One timeline line per run event; messages by their Letta type. */
 function TimelineItem({ e, pass, agentId }: { e: Entry; pass: number; agentId: string }) {
   const d = e.data;
@@ -79,7 +96,8 @@ function TimelineItem({ e, pass, agentId }: { e: Entry; pass: number; agentId: s
         <li class="tl tl-step">
           Model call {asText(d.step)} answered{' '}
           <span class="muted small">
-            · {asText(d.model)} · {tokens(u)} · {asText(d.finish_reason)}
+            · <Clipped text={asText(d.model)} /> · {tokens(u)} ·{' '}
+            <Clipped text={asText(d.finish_reason)} />
           </span>
         </li>
       );
@@ -91,7 +109,11 @@ function TimelineItem({ e, pass, agentId }: { e: Entry; pass: number; agentId: s
         <li class="tl tl-step">
           Executing{' '}
           {Array.isArray(d.tools)
-            ? d.tools.map((t) => <code key={String(t)}>{String(t)}</code>)
+            ? d.tools.map((t) => (
+                <code key={String(t)}>
+                  <Clipped text={String(t)} />
+                </code>
+              ))
             : null}
         </li>
       );
@@ -99,7 +121,7 @@ function TimelineItem({ e, pass, agentId }: { e: Entry; pass: number; agentId: s
       const u = (d.usage ?? null) as Record<string, number> | null;
       return (
         <li class={`tl tl-end ${d.status === 'failed' ? 'is-error' : ''}`}>
-          <strong>Stop:</strong> {String(d.stop_reason ?? d.status)}
+          <strong>Stop:</strong> <Clipped text={String(d.stop_reason ?? d.status)} />
           {u && (
             <span class="muted small">
               {' '}
@@ -107,7 +129,11 @@ function TimelineItem({ e, pass, agentId }: { e: Entry; pass: number; agentId: s
               {u.step_count ? ` · ${u.step_count} model call(s)` : ''}
             </span>
           )}
-          {d.error ? <div class="small">{JSON.stringify(d.error)}</div> : null}
+          {d.error ? (
+            <div class="small">
+              <Said text={JSON.stringify(d.error)} label="the error" />
+            </div>
+          ) : null}
         </li>
       );
     }
@@ -117,7 +143,7 @@ function TimelineItem({ e, pass, agentId }: { e: Entry; pass: number; agentId: s
     default:
       return (
         <li class="tl muted small">
-          {e.kind} {JSON.stringify(d)}
+          <Clipped text={e.kind} /> <Said text={JSON.stringify(d)} label="the event" />
         </li>
       );
   }
@@ -129,41 +155,50 @@ function TimelineItem({ e, pass, agentId }: { e: Entry; pass: number; agentId: s
     return (
       <li class="tl tl-pass">
         <span class="who">Heartbeat</span> pass {pass} begins
-        <div class="muted small">{auto.text}</div>
+        <div class="muted small">
+          <Said text={auto.text} label="the heartbeat" />
+        </div>
       </li>
     );
   if (auto)
     return (
       <li class="tl tl-reason">
-        <span class="who">System alert</span> {auto.text}
+        <span class="who">System alert</span> <Said text={auto.text} label="the alert" />
       </li>
     );
   switch (m.message_type) {
     case 'user_message':
       return (
         <li class="tl tl-user">
-          <span class="who">You</span> {textOf(m.content)}
+          <span class="who">You</span> <Said text={textOf(m.content)} label="the message" />
         </li>
       );
     case 'system_message':
-      return <li class="tl muted small">System: {textOf(m.content)}</li>;
+      return (
+        <li class="tl muted small">
+          System: <Said text={textOf(m.content)} label="the system message" />
+        </li>
+      );
     case 'reasoning_message':
       return (
         <li class="tl tl-reason">
-          <span class="who">Reasoning</span> {asText(m.reasoning)}
+          <span class="who">Reasoning</span>{' '}
+          <Said text={asText(m.reasoning)} label="the reasoning" />
         </li>
       );
     case 'assistant_message':
       return (
         <li class="tl tl-assistant">
-          <span class="who">Agent</span> {textOf(m.content)}
+          <span class="who">Agent</span> <Said text={textOf(m.content)} label="the answer" />
         </li>
       );
     case 'tool_call_message':
       return (
         <li class="tl tl-call">
-          <span class="who">Tool call</span> <code>{call?.name}</code>
-          <pre class="json small">{args(call?.arguments)}</pre>
+          <span class="who">Tool call</span> <ToolName name={call?.name} />
+          <pre class="json small">
+            <Said text={args(call?.arguments)} label="the arguments" />
+          </pre>
         </li>
       );
     case 'approval_request_message': {
@@ -193,8 +228,10 @@ function TimelineItem({ e, pass, agentId }: { e: Entry; pass: number; agentId: s
           <span class="who">
             {refused ? 'Refused' : m.status === 'error' ? 'Tool error' : 'Result'}
           </span>{' '}
-          <code>{asText(m.name)}</code>
-          <pre class="json small">{args(text)}</pre>
+          <ToolName name={asText(m.name)} />
+          <pre class="json small">
+            <Said text={args(text)} label="the result" />
+          </pre>
         </li>
       );
     }
@@ -203,7 +240,8 @@ function TimelineItem({ e, pass, agentId }: { e: Entry; pass: number; agentId: s
     default:
       return (
         <li class="tl muted small">
-          {m.message_type}: {textOf(m.content) || JSON.stringify(m)}
+          <Clipped text={m.message_type} />:{' '}
+          <Said text={textOf(m.content) || JSON.stringify(m)} label="the message" />
         </li>
       );
   }
@@ -253,18 +291,22 @@ function ConsentLine({
   return (
     <li class="tl tl-park">
       <span class="who">{pending ? 'Waiting for consent' : 'Consent'}</span>{' '}
-      <code>{call?.name}</code>
-      <pre class="json small">{args(call?.arguments)}</pre>
+      <ToolName name={call?.name} />
+      <pre class="json small">
+        <Said text={args(call?.arguments)} label="the arguments" />
+      </pre>
       {pending ? (
         <button
           class="btn primary small"
-          aria-label={`Answer consent request for ${call?.name ?? 'the call'} (${call?.tool_call_id ?? pending.id})`}
+          aria-label={`Answer consent request for ${call?.name === undefined ? 'the call' : clippedText(call.name)} (${clippedText(call?.tool_call_id ?? pending.id)})`}
           onClick={() => s.open(pending.id)}
         >
           Answer consent request
         </button>
       ) : (
-        <span class="muted small">{resolved ? describeResolution(resolved) : 'answered'}</span>
+        <span class="muted small">
+          {resolved ? <Revealed text={describeResolution(resolved)} /> : 'answered'}
+        </span>
       )}
     </li>
   );
@@ -301,7 +343,9 @@ function PastRun({ run }: { run: Run }) {
       <button class="past-head" aria-expanded={open} onClick={() => void toggle()}>
         <span class={`dot ${run.status}`} aria-hidden="true" />
         <span>{relative(run.created_at)}</span>
-        <span class="pill">{run.stop_reason ?? run.status}</span>
+        <span class="pill">
+          <Clipped text={run.stop_reason ?? run.status} />
+        </span>
         <span class="muted small">{run.usage?.total_tokens ?? 0} tokens</span>
       </button>
       {open && (
@@ -314,14 +358,22 @@ function PastRun({ run }: { run: Run }) {
             empty="No model calls"
             columns={[
               { head: 'Call', class: 'small', cell: (st) => st.step_number },
-              { head: 'Model', class: 'small', cell: (st) => st.model ?? '—' },
+              {
+                head: 'Model',
+                class: 'small',
+                cell: (st) => (st.model ? <Clipped text={st.model} /> : '—'),
+              },
               {
                 head: 'Tokens',
                 class: 'small',
                 cell: (st) =>
                   `${st.total_tokens} (${st.prompt_tokens} in, ${st.completion_tokens} out)`,
               },
-              { head: 'Stop', class: 'small', cell: (st) => st.stop_reason ?? '—' },
+              {
+                head: 'Stop',
+                class: 'small',
+                cell: (st) => (st.stop_reason ? <Clipped text={st.stop_reason} /> : '—'),
+              },
             ]}
           />
           <ol class="timeline" aria-label={`Messages of run ${run.id}`}>
@@ -429,7 +481,15 @@ export function Chat({ agentId }: { agentId: string | null }) {
     <section aria-labelledby="chat-title" class="chat">
       <div class="page-head">
         <div>
-          <h1 id="chat-title">Chat{agent ? ` with ${agent.name}` : ''}</h1>
+          <h1 id="chat-title">
+            Chat
+            {agent && (
+              <>
+                {' with '}
+                <Clipped text={agent.name} />
+              </>
+            )}
+          </h1>
           <p class="muted">
             Send a message and watch the batch run: model calls, tool calls, rules and consent.
           </p>

@@ -1,7 +1,8 @@
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api, type ConsentRequest, type Resolved } from './api';
-import { Arguments, Revealed } from './arguments';
-import { revealedText } from './reveal';
+import { Arguments } from './arguments';
+import { clippedText, hasHidden, NAME_MAX } from './reveal';
+import { Clipped, Preview, Revealed } from './revealed';
 import {
   constrainable,
   defaultCondition,
@@ -113,6 +114,13 @@ export function ConsentDialog({ request: r, onClose }: Props) {
   const grantExtras = schema && problems.length === 0 ? { constraint: schema } : {};
   const blocked = busy || expired || problems.length > 0;
   const titleId = `dlg-${r.id}`;
+  const agentName = store.agentName(r.agent_id);
+  const flagged = [
+    ['the agent name', agentName],
+    ['the tool name', r.tool_name],
+    ['the scope', r.scope],
+    ['the tool call id', r.tool_call_id],
+  ].filter(([, text]) => hasHidden(text));
 
   return (
     <dialog
@@ -128,23 +136,43 @@ export function ConsentDialog({ request: r, onClose }: Props) {
       <header class="dialog-head">
         <div>
           <p class="eyebrow">Consent request</p>
+          {/* names cut short here, whole below: a long or padded name cannot hide the tool */}
           <h2 id={titleId}>
-            {store.agentName(r.agent_id)} wants to run <code>{r.tool_name}</code>
+            <Clipped text={agentName} max={40} /> wants to run{' '}
+            <code>
+              <Clipped text={r.tool_name} />
+            </code>
           </h2>
         </div>
         <span class={`countdown ${expired ? 'is-expired' : ''}`} role="timer" aria-live="off">
           {expired ? 'expired' : `expires in ${countdown(r.expires_at, now)}`}
         </span>
       </header>
-      <p class="muted">{r.reason}</p>
+      {flagged.length > 0 && (
+        <p class="args-warn" role="note">
+          {`⚠ ${flagged.map(([what]) => what).join(', ')}: invisible or direction characters (shown as \\u… escapes)`}
+        </p>
+      )}
+      <p class="muted">
+        <Preview text={r.reason} max={300} label="the reason" />
+      </p>
       <dl class="facts">
+        <dt>Agent</dt>
+        <dd>
+          <Preview text={agentName} max={NAME_MAX} label="the agent name" />{' '}
+          <code class="small">{r.agent_id}</code>
+        </dd>
         <dt>Scope</dt>
         <dd>
-          <code>{r.scope}</code>
+          <code>
+            <Preview text={r.scope} max={NAME_MAX} label="the scope" />
+          </code>
         </dd>
         <dt>Tool call</dt>
         <dd>
-          <code>{r.tool_call_id}</code>
+          <code>
+            <Preview text={r.tool_call_id} max={NAME_MAX} label="the tool call id" />
+          </code>
         </dd>
       </dl>
       <h3>Arguments</h3>
@@ -169,13 +197,13 @@ export function ConsentDialog({ request: r, onClose }: Props) {
                     onChange={(e) => toggle(field, kind, value, e.currentTarget.checked)}
                   />
                   <code>
-                    <Revealed text={field} />
+                    <Clipped text={field} max={40} />
                   </code>
                 </label>
                 {c && (
                   <>
                     <select
-                      aria-label={`Condition on ${revealedText(field)}`}
+                      aria-label={`Condition on ${clippedText(field, 40)}`}
                       value={c.op}
                       onChange={(e) =>
                         update(field, { op: e.currentTarget.value as Condition['op'] })
@@ -190,7 +218,7 @@ export function ConsentDialog({ request: r, onClose }: Props) {
                     {kind === 'boolean' ? (
                       <select
                         id={id}
-                        aria-label={`Value for ${revealedText(field)}`}
+                        aria-label={`Value for ${clippedText(field, 40)}`}
                         value={c.value}
                         onChange={(e) => update(field, { value: e.currentTarget.value })}
                       >
@@ -200,7 +228,7 @@ export function ConsentDialog({ request: r, onClose }: Props) {
                     ) : (
                       <input
                         id={id}
-                        aria-label={`Value for ${revealedText(field)}`}
+                        aria-label={`Value for ${clippedText(field, 40)}`}
                         inputMode={kind === 'number' ? 'decimal' : undefined}
                         value={c.value}
                         onInput={(e) => update(field, { value: e.currentTarget.value })}
@@ -215,7 +243,7 @@ export function ConsentDialog({ request: r, onClose }: Props) {
             <>
               <p class="hint">As JSON Schema (what the grant stores):</p>
               <pre class="json" aria-label="Constraint as JSON Schema">
-                {JSON.stringify(schema, null, 2)}
+                <Revealed text={JSON.stringify(schema, null, 2)} lines />
               </pre>
             </>
           )}

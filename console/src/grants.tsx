@@ -1,5 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, type AuditEntry, type Grant } from './api';
+import { clippedText } from './reveal';
+import { Clipped, Preview, Revealed } from './revealed';
 import { channelName, relative, store, useNow, useStore } from './store';
 import { AgentSelect, DataTable, ErrorBanner } from './ui';
 
@@ -58,8 +60,15 @@ export function Grants() {
         rowKey={(g) => g.id}
         empty="No grants"
         columns={[
-          { head: 'Agent', cell: (g) => s.agentName(g.agent_id) },
-          { head: 'Scope', cell: (g) => <code>{g.scope}</code> },
+          { head: 'Agent', cell: (g) => <Clipped text={s.agentName(g.agent_id)} /> },
+          {
+            head: 'Scope',
+            cell: (g) => (
+              <code>
+                <Clipped text={g.scope} />
+              </code>
+            ),
+          },
           {
             head: 'Kind',
             class: 'small',
@@ -69,7 +78,9 @@ export function Grants() {
             head: 'Constraint',
             cell: (g) =>
               g.constraint ? (
-                <pre class="json small">{JSON.stringify(g.constraint, null, 2)}</pre>
+                <pre class="json small">
+                  <Revealed text={JSON.stringify(g.constraint, null, 2)} lines />
+                </pre>
               ) : (
                 <span class="muted">any arguments</span>
               ),
@@ -93,7 +104,7 @@ export function Grants() {
               grantState(g, now) === 'active' && (
                 <button
                   class="btn ghost small"
-                  aria-label={`Revoke grant for ${s.agentName(g.agent_id)}, scope ${g.scope}`}
+                  aria-label={`Revoke grant for ${clippedText(s.agentName(g.agent_id))}, scope ${clippedText(g.scope)}`}
                   onClick={() => void revoke(g)}
                 >
                   Revoke
@@ -172,7 +183,9 @@ export function Audit() {
           <select value={f.tool} onChange={(e) => set('tool', e.currentTarget.value)}>
             <option value="">All</option>
             {toolNames.map((n) => (
-              <option key={n}>{n}</option>
+              <option key={n} value={n}>
+                {clippedText(n)}
+              </option>
             ))}
           </select>
         </label>
@@ -220,15 +233,31 @@ export function Audit() {
         columns={[
           { head: 'When', class: 'small nowrap', cell: (r) => new Date(r.at).toLocaleString() },
           { head: 'Event', cell: (r) => <span class="pill">{r.event}</span> },
-          { head: 'Agent', class: 'small', cell: (r) => s.agentName(r.agent_id) },
-          { head: 'Tool', cell: (r) => r.tool_name && <code>{r.tool_name}</code> },
+          {
+            head: 'Agent',
+            class: 'small',
+            cell: (r) => <Clipped text={s.agentName(r.agent_id)} />,
+          },
+          {
+            head: 'Tool',
+            cell: (r) =>
+              r.tool_name && (
+                <code>
+                  <Clipped text={r.tool_name} />
+                </code>
+              ),
+          },
           {
             head: 'Decision',
             class: 'small',
             cell: (r) => (
               <>
                 {r.decision ?? '—'}
-                {r.reason && <div class="muted">“{r.reason}”</div>}
+                {r.reason && (
+                  <div class="muted">
+                    “<Preview text={r.reason} max={200} label="the reason" />”
+                  </div>
+                )}
               </>
             ),
           },
@@ -237,7 +266,10 @@ export function Audit() {
             class: 'small',
             cell: (r) => (
               <>
-                {r.actor} <span class="muted">via {channelName(r.channel)}</span>
+                <Clipped text={r.actor} />{' '}
+                <span class="muted">
+                  via <Clipped text={channelName(r.channel)} />
+                </span>
               </>
             ),
           },

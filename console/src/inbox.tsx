@@ -1,5 +1,7 @@
 import { useState } from 'preact/hooks';
 import { Arguments } from './arguments';
+import { clippedText } from './reveal';
+import { Clipped, Preview } from './revealed';
 import { countdown, store, useNow, useStore } from './store';
 import { Empty } from './ui';
 
@@ -38,9 +40,13 @@ export function Inbox() {
             <li class="card request" key={r.id}>
               <div class="card-head">
                 <div>
-                  <p class="eyebrow">{store.agentName(r.agent_id)}</p>
+                  <p class="eyebrow">
+                    <Clipped text={store.agentName(r.agent_id)} />
+                  </p>
                   <h2 class="card-title">
-                    <code>{r.tool_name}</code>
+                    <code>
+                      <Clipped text={r.tool_name} />
+                    </code>
                   </h2>
                 </div>
                 <span
@@ -52,14 +58,18 @@ export function Inbox() {
                 </span>
               </div>
               <p class="muted small">
-                scope <code>{r.scope}</code> · {r.reason}
+                scope{' '}
+                <code>
+                  <Clipped text={r.scope} />
+                </code>{' '}
+                · <Preview text={r.reason} max={160} label="the reason" />
               </p>
               <Arguments args={r.arguments} compact />
               <div class="card-actions">
                 <button
                   class="btn primary"
                   onClick={() => s.open(r.id)}
-                  aria-label={`Review ${r.tool_name} request`}
+                  aria-label={`Review ${clippedText(r.tool_name)} request`}
                 >
                   Review
                 </button>

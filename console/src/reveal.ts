@@ -2,8 +2,8 @@
  * Text a person must read as it is: every character that renders as nothing, moves other text or looks
  * like an ordinary space is shown as its escape (`\u202E`), so a right-to-left override cannot reorder
  * what follows it, a zero-width space cannot make two keys look alike, and a run of ideographic or
- * no-break spaces cannot push the real value out of view. Plain text only: the pieces are rendered as
- * text nodes.
+ * no-break spaces cannot push the real value out of view. The console shows every text a tenant, a model
+ * or a tool wrote through it (revealed.tsx). Plain text only: the pieces are rendered as text nodes.
  */
 
 /**
@@ -27,8 +27,18 @@ const BLANK_LOOKING: [number, number][] = [
   [0xe0100, 0xe01ef], // variation selectors supplement
 ];
 
-/** A run of ordinary spaces this long or longer is shown as one escape with its count. */
-const SPACE_RUN = 8;
+/**
+ * The blanks shown as themselves, each up to a run this long (a longer run is one escape with its count,
+ * so padding cannot push what follows out of view). A line (a name, a key, a title) keeps only the
+ * ordinary space: a line break there could make a title read as two. Lines of text (a message, a
+ * prompt, pretty-printed JSON) keep line breaks, tabs and indentation too.
+ */
+const LINE_BLANKS = new Map([[' ', 8]]);
+const LINES_BLANKS = new Map([
+  [' ', 32],
+  ['\t', 8],
+  ['\n', 3],
+]);
 
 export type Piece = { text: string } | { escape: string; count: number };
 
@@ -49,8 +59,12 @@ const escapeOf = (ch: string): string => {
 /** Whether the text holds a character `reveal` escapes (long runs of ordinary spaces aside). */
 export const hasHidden = (text: string): boolean => [...text].some(hidden);
 
-/** The text as pieces: plain runs, and escapes (a run of one hidden character, or of many spaces, is one). */
-export function reveal(text: string): Piece[] {
+/**
+ * The text as pieces: plain runs, and escapes (a run of one hidden character, or a long run of a blank, is
+ * one). `lines`: the text is lines (a message, JSON), its line breaks and indentation are kept.
+ */
+export function reveal(text: string, lines = false): Piece[] {
+  const blanks = lines ? LINES_BLANKS : LINE_BLANKS;
   const out: Piece[] = [];
   const chars = [...text];
   let plain = '';
@@ -59,7 +73,8 @@ export function reveal(text: string): Piece[] {
     let j = i + 1;
     while (j < chars.length && chars[j] === ch) j++;
     const run = j - i;
-    if (hidden(ch) || (ch === ' ' && run >= SPACE_RUN)) {
+    const limit = blanks.get(ch);
+    if (limit !== undefined ? run >= limit : hidden(ch)) {
       if (plain) out.push({ text: plain });
       plain = '';
       out.push({ escape: escapeOf(ch), count: run });
@@ -73,19 +88,24 @@ export function reveal(text: string): Piece[] {
 const shown = (p: Piece): string =>
   'text' in p ? p.text : p.escape + (p.count > 1 ? `×${p.count}` : '');
 
-/** The text with its hidden characters as escapes, as one string (for labels). */
-export const revealedText = (text: string): string => reveal(text).map(shown).join('');
+/** The text with its hidden characters as escapes, as one string. */
+export const revealedText = (text: string, lines = false): string =>
+  reveal(text, lines).map(shown).join('');
 
 /**
  * The start of the text as revealed, about `max` characters as shown (a run of hidden characters is
  * its one escape, so a padding of 5,000 ideographic spaces cannot push the rest out of the preview),
  * and how many characters of the text it leaves out.
  */
-export function preview(text: string, max: number): { pieces: Piece[]; more: number } {
+export function preview(
+  text: string,
+  max: number,
+  lines = false,
+): { pieces: Piece[]; more: number } {
   const pieces: Piece[] = [];
   let room = max;
   let taken = 0;
-  for (const p of reveal(text)) {
+  for (const p of reveal(text, lines)) {
     if (room <= 0) break;
     if ('text' in p) {
       const chars = [...p.text];
@@ -100,6 +120,18 @@ export function preview(text: string, max: number): { pieces: Piece[]; more: num
     }
   }
   return { pieces, more: [...text].length - taken };
+}
+
+/** How much of a name (agent, tool, scope) a title, a card or a cell shows. */
+export const NAME_MAX = 64;
+
+/**
+ * A line as one short string for where only text goes (an option, an accessible name, a tooltip, a
+ * browser notification): revealed, about `max` characters as shown, "…" when cut.
+ */
+export function clippedText(text: string, max = NAME_MAX): string {
+  const { pieces, more } = preview(text, max);
+  return pieces.map(shown).join('') + (more > 0 ? '…' : '');
 }
 
 /** An argument's value as one line of text: JSON (strings quoted, so 50 and "50" differ). */

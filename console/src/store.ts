@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, type Agent, type ConsentRequest, type Resolved } from './api';
 import { live } from './live';
+import { clippedText } from './reveal';
 
 export interface Notice {
   id: number;
@@ -177,8 +178,10 @@ class Store {
   private notifyBrowser(r: ConsentRequest): void {
     if (typeof Notification === 'undefined' || Notification.permission !== 'granted') return;
     try {
-      new Notification(`Consent requested: ${r.tool_name}`, {
-        body: `${this.agentName(r.agent_id)} asks to run ${r.tool_name} (scope ${r.scope})`,
+      // the system shows these outside the page: the names revealed and cut here
+      const tool = clippedText(r.tool_name);
+      new Notification(`Consent requested: ${tool}`, {
+        body: `${clippedText(this.agentName(r.agent_id))} asks to run ${tool} (scope ${clippedText(r.scope)})`,
         tag: r.id,
       });
     } catch {

@@ -1,4 +1,6 @@
 import type { ComponentChildren } from 'preact';
+import { clippedText } from './reveal';
+import { Revealed } from './revealed';
 import { useStore } from './store';
 
 /** The shared pieces of every page: an error banner, the loading/empty states, a table, the agent picker. */
@@ -7,7 +9,7 @@ export function ErrorBanner({ error }: { error: string | null }) {
   if (!error) return null;
   return (
     <p class="banner is-error" role="alert">
-      {error}
+      <Revealed text={error} />
     </p>
   );
 }
@@ -107,7 +109,7 @@ export function AgentSelect({
         )}
         {(s.agents ?? []).map((a) => (
           <option key={a.id} value={a.id}>
-            {a.name}
+            {clippedText(a.name)}
           </option>
         ))}
       </select>

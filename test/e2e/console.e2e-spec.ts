@@ -483,6 +483,115 @@ describeBrowser('web console at /console/ (Chromium)', () => {
     expect(ran('call_spoof')).toEqual([]);
   });
 
+  it('an agent name and a scope with a direction override, a zero-width space, a line break and padding read as escapes in the dialog title, the inbox and the grants page', async () => {
+    // QA: only the arguments were revealed. An agent name ending in U+202E turned the rest of the title
+    // around ("wants to run pay" read backwards), a line break split it, a padding pushed the tool away
+    const name = `Approve read_file\u202E\u200B\n${'\u3000'.repeat(150)}${'x'.repeat(10)}`;
+    const shown = `Approve read_file\\u202E\\u200B\\u000A\\u3000×150${'x'.repeat(10)}`;
+    const scope = 'pay\u200B:all\u202E';
+    const agent = await anAgent('spoofed-name', {
+      name,
+      tool_rules: [{ type: 'requires_approval', tool_name: 'pay', scope }],
+    });
+    const page = await open('#/inbox', { width: 1280, height: 1240 });
+    modelPays(agent, { amount: 5 }, 'call_spoofed_name');
+    await say(agent, 'pay 5');
+    const card = page.getByRole('listitem').filter({ hasText: 'scope pay\\u200B:all\\u202E' });
+    expect(await card.locator('.eyebrow').textContent()).toBe(shown);
+    await card.getByRole('button', { name: 'Review pay request' }).click();
+
+    const dialog = page.getByRole('dialog', { name: /wants to run pay$/ });
+    const title = dialog.getByRole('heading', { level: 2 });
+    // the name cut to its start, the tool whole; the whole name is the tooltip and stands below
+    expect(await title.textContent()).toBe(
+      'Approve read_file\\u202E\\u200B\\u000A\\u3000×150… wants to run pay',
+    );
+    expect(await title.locator('bdi[title]').getAttribute('title')).toBe(shown);
+    expect(await dialog.getByRole('note').textContent()).toBe(
+      '⚠ the agent name, the scope: invisible or direction characters (shown as \\u… escapes)',
+    );
+    const facts = dialog.locator('dl.facts dd');
+    expect(await facts.allTextContents()).toEqual([
+      `${shown} ${agent.id}`,
+      'pay\\u200B:all\\u202E',
+      'call_spoofed_name',
+    ]);
+    expect(await dialog.locator('p.muted').first().textContent()).toBe(
+      'pay requires consent (scope "pay\\u200B:all\\u202E")',
+    );
+    // each name is its own direction isolate: nothing in it reorders the sentence around it
+    expect(
+      await title
+        .locator('bdi')
+        .first()
+        // (the page's window: this file is type-checked without the DOM library)
+        .evaluate((e) => (globalThis as any).getComputedStyle(e).unicodeBidi),
+    ).toBe('isolate');
+    await dialog.getByRole('button', { name: 'Approve for scope' }).click();
+    await dialog.waitFor({ state: 'detached' });
+
+    await page.getByRole('link', { name: 'Grants' }).click();
+    await page.getByRole('combobox', { name: 'Agent' }).selectOption({ label: shown });
+    const row = page.getByRole('table', { name: 'Grants' }).getByRole('row').nth(1);
+    await row
+      .getByRole('button', { name: `Revoke grant for ${shown}, scope pay\\u200B:all\\u202E` })
+      .waitFor();
+    expect(await row.locator('td').nth(0).textContent()).toBe(shown);
+    expect(await row.locator('td').nth(1).textContent()).toBe('pay\\u200B:all\\u202E');
+    const text = (await page.locator('main').textContent())!;
+    for (const ch of ['\u202E', '\u200B', '\u3000', '\n']) expect(text).not.toContain(ch);
+  });
+
+  it('the chat timeline and the audit log show messages, tool names and reasons with their hidden characters as escapes', async () => {
+    // QA: the timeline and the audit log printed tenant and model text raw: U+202E reordered it, U+200B hid
+    // in a tool name the model made up, a run of line breaks pushed the rest of an answer out of view
+    const agent = await anAgent('spoofed-chat');
+    const page = await open(`#/chat/${agent.id}`);
+    fake.push(
+      [
+        { tool_calls: [{ name: 'pay\u200B', arguments: { to: 'a\u202Eb' }, id: 'call_ghost' }] },
+        { tool_calls: [{ name: 'pay', arguments: { amount: 1 }, id: 'call_spoofed_chat' }] },
+        { content: `Done\u202E.${'\n'.repeat(200)}hidden` },
+      ],
+      { key: agent.key },
+    );
+    await page.getByRole('textbox', { name: 'Message' }).fill('please\u200B pay');
+    await page.getByRole('button', { name: 'Send' }).click();
+    const timeline = page.getByRole('log', { name: 'Run timeline' });
+    await timeline
+      .getByRole('button', { name: 'Answer consent request for pay (call_spoofed_chat)' })
+      .waitFor();
+    const [req] = await pendingOf(agent.id);
+    await api(t, 'POST', `/v1/consent/requests/${req.id}/decision`, {
+      decision: 'deny',
+      reason: 'fine\u202Eenif',
+    });
+    await timeline.getByText(/^Stop:/).waitFor();
+    await timeline.getByText('denied (“fine\\u202Eenif”) by default via REST').waitFor();
+    await page
+      .getByRole('status', { name: 'Notifications' })
+      .getByText('pay — denied (“fine\\u202Eenif”) by default via REST')
+      .waitFor();
+    const lines = await timeline.getByRole('listitem').allTextContents();
+    expect(lines).toEqual(
+      expect.arrayContaining([
+        'You please\\u200B pay',
+        expect.stringMatching(/^Tool call pay\\u200B\s*\{\s*"to": "a\\u202Eb"\s*\}$/),
+        'Agent Done\\u202E.\\u000A×200hidden',
+      ]),
+    );
+    const text = (await timeline.textContent())!;
+    for (const ch of ['\u202E', '\u200B']) expect(text).not.toContain(ch);
+
+    await page.getByRole('link', { name: 'Audit' }).click();
+    const filters = page.getByRole('form', { name: 'Filter the audit log' });
+    await filters.getByLabel('Agent').selectOption({ label: agent.key });
+    await filters.getByLabel('Decision').selectOption('deny');
+    const table = page.getByRole('table', { name: 'Audit entries' });
+    await table.getByText('“fine\\u202Eenif”').waitFor();
+    expect(await table.textContent()).not.toContain('\u202E');
+  });
+
   it('a new request raises a browser notification when the person allowed them', async () => {
     const agent = await anAgent('notify');
     // headless Chromium shows no notifications: a stand-in records what the console asks for
@@ -988,39 +1097,49 @@ describeBrowser('web console at /console/ (Chromium)', () => {
     await page.getByText('No entries match').waitFor();
   });
 
-  it('every page fits desktop and phone widths without sideways scrolling', async () => {
-    const agent = await anAgent('layout');
+  /** An agent with a run, named long with a run of escapes: every title, card, cell and picker wraps or cuts it. */
+  async function aLayoutAgent() {
+    const agent = await anAgent('layout', {
+      name: `layout ${'w'.repeat(150)}\u202E\u200B\u2060${'\u3000'.repeat(30)}end`,
+    });
     await api(t, 'POST', `/v1/agents/${agent.id}/messages`, {
       messages: [{ role: 'user', content: 'hello' }],
     });
+    return agent;
+  }
+
+  // one test per width: each visits every page (a page load waits for the network to go idle)
+  it.each([1280, 390])('every page fits %i px wide without sideways scrolling', async (width) => {
+    const agent = await aLayoutAgent();
     const pages = ['#/inbox', '#/agents', `#/agents/${agent.id}`, `#/agents/${agent.id}/edit`];
     pages.push(`#/chat/${agent.id}`, '#/grants', '#/audit');
-    for (const width of [1280, 390]) {
-      const page = await open('#/inbox', { width, height: 844 });
-      for (const hash of pages) {
-        await page.goto(`${t.baseUrl}/console/${hash}`);
-        await page.getByRole('heading', { level: 1 }).waitFor();
-        await page.waitForLoadState('networkidle');
-        const overflow = await page.evaluate(
-          'document.documentElement.scrollWidth - document.documentElement.clientWidth',
-        );
-        expect({ hash, width, overflow }).toEqual({ hash, width, overflow: 0 });
-        // the main navigation fits too (it would scroll sideways on its own)
-        const nav = await page.evaluate<number>(
-          'document.querySelector("nav ul").scrollWidth - document.querySelector("nav ul").clientWidth',
-        );
-        expect({ hash, width, nav }).toEqual({ hash, width, nav: 0 });
-        if (process.env.CONSOLE_REVIEW_DIR)
-          await page.screenshot({
-            path: path.join(
-              process.env.CONSOLE_REVIEW_DIR,
-              `${width}-${hash.replace(/\W+/g, '_')}.png`,
-            ),
-            fullPage: true,
-          });
-      }
+    const page = await open('#/inbox', { width, height: 844 });
+    for (const hash of pages) {
+      await page.goto(`${t.baseUrl}/console/${hash}`);
+      await page.getByRole('heading', { level: 1 }).waitFor();
+      await page.waitForLoadState('networkidle');
+      const overflow = await page.evaluate(
+        'document.documentElement.scrollWidth - document.documentElement.clientWidth',
+      );
+      expect({ hash, width, overflow }).toEqual({ hash, width, overflow: 0 });
+      // the main navigation fits too (it would scroll sideways on its own)
+      const nav = await page.evaluate<number>(
+        'document.querySelector("nav ul").scrollWidth - document.querySelector("nav ul").clientWidth',
+      );
+      expect({ hash, width, nav }).toEqual({ hash, width, nav: 0 });
+      if (process.env.CONSOLE_REVIEW_DIR)
+        await page.screenshot({
+          path: path.join(
+            process.env.CONSOLE_REVIEW_DIR,
+            `${width}-${hash.replace(/\W+/g, '_')}.png`,
+          ),
+          fullPage: true,
+        });
     }
-    // the consent dialog on a phone: nothing wider than the screen
+  });
+
+  it('the consent dialog fits a phone: nothing wider than the screen', async () => {
+    const agent = await aLayoutAgent();
     const phone = await open('#/inbox', { width: 390, height: 844 });
     modelPays(agent, { amount: 12.5, to: 'someone.with.a.long.name@example.com' }, 'call_phone_1');
     await say(agent, 'pay on the phone');

@@ -1,4 +1,11 @@
-import { hasHidden, preview, reveal, revealedText, valueText } from '../../../console/src/reveal';
+import {
+  clippedText,
+  hasHidden,
+  preview,
+  reveal,
+  revealedText,
+  valueText,
+} from '../../../console/src/reveal';
 
 /** What the consent dialog shows of an argument: every hidden character as its escape (console/src/reveal.ts). */
 describe('console: arguments are shown as they are', () => {
@@ -51,5 +58,28 @@ describe('console: arguments are shown as they are', () => {
     expect(preview('a'.repeat(10), 4)).toEqual({ pieces: [{ text: 'aaaa' }], more: 6 });
     expect(preview('😀😀😀', 2)).toEqual({ pieces: [{ text: '😀😀' }], more: 1 });
     expect(preview('abc', 5)).toEqual({ pieces: [{ text: 'abc' }], more: 0 });
+  });
+
+  it('a line (a name, a title) shows a line break as its escape: a name cannot make a title read as two lines', () => {
+    expect(revealedText('ops\napprove read_file')).toBe('ops\\u000Aapprove read_file');
+    expect(revealedText('a\tb')).toBe('a\\u0009b');
+  });
+
+  it('lines of text (a message, pretty JSON) keep their line breaks, tabs and indentation; long runs of them are one escape', () => {
+    const json = JSON.stringify({ a: { b: { c: { d: { e: 1 } } } } }, null, 2);
+    expect(reveal(json, true)).toEqual([{ text: json }]);
+    expect(revealedText('one\n\ntwo\tthree', true)).toBe('one\n\ntwo\tthree');
+    expect(revealedText(`hi${'\n'.repeat(500)}approve`, true)).toBe('hi\\u000A×500approve');
+    expect(revealedText(`a${' '.repeat(40)}b`, true)).toBe('a\\u0020×40b');
+    // everything else is escaped as in a line
+    expect(revealedText('x\r\n\u202Ey', true)).toBe('x\\u000D\n\\u202Ey');
+  });
+
+  it('a clipped name is revealed, about max characters as shown, with "…" when cut', () => {
+    expect(clippedText('pay')).toBe('pay');
+    expect(clippedText('a'.repeat(100), 10)).toBe(`${'a'.repeat(10)}…`);
+    expect(clippedText(`ops\u202E${'\u3000'.repeat(5000)}x`, 21)).toBe('ops\\u202E\\u3000×5000x');
+    expect(clippedText('d'.repeat(64))).toBe('d'.repeat(64));
+    expect(clippedText('d'.repeat(65))).toBe(`${'d'.repeat(64)}…`);
   });
 });
