@@ -14,6 +14,8 @@ import type {
 @Entity('agents')
 @Index('idx_agents_tenant_created', ['tenant_id', 'created_at'])
 @Index('idx_agents_tenant_name', ['tenant_id', 'name'])
+// one agent per name among those loaded from files (migration UniqueFileAgentNames)
+@Index('idx_agents_file_name', ['tenant_id', 'name'], { unique: true, where: "source = 'file'" })
 export class AgentEntity {
   @PrimaryColumn({ type: 'varchar', length: 64 })
   id!: string;
@@ -72,7 +74,7 @@ export class AgentEntity {
   embedding_config!: EmbeddingConfig | null;
 
   /** Letta's agent_type; rows from before it existed are 'memgpt_agent', which is how they behave. */
-  @Column({ type: 'varchar', length: 32 })
+  @Column({ type: 'varchar', length: 32, default: 'memgpt_agent' })
   agent_type!: AgentType;
 
   /** Letta's timezone (an IANA name); rows from before it existed are UTC, Letta's default. */

@@ -16,6 +16,7 @@ export type MessageType =
 @Index('idx_messages_agent_seq', ['agent_id', 'seq_id'], { unique: true })
 @Index('idx_messages_run', ['run_id', 'seq_id'])
 @Index('idx_messages_tenant_time', ['tenant_id', 'created_at', 'id'])
+@Index('idx_messages_conversation', ['agent_id', 'conversation_id', 'seq_id'])
 export class MessageEntity {
   @PrimaryColumn({ type: 'varchar' })
   id!: string;
