@@ -62,4 +62,68 @@ describe('migration: memory blocks move to their own tables', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it('a block two agents share comes back shared after down and up; copies edited apart stay apart', async () => {
+    let t = await startApp({ keepDir: true });
+    const agent = async (name: string) =>
+      (await api(t, 'POST', '/v1/agents/', { name, memory_blocks: [] })).body.id as string;
+    const [a, b, c] = [await agent('a'), await agent('b'), await agent('c')];
+    const block = async (label: string) =>
+      (await api(t, 'POST', '/v1/blocks/', { label, value: `${label} v1` })).body.id as string;
+    const shared = await block('shared');
+    const apart = await block('apart');
+    for (const [agentId, blockId] of [
+      [a, shared],
+      [b, shared],
+      [b, apart],
+      [c, apart],
+    ])
+      expect(
+        (await api(t, 'PATCH', `/v1/agents/${agentId}/core-memory/blocks/attach/${blockId}`))
+          .status,
+      ).toBe(200);
+    const dir = t.dir;
+    const config = t.config;
+    await t.close();
+
+    const ds = new DataSource(dataSourceOptions(config));
+    await ds.initialize();
+    await undoThrough(ds, 'SharedBlocks1764900000000');
+    // the older server, run on the reverted database, edits c's copy of `apart` only
+    const [row] = await ds.query<{ blocks: string }[]>(
+      `SELECT blocks FROM ${table(ds, 'agents')} WHERE id = '${c}'`,
+    );
+    const edited = (JSON.parse(row.blocks) as { value: string }[]).map((x) => ({
+      ...x,
+      value: 'apart v2',
+    }));
+    await ds.query(
+      `UPDATE ${table(ds, 'agents')} SET blocks = '${JSON.stringify(edited)}' WHERE id = '${c}'`,
+    );
+    await ds.destroy();
+
+    t = await startApp({ dir }); // up again at boot: it used to fail on the shared block's id
+    try {
+      const blocks = async (agentId: string) =>
+        (await api(t, 'GET', `/v1/agents/${agentId}/core-memory/blocks`)).body as {
+          id: string;
+          label: string;
+          value: string;
+        }[];
+      const [ofA, ofB, ofC] = [await blocks(a), await blocks(b), await blocks(c)];
+      expect(ofA).toEqual([expect.objectContaining({ id: shared, value: 'shared v1' })]);
+      expect(ofB).toEqual([
+        expect.objectContaining({ id: shared, value: 'shared v1' }),
+        expect.objectContaining({ id: apart, value: 'apart v1' }),
+      ]);
+      expect(ofC).toEqual([expect.objectContaining({ label: 'apart', value: 'apart v2' })]);
+      expect(ofC[0].id).not.toBe(apart);
+      // one shared block again: an edit through one agent reaches the other
+      await api(t, 'PATCH', `/v1/blocks/${shared}`, { value: 'shared v2' });
+      expect((await blocks(a))[0].value).toBe('shared v2');
+    } finally {
+      await t.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });

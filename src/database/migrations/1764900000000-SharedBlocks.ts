@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { MigrationInterface, QueryRunner, Table, TableIndex } from 'typeorm';
 import { sqlTable } from '../sql-names';
 
@@ -64,7 +65,7 @@ export class SharedBlocks1764900000000 implements MigrationInterface {
       Array.from({ length: n }, (_, i) => (pg ? `$${from + i}` : '?')).join(', ');
     const agents = sqlTable(schema, 'agents');
     const rows = (await q.query(
-      `SELECT id, tenant_id, blocks, created_at, updated_at FROM ${agents}`,
+      `SELECT id, tenant_id, blocks, created_at, updated_at FROM ${agents} ORDER BY created_at, id`,
     )) as {
       id: string;
       tenant_id: string;
@@ -72,13 +73,30 @@ export class SharedBlocks1764900000000 implements MigrationInterface {
       created_at: string;
       updated_at: string;
     }[];
+    const link = (a: { id: string; tenant_id: string }, blockId: string, position: number) =>
+      q.query(
+        `INSERT INTO ${sqlTable(schema, 'agent_blocks')} (agent_id, block_id, tenant_id, position) VALUES (${params(4, 1)})`,
+        [a.id, blockId, a.tenant_id, position],
+      );
+    // A block id in several agents' JSON: a shared block that this migration's down gave each agent a
+    // copy of. Copies still alike are one block again; one edited apart since becomes a block of its own.
+    const inserted = new Map<string, string>();
+    const sameness = (tenantId: string, b: StoredBlock) =>
+      JSON.stringify([tenantId, b.label, b.value, b.limit, b.description ?? null, b.read_only]);
     for (const a of rows) {
       const blocks = JSON.parse(a.blocks || '[]') as StoredBlock[];
       for (const [position, b] of blocks.entries()) {
+        const earlier = inserted.get(b.id);
+        const id = earlier === undefined ? b.id : `block-${randomUUID()}`;
+        if (earlier === sameness(a.tenant_id, b)) {
+          await link(a, b.id, position);
+          continue;
+        }
+        inserted.set(id, sameness(a.tenant_id, b));
         await q.query(
           `INSERT INTO ${sqlTable(schema, 'blocks')} (id, tenant_id, label, value, char_limit, description, read_only, metadata, created_at, updated_at) VALUES (${params(10, 1)})`,
           [
-            b.id,
+            id,
             a.tenant_id,
             b.label,
             b.value,
@@ -90,15 +108,13 @@ export class SharedBlocks1764900000000 implements MigrationInterface {
             Number(a.updated_at),
           ],
         );
-        await q.query(
-          `INSERT INTO ${sqlTable(schema, 'agent_blocks')} (agent_id, block_id, tenant_id, position) VALUES (${params(4, 1)})`,
-          [a.id, b.id, a.tenant_id, position],
-        );
+        await link(a, id, position);
       }
     }
     await q.query(`ALTER TABLE ${agents} DROP COLUMN blocks`);
   }
 
+  /** Blocks no agent has, and blocks' metadata, have no place in the JSON: they are dropped. */
   async down(q: QueryRunner): Promise<void> {
     const schema = (q.connection.options as { schema?: string }).schema;
     const pg = q.connection.options.type === 'postgres';
