@@ -152,6 +152,12 @@ function validateHttpSpec(
   }
   if (!parsed || !['http:', 'https:'].includes(parsed.protocol))
     fail('.url', 'must be an http:// or https:// URL');
+  // a tool's URL is shown (to every tenant, for a tool file) and exported: credentials go in a header
+  else if (parsed.username || parsed.password)
+    fail(
+      '.url',
+      'must not carry credentials (a user or password): send them in a header from a secret, e.g. Authorization: Basic ${CREDENTIALS}',
+    );
   const m = typeof method === 'string' ? method.toUpperCase() : method;
   if (!HTTP_METHODS.includes(m as HttpToolSpec['method']))
     fail('.method', `must be one of ${HTTP_METHODS.join(', ')}`);

@@ -178,6 +178,49 @@ describe('security: secrets', () => {
     expect(JSON.stringify(everything)).not.toContain('hidden-value-123');
   });
 
+  // QA: a URL's user and password were stored and answered as they are (GET /v1/tools, an agent file
+  // export), where literal header values are [redacted]; an operator's tool showed its to every tenant
+  it.each<[string, string]>([
+    ['a user and password', 'http://svc:url-password-1@127.0.0.1:9/x'],
+    ['a user alone', 'http://url-token-1@127.0.0.1:9/x'],
+  ])(
+    'a tool URL carrying %s → 400 at http.url (create, upsert, patch, import); nothing stores it',
+    async (_what, withCredentials) => {
+      const decl = { ...tool('creds', {}), http: { url: withCredentials, method: 'POST' } };
+      const created = await api(t, 'POST', '/v1/tools/', decl, B);
+      expect(created).toMatchObject({ status: 400, body: { code: 'VALIDATION_FAILED' } });
+      expect(created.body.details.problems).toEqual([
+        { path: 'http.url', message: expect.stringContaining('credentials') },
+      ]);
+      expect((await api(t, 'PUT', '/v1/tools/', decl, B)).status).toBe(400);
+      const plain = await api(t, 'POST', '/v1/tools/', tool('creds_later', {}), B);
+      const patched = await api(
+        t,
+        'PATCH',
+        `/v1/tools/${plain.body.id}`,
+        { http: { url: withCredentials } },
+        B,
+      );
+      expect(patched.status).toBe(400);
+      const file = {
+        agents: [{ id: 'agent-0', name: 'importer', system: 's', tool_ids: ['tool-0'] }],
+        tools: [{ id: 'tool-0', ...decl }],
+        blocks: [],
+      };
+      const form = new FormData();
+      form.append('file', new Blob([JSON.stringify(file)]), 'creds.af');
+      const imported = await fetch(`${t.baseUrl}/v1/agents/import`, {
+        method: 'POST',
+        headers: B,
+        body: form,
+      });
+      expect(imported.status).toBe(400);
+      const everything = JSON.stringify((await api(t, 'GET', '/v1/tools/', undefined, B)).body);
+      expect(everything).not.toMatch(/url-(password|token)-1/);
+      await api(t, 'DELETE', `/v1/tools/${plain.body.id}`, undefined, B);
+    },
+  );
+
   it('values are encrypted at rest', async () => {
     await api(t, 'PUT', '/v1/secrets/AT_REST', { value: 'plain-text-never-stored' }, A);
     const rows = await t.app.get(DataSource).getRepository(TenantSecretEntity).find();
@@ -317,6 +360,43 @@ describe('security: secrets in tool files', () => {
       await expect(startApp({ dir, env: { OPENAI_API_KEY: 'sk-x' } })).rejects.toThrow(
         /leak\.yaml: leak: http\.headers\.X-Key names \$\{OPENAI_API_KEY\}/,
       );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('security: credentials in tool file URLs', () => {
+  // QA: tenant B's GET /v1/tools showed http://svc:operator-password@… of the operator's tool file
+  it('a tool file whose URL carries a password (every tenant reads tool URLs) stops the boot, naming file and field', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'url-creds-'));
+    try {
+      mkdirSync(path.join(dir, 'tools'));
+      writeFileSync(
+        path.join(dir, 'tools', 'billing.yaml'),
+        [
+          'name: billing',
+          'safety: read_only',
+          'kind: http',
+          'http: { url: "http://svc:operator-password@127.0.0.1:9/x" }',
+        ].join('\n'),
+      );
+      const started = startApp({
+        dir,
+        overrides: { auth: { api_keys: [{ key: 'key-b', tenant: 'tenant-b' }] } },
+      });
+      const outcome = await started.then(
+        async (t) => {
+          const listed = await api(t, 'GET', '/v1/tools/', undefined, {
+            authorization: 'Bearer key-b',
+          });
+          await t.close();
+          return JSON.stringify(listed.body);
+        },
+        (e: Error) => e.message,
+      );
+      expect(outcome).not.toContain('operator-password');
+      expect(outcome).toMatch(/billing\.yaml.*http\.url.*credentials/);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -62,6 +62,7 @@ describe('validateToolDeclaration', () => {
     ],
     ['missing http', { http: undefined }, 'http'],
     ['bad url', { http: { url: 'ftp://x', method: 'POST' } }, 'http.url'],
+    ['credentials in the url', { http: { url: 'http://u:p@x/' } }, 'http.url'],
     ['bad method', { http: { url: 'http://x', method: 'TRACE' } }, 'http.method'],
     ['header not a string', { http: { url: 'http://x', headers: { A: 1 } } }, 'http.headers.A'],
     [
