@@ -53,9 +53,28 @@ export const SERVER_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$/;
 const SECRET_REF = /\$\{[A-Za-z_][A-Za-z0-9_]*\}/;
-/** Environment names a tenant may not set even to its own secret: each changes how the command runs. */
-const RESERVED_ENV =
-  /^(PATH|HOME|SHELL|USER|LOGNAME|TERM|IFS|ENV|BASH_ENV|NODE_OPTIONS|NODE_PATH|PYTHON\w*|PERL5\w*|RUBY\w*|LD_\w*|DYLD_\w*|GIT_\w*|NPM_CONFIG_\w*)$/i;
+/**
+ * Environment names a tenant may not set even to its own secret: each changes how the command runs, what
+ * its runtime loads or executes first, or where its traffic goes (an allow-listed command need not be an
+ * interpreter to run on a JVM, Node, .NET or glibc that obeys these).
+ */
+const RESERVED_ENV = new RegExp(
+  `^(${[
+    // the shell and the process's surroundings
+    'PATH|HOME|SHELL|USER|LOGNAME|TERM|IFS|ENV|BASH_ENV|SHELLOPTS|BASHOPTS|PS4|PROMPT_COMMAND|CDPATH',
+    'ZDOTDIR|TMPDIR|XDG_\\w*',
+    // the dynamic loader and the C library
+    'LD_\\w*|DYLD_\\w*|GCONV_PATH|GLIBC_TUNABLES|LOCPATH|NLSPATH|MALLOC_\\w*|HOSTALIASES|RES_OPTIONS|LOCALDOMAIN',
+    // runtimes and package managers: options, load paths, startup hooks
+    'NODE_\\w*|NPM_CONFIG_\\w*|BUN_\\w*|DENO_\\w*|UV_\\w*|PYTHON\\w*|PIP_\\w*|VIRTUAL_ENV|PERL\\w*',
+    'RUBY\\w*|GEM_\\w*|BUNDLE_\\w*|LUA_\\w*|PHPRC|PHP_INI_SCAN_DIR|TCLLIBPATH|GIT_\\w*',
+    'JAVA_TOOL_OPTIONS|_JAVA_OPTIONS|JDK_JAVA_OPTIONS|JAVA_OPTS|JAVA_HOME|CLASSPATH',
+    'DOTNET_\\w*|CORECLR_\\w*|COMPLUS_\\w*|GODEBUG|GOFLAGS',
+    // where its traffic goes and which certificates it trusts
+    '\\w*_PROXY|SSL_CERT_\\w*|REQUESTS_CA_BUNDLE|CURL_CA_BUNDLE',
+  ].join('|')})$`,
+  'i',
+);
 
 export interface McpSpecResult {
   spec: McpServerSpec | null;

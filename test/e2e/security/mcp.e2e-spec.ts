@@ -78,6 +78,39 @@ describe('security: MCP servers declared by tenants', () => {
     expect((await b('DELETE', `/v1/mcp-servers/${ok.body.id}`)).status).toBe(204);
   });
 
+  // QA: only the shell's and a few interpreters' names were reserved; a command that is no interpreter
+  // still runs on a runtime or a C library that takes options, code or a proxy from its environment
+  it.each([
+    ['a JVM runs a command of the tenant’s', 'JAVA_TOOL_OPTIONS', '-XX:OnOutOfMemoryError=${CMD}'],
+    ['a JVM, likewise', '_JAVA_OPTIONS', '${OPTS}'],
+    ['.NET loads an assembly first', 'DOTNET_STARTUP_HOOKS', '${DLL}'],
+    ['Lua runs it as code', 'LUA_INIT', '${CODE}'],
+    ['Node writes files where it says', 'NODE_V8_COVERAGE', '${DIR}'],
+    ['glibc loads charset modules from it', 'GCONV_PATH', '${DIR}'],
+    ['glibc tunables', 'GLIBC_TUNABLES', '${T}'],
+    ['Perl’s library path', 'PERLLIB', '${DIR}'],
+    ['the command’s traffic goes through the tenant', 'HTTPS_PROXY', 'http://${HOST}'],
+    ['likewise in lower case', 'all_proxy', 'http://${HOST}'],
+    ['the certificates it trusts', 'SSL_CERT_FILE', '${FILE}'],
+  ])(
+    'tenant B sets an env an allow-listed command’s runtime obeys (%s: %s) → 400, nothing runs',
+    async (_why, name, value) => {
+      const res = await b('POST', '/v1/mcp-servers/', {
+        server_name: 'runtime-env',
+        config: {
+          mcp_server_type: 'stdio',
+          command: process.execPath,
+          args: [script],
+          env: { [name]: value },
+        },
+      });
+      expect(res).toMatchObject({ status: 400, body: { code: 'VALIDATION_FAILED' } });
+      expect(res.body.details.problems).toEqual([
+        { path: `config.env.${name}`, message: expect.stringContaining('may not be set') },
+      ]);
+    },
+  );
+
   it('tenant B puts a literal token in a header → 400; ${OPERATOR_TOKEN} never resolves from the operator environment', async () => {
     const literal = await b(
       'POST',

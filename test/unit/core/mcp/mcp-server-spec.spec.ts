@@ -61,6 +61,20 @@ describe('validateMcpServer', () => {
     ['any command from a file', stdio({ command: '/bin/sh' }), file, []],
     ['reserved env', stdio({ env: { NODE_OPTIONS: '${X}' } }), api, ['config.env.NODE_OPTIONS']],
     ['LD_PRELOAD', stdio({ env: { LD_PRELOAD: '${X}' } }), api, ['config.env.LD_PRELOAD']],
+    ...[
+      'JAVA_TOOL_OPTIONS',
+      'DOTNET_STARTUP_HOOKS',
+      'NODE_EXTRA_CA_CERTS',
+      'https_proxy',
+      'PERLLIB',
+    ].map((name): (typeof rows)[number] => [
+      `runtime env ${name}`,
+      stdio({ env: { [name]: '${X}' } }),
+      api,
+      [`config.env.${name}`],
+    ]),
+    ['an ordinary name', stdio({ env: { GITHUB_TOKEN: '${X}' } }), api, []],
+    ['runtime env from a file', stdio({ env: { JAVA_TOOL_OPTIONS: '-Xmx1g' } }), file, []],
     ['tenant literal env', stdio({ env: { TOKEN: 'abc' } }), api, ['config.env.TOKEN']],
     ['too many args', stdio({ args: ['a', 'b', 'c', 'd'] }), api, ['config.args']],
     [
