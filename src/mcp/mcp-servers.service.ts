@@ -38,8 +38,11 @@ class McpSecretMissing extends Error {}
 @Injectable()
 export class McpServersService implements OnModuleInit {
   private readonly log = new Logger('Mcp');
-  /** The refresh running per server: a second one (list_changed during creation) waits for it. */
-  private readonly refreshing = new Map<string, Promise<unknown>>();
+  /**
+   * Per server, refreshes run one after another, and one asked for while another waits to start joins it
+   * (it lists after the ask anyway): a flood of list_changed is one refresh, not one each.
+   */
+  private readonly refreshing = new Map<string, RefreshSlot>();
 
   constructor(
     private readonly servers: McpServersRepository,
@@ -56,7 +59,7 @@ export class McpServersService implements OnModuleInit {
   async onModuleInit(): Promise<void> {
     this.invoker.registerMcpCaller((tool, args, ctx) => this.call(tool, args, ctx));
     this.connections.onToolsChanged((serverId) => {
-      void this.refreshById(serverId).catch((e: unknown) =>
+      void this.refresh(serverId).catch((e: unknown) =>
         this.log.warn(`refreshing the tools of MCP server ${serverId} failed: ${describe(e)}`),
       );
     });
@@ -99,7 +102,7 @@ export class McpServersService implements OnModuleInit {
     );
     if (!saved) throw serverExists(spec.server_name);
     // As Letta does: the server is kept even when its tools cannot be listed yet (refresh retries).
-    await this.refresh(saved).catch((e: unknown) =>
+    await this.refresh(saved.id, saved).catch((e: unknown) =>
       this.log.warn(
         `MCP server ${saved.server_name}: tools not listed at creation: ${describe(e)}`,
       ),
@@ -116,7 +119,7 @@ export class McpServersService implements OnModuleInit {
     const saved = await this.servers.saveIfNameFree(server);
     if (!saved) throw serverExists(spec.server_name);
     await this.connections.forget(id);
-    await this.refresh(saved).catch((e: unknown) =>
+    await this.refresh(saved.id, saved).catch((e: unknown) =>
       this.log.warn(
         `MCP server ${saved.server_name}: tools not listed after update: ${describe(e)}`,
       ),
@@ -140,7 +143,7 @@ export class McpServersService implements OnModuleInit {
   async refreshForTenant(tenantId: string, id: string): Promise<McpToolSync> {
     const server = await this.get(tenantId, id);
     try {
-      return await this.refresh(server);
+      return await this.refresh(server.id, server);
     } catch (e) {
       if (e instanceof McpSecretMissing)
         throw new DomainError('bad_request', 'MCP_SECRET_MISSING', e.message, { id });
@@ -155,20 +158,33 @@ export class McpServersService implements OnModuleInit {
 
   // ------------------------------------------------------------------ tools and calls
 
-  private async refreshById(serverId: string): Promise<void> {
-    const server = await this.servers.findById(serverId);
-    if (server) await this.refresh(server);
-  }
-
-  private refresh(server: McpServerEntity): Promise<McpToolSync> {
-    const before = this.refreshing.get(server.id) ?? Promise.resolve();
-    const next = before.catch(() => undefined).then(() => this.listAndSync(server));
-    this.refreshing.set(server.id, next);
-    const done = () => {
-      if (this.refreshing.get(server.id) === next) this.refreshing.delete(server.id);
+  /** Lists the server's tools with the newest declaration given, or (none given) the stored one. */
+  private refresh(id: string, server: McpServerEntity | null = null): Promise<McpToolSync> {
+    const slot = this.refreshing.get(id);
+    if (slot?.waiting) {
+      if (server) slot.waiting.server = server;
+      return slot.waiting.done;
+    }
+    const waiting: NonNullable<RefreshSlot['waiting']> = {
+      server,
+      done: (slot?.tail ?? Promise.resolve())
+        .catch(() => undefined)
+        .then(async () => {
+          next.waiting = null; // started: a later ask waits for this one to end
+          const current = waiting.server ?? (await this.servers.findById(id));
+          // deleted before it started: nothing to list
+          return current
+            ? this.listAndSync(current)
+            : { added: [], updated: [], deleted: [], skipped: [] };
+        }),
     };
-    next.then(done, done);
-    return next;
+    const next: RefreshSlot = { tail: waiting.done, waiting };
+    this.refreshing.set(id, next);
+    const done = () => {
+      if (this.refreshing.get(id) === next) this.refreshing.delete(id);
+    };
+    waiting.done.then(done, done);
+    return waiting.done;
   }
 
   private async listAndSync(server: McpServerEntity): Promise<McpToolSync> {
@@ -373,13 +389,20 @@ export class McpServersService implements OnModuleInit {
       }
     await Promise.all(
       current.map((s) =>
-        this.refresh(s).catch((e: unknown) =>
+        this.refresh(s.id, s).catch((e: unknown) =>
           this.log.warn(`MCP server ${s.server_name} (${dir}): tools not listed: ${describe(e)}`),
         ),
       ),
     );
     if (declared.size) this.log.log(`${declared.size} MCP server(s) from ${dir}`);
   }
+}
+
+interface RefreshSlot {
+  /** The last refresh asked for: the next one starts after it. */
+  tail: Promise<unknown>;
+  /** That refresh while it has not started: later asks join it. */
+  waiting: { server: McpServerEntity | null; done: Promise<McpToolSync> } | null;
 }
 
 const serverExists = (name: string) =>

@@ -1,5 +1,6 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- response bodies are free-form JSON that tests inspect */
 import { existsSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { startApp, TestApp } from '../../support/app-harness';
 import { startHttpMcpServer, stdioServerScript } from '../../support/mcp-test-server';
 import { api } from '../consent-helpers';
@@ -217,6 +218,60 @@ describe('security: MCP servers declared by tenants', () => {
     expect(Buffer.byteLength(long.tool_return)).toBeLessThanOrEqual(2048);
     expect(long.tool_return).toMatch(/\[truncated: the result was over 2048 bytes\]$/);
     expect((await a('DELETE', `/v1/mcp-servers/${server.body.id}`)).status).toBe(204);
+  });
+
+  // QA: every list_changed queued one more refresh, and each refresh's tools/list could carry more of them:
+  // one response of 60,000 notifications (within mcp.max_message_bytes) queued 60,000 refreshes, each
+  // listing again (and getting 60,000 more) — the server's time and memory for one tenant's server
+  it('tenant B’s server floods notifications/tools/list_changed: the refreshes they ask for are one, not one each', async () => {
+    const NOTIFICATIONS = 50;
+    let lists = 0;
+    const hostile = createServer((req, res) => {
+      let raw = '';
+      req.on('data', (c: Buffer) => (raw += c.toString()));
+      req.on('end', () => {
+        if (req.method !== 'POST') return void res.writeHead(405).end();
+        const msg = JSON.parse(raw) as { id?: number; method: string; params?: any };
+        if (msg.id === undefined) return void res.writeHead(202).end();
+        const reply = (result: unknown) => ({ jsonrpc: '2.0', id: msg.id, result });
+        if (msg.method === 'initialize') {
+          res.writeHead(200, { 'content-type': 'application/json' });
+          return void res.end(
+            JSON.stringify(
+              reply({
+                protocolVersion: msg.params.protocolVersion,
+                capabilities: { tools: { listChanged: true } },
+                serverInfo: { name: 'hostile', version: '1' },
+              }),
+            ),
+          );
+        }
+        // tools/list: the first answer comes after a flood of list_changed
+        lists++;
+        const event = (m: unknown) => `event: message\ndata: ${JSON.stringify(m)}\n\n`;
+        const changed = { jsonrpc: '2.0', method: 'notifications/tools/list_changed' };
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        if (lists === 1) res.write(event(changed).repeat(NOTIFICATIONS));
+        res.end(event(reply({ tools: [{ name: 'flood', inputSchema: { type: 'object' } }] })));
+      });
+    });
+    await new Promise<void>((r) => hostile.listen(0, '127.0.0.1', r));
+    try {
+      const port = (hostile.address() as { port: number }).port;
+      const created = await b('POST', '/v1/mcp-servers/', {
+        server_name: 'flooder',
+        config: { mcp_server_type: 'streamable_http', server_url: `http://127.0.0.1:${port}/mcp` },
+      });
+      expect(created.status).toBe(200);
+      // refreshes of one server run one after another: this one ends after those the flood asked for
+      const refreshed = await b('PATCH', `/v1/mcp-servers/${created.body.id}/refresh`);
+      expect(refreshed.status).toBe(200);
+      expect({ lists: lists <= 3 ? 'at most 3' : lists }).toEqual({ lists: 'at most 3' });
+      expect((await b('DELETE', `/v1/mcp-servers/${created.body.id}`)).status).toBe(204);
+    } finally {
+      hostile.closeAllConnections();
+      await new Promise((r) => hostile.close(r));
+    }
   });
 
   it('past mcp.max_servers_per_tenant → 409 MCP_SERVER_LIMIT; a taken name → 409 MCP_SERVER_EXISTS', async () => {
