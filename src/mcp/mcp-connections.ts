@@ -8,6 +8,7 @@ import { APP_CONFIG, OUTBOUND_HOST_POLICY } from '../config/config.module';
 import type { ListedMcpTool } from '../core/mcp/mcp-tools';
 import type { Clock } from '../core/ports';
 import { APP_VERSION } from '../common/version';
+import { Bucket, takeToken } from '../core/limits/token-bucket';
 import { HostPolicy } from '../core/net/host-policy';
 import { policyFetch, watchedFetch } from './watched-fetch';
 
@@ -77,6 +78,10 @@ const ANSWER_GRACE_MS = 500;
 
 /** setTimeout's ceiling: the executor's tool timeout is what really bounds a call. */
 const NO_SDK_TIMEOUT = 2_147_483_647;
+
+/** Answers to a server's own requests (its pings; anything else is "method not found"): a few a second. */
+const ANSWERS_PER_SECOND = 1;
+const ANSWER_BURST = 5;
 
 /**
  * One MCP client connection per server, opened on demand and kept warm. Stdio servers are a bounded
@@ -217,7 +222,10 @@ export class McpConnections implements OnModuleInit, OnApplicationShutdown {
     this.conns.set(ep.serverId, conn);
     const timeout = this.config.mcp.connect_timeout_seconds * 1000;
     conn.ready = client
-      .connect(this.transportFor(mcp, conn), { timeout, ...(signal ? { signal } : {}) })
+      .connect(this.boundAnswers(this.transportFor(mcp, conn)), {
+        timeout,
+        ...(signal ? { signal } : {}),
+      })
       .then(() => {
         conn.established = true;
       })
@@ -266,6 +274,23 @@ export class McpConnections implements OnModuleInit, OnApplicationShutdown {
     // Seen before the SDK's own handler (it chains the one set before connecting).
     transport.onmessage = (m) => {
       if ('id' in m && ('result' in m || 'error' in m)) awaiting.delete(m.id);
+    };
+    return transport;
+  }
+
+  /**
+   * The SDK answers every request a server sends, and over HTTP each answer is a request of ours: a server
+   * asking in bulk (thousands of pings in one response, more in the answers' responses) would have us
+   * flood it. Past a few a second, answers are dropped unsent (a server waiting for one times out).
+   */
+  private boundAnswers(transport: Transport): Transport {
+    const send = transport.send.bind(transport);
+    let bucket: Bucket | undefined;
+    transport.send = (message, options) => {
+      if ('method' in message) return send(message, options);
+      const taken = takeToken(bucket, ANSWERS_PER_SECOND, ANSWER_BURST, this.clock.now());
+      bucket = taken.bucket;
+      return taken.allowed ? send(message, options) : Promise.resolve();
     };
     return transport;
   }

@@ -274,6 +274,60 @@ describe('security: MCP servers declared by tenants', () => {
     }
   });
 
+  // QA: the SDK answers every request a server sends (ping; anything else "method not found"), and over
+  // streamable HTTP each answer is a POST of ours: 50 pings in one answer were 50 POSTs, whose answers may
+  // carry 50 more pings each
+  it('tenant B’s server sends requests in bulk (pings): a few are answered, not one POST each', async () => {
+    const PINGS = 50;
+    let answers = 0;
+    const hostile = createServer((req, res) => {
+      let raw = '';
+      req.on('data', (c: Buffer) => (raw += c.toString()));
+      req.on('end', () => {
+        if (req.method !== 'POST') return void res.writeHead(405).end();
+        const msg = JSON.parse(raw) as { id?: number; method?: string; params?: any };
+        if (msg.method === undefined) answers++;
+        if (msg.method === undefined || msg.id === undefined) return void res.writeHead(202).end();
+        const reply = (result: unknown) => ({ jsonrpc: '2.0', id: msg.id, result });
+        if (msg.method === 'initialize') {
+          res.writeHead(200, { 'content-type': 'application/json' });
+          return void res.end(
+            JSON.stringify(
+              reply({
+                protocolVersion: msg.params.protocolVersion,
+                capabilities: { tools: {} },
+                serverInfo: { name: 'hostile', version: '1' },
+              }),
+            ),
+          );
+        }
+        const event = (m: unknown) => `event: message\ndata: ${JSON.stringify(m)}\n\n`;
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        for (let i = 0; i < PINGS; i++)
+          res.write(event({ jsonrpc: '2.0', id: `ping-${i}`, method: 'ping' }));
+        res.end(event(reply({ tools: [{ name: 'pinger', inputSchema: { type: 'object' } }] })));
+      });
+    });
+    await new Promise<void>((r) => hostile.listen(0, '127.0.0.1', r));
+    try {
+      const port = (hostile.address() as { port: number }).port;
+      const created = await b('POST', '/v1/mcp-servers/', {
+        server_name: 'pinger',
+        config: { mcp_server_type: 'streamable_http', server_url: `http://127.0.0.1:${port}/mcp` },
+      });
+      expect(created.status).toBe(200);
+      // a later request on the same connection: the answers the flood drew were sent before it
+      expect((await b('PATCH', `/v1/mcp-servers/${created.body.id}/refresh`)).status).toBe(200);
+      expect({ answers: answers <= 10 ? 'at most 10' : answers }).toEqual({
+        answers: 'at most 10',
+      });
+      expect((await b('DELETE', `/v1/mcp-servers/${created.body.id}`)).status).toBe(204);
+    } finally {
+      hostile.closeAllConnections();
+      await new Promise((r) => hostile.close(r));
+    }
+  });
+
   it('past mcp.max_servers_per_tenant → 409 MCP_SERVER_LIMIT; a taken name → 409 MCP_SERVER_EXISTS', async () => {
     expect((await a('POST', '/v1/mcp-servers/', remote('a-remote'))).body.code).toBe(
       'MCP_SERVER_EXISTS',
