@@ -264,6 +264,8 @@ export interface ApiKeyEntry {
 }
 
 export const DEFAULT_TENANT = 'default';
+/** The tenant of what the operator's files declare for every tenant (tools, MCP servers): no key's. */
+export const GLOBAL_TOOL_TENANT = '*';
 
 export interface ConfigProblem {
   key: string;
@@ -535,6 +537,12 @@ function validate(
   apiKeys.forEach((k, i) => {
     if (seenKeys.has(k.key)) fail(`auth.api_keys[${i}]`, 'repeats a key given before it');
     seenKeys.add(k.key);
+    // its tools and MCP servers would be every tenant's
+    if (k.tenant === GLOBAL_TOOL_TENANT)
+      fail(
+        `auth.api_keys[${i}].tenant`,
+        `"${GLOBAL_TOOL_TENANT}" is reserved: it holds the tools and MCP servers of the operator's files, which every tenant sees`,
+      );
   });
 
   const webhookSlots = int('webhooks.max_in_flight', 1, 1000);

@@ -1,9 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { In, Repository } from 'typeorm';
+import { GLOBAL_TOOL_TENANT } from '../config/app-config';
 import { Transactor } from '../database/transactor';
 import { answeringConflicts, isUniqueViolation } from '../database/unique-violation';
-import { GLOBAL_TOOL_TENANT } from '../tools/tool.entity';
 import { McpServerEntity } from './mcp-server.entity';
 
 /** MCP servers: a tenant sees its own (API) servers and the global (file) ones. */

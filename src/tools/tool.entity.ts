@@ -2,9 +2,6 @@ import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
 import { EpochMsColumn, JsonColumn } from '../database/columns';
 import type { HttpToolSpec, McpToolRef, ToolKind, ToolSafety } from '../core/tools/tool-definition';
 
-/** Tenant of tools declared in config/tools/*.yaml: visible to every tenant. */
-export const GLOBAL_TOOL_TENANT = '*';
-
 /** A declared tool. Header values are stored with their `${ENV}` placeholders, never resolved. */
 @Entity('tools')
 @Index('idx_tools_tenant_name', ['tenant_id', 'name'], { unique: true })

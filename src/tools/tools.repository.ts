@@ -2,13 +2,13 @@ import { Inject, Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { In, Repository } from 'typeorm';
 import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
-import type { AppConfig } from '../config/app-config';
+import { type AppConfig, GLOBAL_TOOL_TENANT } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
 import type { ToolDefinition } from '../core/tools/tool-definition';
 import { Transactor } from '../database/transactor';
 import { answeringConflicts, isUniqueViolation } from '../database/unique-violation';
 import { WriteCountedCache } from '../database/write-counted-cache';
-import { GLOBAL_TOOL_TENANT, ToolEntity } from './tool.entity';
+import { ToolEntity } from './tool.entity';
 
 /** Declared tools: a tenant sees its own (API) tools and the global (file) ones. */
 @Injectable()

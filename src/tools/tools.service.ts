@@ -8,7 +8,7 @@ import {
   ValidationProblem,
 } from '../common/domain-error';
 import { assertPrefixedId, ID_GENERATOR } from '../common/ids';
-import { AppConfig } from '../config/app-config';
+import { AppConfig, GLOBAL_TOOL_TENANT } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
 import { nulBytePaths } from '../core/agents/nul-bytes';
 import { ArgumentValidator } from '../core/executor/argument-validator';
@@ -22,7 +22,7 @@ import type { ToolDefinition } from '../core/tools/tool-definition';
 import { BUILTIN_TOOL_NAMES, BUILTIN_TOOLS, builtinToolId } from './builtin-tools';
 import { SecretsService } from '../secrets/secrets.service';
 import { headerPlaceholders, validateToolDeclaration } from './tool-declaration';
-import { GLOBAL_TOOL_TENANT, ToolEntity } from './tool.entity';
+import { ToolEntity } from './tool.entity';
 import { ToolsRepository } from './tools.repository';
 import { readYamlFile, yamlFilesIn } from './yaml-files';
 

@@ -40,6 +40,7 @@ describe('loadConfig', () => {
     [{ DATABASE_URL: 'postgres://%zz' }, 'database.url'],
     [{ OPENAI_BASE_URL: 'notaurl' }, 'models.openai.base_url'],
     [{ API_KEYS: 'k1:a,k1:b' }, 'auth.api_keys[1]'],
+    [{ API_KEYS: 'k1:a,k2:*' }, 'auth.api_keys[1].tenant'],
   ])('rejects %j naming %s', (env, key) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     try {
