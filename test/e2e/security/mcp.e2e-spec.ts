@@ -1,6 +1,7 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- response bodies are free-form JSON that tests inspect */
 import { existsSync } from 'node:fs';
-import { createServer } from 'node:http';
+import { createServer, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { startApp, TestApp } from '../../support/app-harness';
 import { startHttpMcpServer, stdioServerScript } from '../../support/mcp-test-server';
 import { api } from '../consent-helpers';
@@ -220,57 +221,78 @@ describe('security: MCP servers declared by tenants', () => {
     expect((await a('DELETE', `/v1/mcp-servers/${server.body.id}`)).status).toBe(204);
   });
 
-  // QA: every list_changed queued one more refresh, and each refresh's tools/list could carry more of them:
-  // one response of 60,000 notifications (within mcp.max_message_bytes) queued 60,000 refreshes, each
-  // listing again (and getting 60,000 more) — the server's time and memory for one tenant's server
-  it('tenant B’s server floods notifications/tools/list_changed: the refreshes they ask for are one, not one each', async () => {
-    const NOTIFICATIONS = 50;
-    let lists = 0;
-    const hostile = createServer((req, res) => {
+  /**
+   * A hostile streamable HTTP MCP server of tenant B: it completes the handshake, and `list` writes its
+   * tools/list answer (an event stream: `event(message)` frames one JSON-RPC message, `result` is the
+   * answer's). `answers` counts the JSON-RPC responses it was sent. Declared as B's server `name`.
+   */
+  async function hostileServer(
+    name: string,
+    list: (res: ServerResponse, event: (m: unknown) => string, result: unknown) => void,
+  ) {
+    const seen = { answers: 0 };
+    const server = createServer((req, res) => {
       let raw = '';
       req.on('data', (c: Buffer) => (raw += c.toString()));
       req.on('end', () => {
         if (req.method !== 'POST') return void res.writeHead(405).end();
-        const msg = JSON.parse(raw) as { id?: number; method: string; params?: any };
-        if (msg.id === undefined) return void res.writeHead(202).end();
+        const msg = JSON.parse(raw) as { id?: unknown; method?: string; params?: any };
+        if (msg.method === undefined) seen.answers++;
+        if (msg.method === undefined || msg.id === undefined) return void res.writeHead(202).end();
         const reply = (result: unknown) => ({ jsonrpc: '2.0', id: msg.id, result });
         if (msg.method === 'initialize') {
           res.writeHead(200, { 'content-type': 'application/json' });
+          const info = { name: 'hostile', version: '1' };
+          const caps = { tools: { listChanged: true } };
+          const v = msg.params.protocolVersion;
           return void res.end(
-            JSON.stringify(
-              reply({
-                protocolVersion: msg.params.protocolVersion,
-                capabilities: { tools: { listChanged: true } },
-                serverInfo: { name: 'hostile', version: '1' },
-              }),
-            ),
+            JSON.stringify(reply({ protocolVersion: v, capabilities: caps, serverInfo: info })),
           );
         }
-        // tools/list: the first answer comes after a flood of list_changed
-        lists++;
-        const event = (m: unknown) => `event: message\ndata: ${JSON.stringify(m)}\n\n`;
-        const changed = { jsonrpc: '2.0', method: 'notifications/tools/list_changed' };
         res.writeHead(200, { 'content-type': 'text/event-stream' });
-        if (lists === 1) res.write(event(changed).repeat(NOTIFICATIONS));
-        res.end(event(reply({ tools: [{ name: 'flood', inputSchema: { type: 'object' } }] })));
+        const event = (m: unknown) => `event: message\ndata: ${JSON.stringify(m)}\n\n`;
+        list(
+          res,
+          event,
+          reply({ tools: [{ name: `${name}_tool`, inputSchema: { type: 'object' } }] }),
+        );
       });
     });
-    await new Promise<void>((r) => hostile.listen(0, '127.0.0.1', r));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const port = (server.address() as AddressInfo).port;
+    const created = await b('POST', '/v1/mcp-servers/', {
+      server_name: name,
+      config: { mcp_server_type: 'streamable_http', server_url: `http://127.0.0.1:${port}/mcp` },
+    });
+    expect(created.status).toBe(200);
+    return {
+      seen,
+      /** Refreshes of one server run one after another: this one ends after those asked for before it. */
+      refresh: () => b('PATCH', `/v1/mcp-servers/${created.body.id}/refresh`),
+      close: async () => {
+        expect((await b('DELETE', `/v1/mcp-servers/${created.body.id}`)).status).toBe(204);
+        server.closeAllConnections();
+        await new Promise((r) => server.close(r));
+      },
+    };
+  }
+
+  // QA: every list_changed queued one more refresh, and each refresh's tools/list could carry more of them:
+  // one response of 60,000 notifications (within mcp.max_message_bytes) queued 60,000 refreshes, each
+  // listing again (and getting 60,000 more) — the server's time and memory for one tenant's server
+  it('tenant B’s server floods notifications/tools/list_changed: the refreshes they ask for are one, not one each', async () => {
+    let lists = 0;
+    const changed = { jsonrpc: '2.0', method: 'notifications/tools/list_changed' };
+    const hostile = await hostileServer('flooder', (res, event, result) => {
+      // the first answer comes after a flood of list_changed
+      if (++lists === 1) res.write(event(changed).repeat(50));
+      res.end(event(result));
+    });
     try {
-      const port = (hostile.address() as { port: number }).port;
-      const created = await b('POST', '/v1/mcp-servers/', {
-        server_name: 'flooder',
-        config: { mcp_server_type: 'streamable_http', server_url: `http://127.0.0.1:${port}/mcp` },
-      });
-      expect(created.status).toBe(200);
-      // refreshes of one server run one after another: this one ends after those the flood asked for
-      const refreshed = await b('PATCH', `/v1/mcp-servers/${created.body.id}/refresh`);
-      expect(refreshed.status).toBe(200);
+      expect((await hostile.refresh()).status).toBe(200);
       expect({ lists: lists <= 3 ? 'at most 3' : lists }).toEqual({ lists: 'at most 3' });
-      expect((await b('DELETE', `/v1/mcp-servers/${created.body.id}`)).status).toBe(204);
     } finally {
-      hostile.closeAllConnections();
-      await new Promise((r) => hostile.close(r));
+      await hostile.close();
     }
   });
 
@@ -278,53 +300,20 @@ describe('security: MCP servers declared by tenants', () => {
   // streamable HTTP each answer is a POST of ours: 50 pings in one answer were 50 POSTs, whose answers may
   // carry 50 more pings each
   it('tenant B’s server sends requests in bulk (pings): a few are answered, not one POST each', async () => {
-    const PINGS = 50;
-    let answers = 0;
-    const hostile = createServer((req, res) => {
-      let raw = '';
-      req.on('data', (c: Buffer) => (raw += c.toString()));
-      req.on('end', () => {
-        if (req.method !== 'POST') return void res.writeHead(405).end();
-        const msg = JSON.parse(raw) as { id?: number; method?: string; params?: any };
-        if (msg.method === undefined) answers++;
-        if (msg.method === undefined || msg.id === undefined) return void res.writeHead(202).end();
-        const reply = (result: unknown) => ({ jsonrpc: '2.0', id: msg.id, result });
-        if (msg.method === 'initialize') {
-          res.writeHead(200, { 'content-type': 'application/json' });
-          return void res.end(
-            JSON.stringify(
-              reply({
-                protocolVersion: msg.params.protocolVersion,
-                capabilities: { tools: {} },
-                serverInfo: { name: 'hostile', version: '1' },
-              }),
-            ),
-          );
-        }
-        const event = (m: unknown) => `event: message\ndata: ${JSON.stringify(m)}\n\n`;
-        res.writeHead(200, { 'content-type': 'text/event-stream' });
-        for (let i = 0; i < PINGS; i++)
-          res.write(event({ jsonrpc: '2.0', id: `ping-${i}`, method: 'ping' }));
-        res.end(event(reply({ tools: [{ name: 'pinger', inputSchema: { type: 'object' } }] })));
-      });
+    const hostile = await hostileServer('pinger', (res, event, result) => {
+      for (let i = 0; i < 50; i++)
+        res.write(event({ jsonrpc: '2.0', id: `ping-${i}`, method: 'ping' }));
+      res.end(event(result));
     });
-    await new Promise<void>((r) => hostile.listen(0, '127.0.0.1', r));
     try {
-      const port = (hostile.address() as { port: number }).port;
-      const created = await b('POST', '/v1/mcp-servers/', {
-        server_name: 'pinger',
-        config: { mcp_server_type: 'streamable_http', server_url: `http://127.0.0.1:${port}/mcp` },
-      });
-      expect(created.status).toBe(200);
       // a later request on the same connection: the answers the flood drew were sent before it
-      expect((await b('PATCH', `/v1/mcp-servers/${created.body.id}/refresh`)).status).toBe(200);
+      expect((await hostile.refresh()).status).toBe(200);
+      const { answers } = hostile.seen;
       expect({ answers: answers <= 10 ? 'at most 10' : answers }).toEqual({
         answers: 'at most 10',
       });
-      expect((await b('DELETE', `/v1/mcp-servers/${created.body.id}`)).status).toBe(204);
     } finally {
-      hostile.closeAllConnections();
-      await new Promise((r) => hostile.close(r));
+      await hostile.close();
     }
   });
 
