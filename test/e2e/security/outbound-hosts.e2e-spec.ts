@@ -69,6 +69,10 @@ describe('security: outbound hosts of tools', () => {
       ['an IPv4-compatible metadata address', 'http://[::169.254.169.254]/latest/'],
       ['a NAT64 metadata address', 'http://[64:ff9b::a9fe:a9fe]/latest/'],
       ['another link-local address', 'http://169.254.1.1/'],
+      // QA: outside 169.254.0.0/16 and fd00:ec2::254, these were connected to
+      ['Alibaba Cloud’s metadata address', 'http://100.100.100.200/latest/meta-data/'],
+      ['Google Cloud’s IPv6 metadata address', 'http://[fd20:ce::254]/computeMetadata/v1/'],
+      ['an IPv6 link-local address', 'http://[fe80::a9fe:a9fe]/'],
     ])('a tool at %s is refused before any connection', async (_what, target) => {
       const ret = await callVia(t, target);
       expect(ret.status).toBe('error');
