@@ -397,4 +397,70 @@ describe('scale-out: three instances on one PostgreSQL database', () => {
     expect(again.body.stop_reason.stop_reason).toBe('end_turn');
     fake.respond(null);
   }, 180_000);
+  // The instance killed below stays down: the suite ends with it.
+  it('max 3 refunds per batch hold when the instance dies mid refund and the approved ones go on elsewhere', async () => {
+    if (!live()) return;
+    fake.reset();
+    tools.calls.length = 0;
+    await tools.declare(app(nodes[0]), 'refund', { safety: 'side_effecting' });
+    let started!: () => void;
+    const secondStarted = new Promise<void>((r) => (started = r));
+    tools.handle('refund', async (c, hungUp) => {
+      if (c.arguments.q === 'r2') {
+        started();
+        await hungUp; // its instance dies while it runs: its outcome is unknown, and it counts
+      }
+      return { body: `refunded ${String(c.arguments.q)}` };
+    });
+    const id = await createAgent(app(nodes[0]), fake, {
+      tools: ['refund'],
+      include_base_tools: false,
+      tool_rules: [
+        { type: 'requires_consent', tool_name: 'refund', scope: 'refunds' },
+        { type: 'max_count_per_step', tool_name: 'refund', max_count_limit: 3 },
+      ],
+    });
+    // three refunds wait for consent; once they ran, the model asks for a fourth in the same batch
+    fake.respond((req: any) => {
+      const roles: string[] = req.messages.map((m: any) => m.role);
+      const turns = roles.slice(roles.lastIndexOf('user')).filter((r) => r === 'assistant').length;
+      if (turns === 0)
+        return {
+          tool_calls: ['r1', 'r2', 'r3'].map((q) => ({ name: 'refund', arguments: { q } })),
+        };
+      if (turns === 1) return { tool_calls: [{ name: 'refund', arguments: { q: 'r4' } }] };
+      return { content: 'refunded' };
+    });
+    const parked = await api(nodes[0], 'POST', `/v1/agents/${id}/messages`, say('refund'));
+    expect(parked.body.stop_reason.stop_reason).toBe('requires_approval');
+    const pending = (await api(nodes[1], 'GET', `/v1/consent/requests?agent_id=${id}`))
+      .body as any[];
+    expect(pending).toHaveLength(3);
+    for (const [i, p] of pending.entries())
+      await api(nodes[i % 2], 'POST', `/v1/consent/requests/${p.id}/decision`, {
+        decision: 'approve_once',
+      });
+    await secondStarted;
+    const holder = await leaseHolder(id);
+    const other = nodes.find((n) => n !== holder)!;
+    await holder.kill('SIGKILL');
+    nodes = nodes.filter((n) => n !== holder);
+    // the other instance takes over: r3 (approved, not started) runs there, then the model asks for r4
+    for (;;) {
+      const runs = (await api(other, 'GET', `/v1/runs/?agent_id=${id}&limit=100`)).body as any[];
+      if (runs.length > 2 && runs.every((r) => ['completed', 'failed'].includes(r.status))) break;
+      await sleep(50);
+    }
+    const history = (await api(other, 'GET', `/v1/agents/${id}/messages?order=asc&limit=100`))
+      .body as any[];
+    const returns = history.filter((m) => m.message_type === 'tool_return_message');
+    expect(returns.map((m) => m.tool_return)).toEqual([
+      OUTCOME_UNKNOWN, // r1 ran; its instance died before the turn's returns were stored
+      OUTCOME_UNKNOWN, // r2
+      'refunded r3',
+      expect.stringContaining('reached its limit of 3 calls in this batch'),
+    ]);
+    expect(tools.calls.map((c) => c.arguments.q)).toEqual(['r1', 'r2', 'r3']);
+    fake.respond(null);
+  }, 60_000);
 });

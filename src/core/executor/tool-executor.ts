@@ -594,6 +594,12 @@ export class ToolExecutor {
     // Reserve before running, so calls admitted alongside (concurrent read_only) see the count.
     const batch = view.batch as BatchState;
     batch.callCounts[name] = (batch.callCounts[name] ?? 0) + 1;
+    // stored before the tool starts, as the cooldown: a call whose process dies while it runs still
+    // counts when its batch goes on elsewhere (recovery carries the batch's approved calls that had not started)
+    if (idx.maxCount.has(name) || idx.maxCountStar.length > 0 || idx.groups.has(name)) {
+      const saved = store.saveBatch(pass.batchId, batch, setup.tenantId);
+      if (isPromise(saved)) await saved;
+    }
     if (idx.cooldowns.has(name)) {
       const r = store.setLastExecution(setup.agentId, name, now, setup.tenantId);
       if (isPromise(r)) await r;

@@ -467,6 +467,32 @@ describe('execution', () => {
     expect(code(await h.call('pay', { amount: 6 }))).toBe('ok'); // other arguments run
   });
 
+  it('a call whose process dies while it runs still counts for its batch’s limits when the batch goes on', async () => {
+    const h = new Harness(
+      aSetup(
+        [
+          { type: 'max_count_per_step', tool_name: 'a', max_count_limit: 1 },
+          { type: 'exclusive_group', tools: ['b', 'c'] },
+        ],
+        [aTool('a', 'side_effecting'), aTool('b', 'side_effecting'), aTool('c', 'side_effecting')],
+      ),
+    );
+    h.invoker.hanging.add('a');
+    h.invoker.hanging.add('b');
+    // each time the process dies while the call runs; the same batch goes on in a new executor
+    const dies = async (name: string) => {
+      void h.call(name);
+      while (!h.invoker.calls.some((c) => c.name === name)) await Promise.resolve();
+      h.restart();
+      h.heartbeat();
+    };
+    await dies('a');
+    await dies('b');
+    h.invoker.hanging.clear();
+    expect(await h.run(['a {"other":1}', 'c'])).toBe('RuleViolation RuleViolation');
+    expect(h.invoker.calls.map((c) => c.name)).toEqual(['a', 'b']);
+  });
+
   it('a throwing tool is an error return', async () => {
     const h = new Harness(aSetup());
     h.executor = new (
