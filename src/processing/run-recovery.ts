@@ -1,11 +1,13 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { CLOCK } from '../common/clock';
 import { ID_GENERATOR } from '../common/ids';
+import { RunEventsBus } from '../common/run-events';
 import type { Clock, IdGenerator } from '../core/ports';
 import type { MessageEntity } from './entities/message.entity';
 import type { ParkedCall, RunEntity } from './entities/run.entity';
-import { EMPTY_USAGE } from './message.mapper';
+import { EMPTY_USAGE, mapMessage, MappedMessage } from './message.mapper';
 import { inputMessageRows, newMessageRow, ProcessingRepository } from './processing.repository';
+import { RunCallbacks } from './run-callbacks';
 import { parseArgs } from '../core/loop/tool-arguments';
 import { stepCallKey } from '../core/loop/tool-call-ids';
 import {
@@ -38,6 +40,8 @@ export class RunRecovery {
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(ID_GENERATOR) private readonly ids: IdGenerator,
     private readonly repo: ProcessingRepository,
+    private readonly bus: RunEventsBus,
+    private readonly callbacks: RunCallbacks,
     @Inject(AGENT_PORT) private readonly agents: AgentPort,
     @Inject(EXECUTOR_PORT) private readonly exec: ExecutorPort,
     @Inject(CONSENT_BRIDGE) private readonly consent: ConsentBridge,
@@ -58,10 +62,13 @@ export class RunRecovery {
     ]);
     // killed between its claim and its first write (its input): the message it was accepted with is
     // kept, not lost
+    const written: MessageEntity[] = [];
     if (!batch.some((m) => m.run_id === run.id))
-      await this.repo.append(
-        run.agent_id,
-        inputMessageRows(run, () => this.ids.prefixed('message'), this.clock.now()),
+      written.push(
+        ...(await this.repo.append(
+          run.agent_id,
+          inputMessageRows(run, () => this.ids.prefixed('message'), this.clock.now()),
+        )),
       );
     // a call is its tool_call_id in the step that made it: a provider may reuse ids across responses
     const answered = new Set(
@@ -96,7 +103,7 @@ export class RunRecovery {
       payload: Record<string, unknown>,
       m: MessageEntity,
     ) => newMessageRow(this.ids.prefixed('message'), run, type, payload, m.step_id, now);
-    await this.repo.append(
+    const returns = await this.repo.append(
       run.agent_id,
       ended.flatMap((m) => {
         const call = callOf(m);
@@ -128,17 +135,15 @@ export class RunRecovery {
     if (carried.length)
       await this.consent.restoreUnstartedApprovals(run.tenant_id, run.agent_id, carried);
     // the carried calls park on this run, so the usual resumption continues them in a new run
-    await this.repo.finishRun(
-      run.id,
-      {
-        status: 'failed',
-        stop_reason: 'error',
-        usage: run.usage ?? EMPTY_USAGE,
-        error: 'interrupted',
-        parked: carried.length ? carried : null,
-      },
-      now,
-    );
+    const end = {
+      status: 'failed' as const,
+      stop_reason: 'error' as const,
+      usage: run.usage ?? EMPTY_USAGE,
+      error: 'interrupted',
+      error_type: null,
+    };
+    await this.repo.finishRun(run.id, { ...end, parked: carried.length ? carried : null }, now);
+    this.announce(run, [...written, ...returns], end, now);
     if (!carried.length) {
       await this.exec.executor.completeBatch(run.batch_id).catch(() => undefined);
       await this.agents.setLastStopReason(run.tenant_id, run.agent_id, 'error');
@@ -148,6 +153,38 @@ export class RunRecovery {
         (started.size ? `; ${started.size} tool call(s) with unknown outcome` : '') +
         (carried.length ? `; ${carried.length} approved call(s) that had not started run now` : ''),
     );
+  }
+
+  /**
+   * The run's end, as a run processed to its end announces it: its streams, WebSocket subscribers and
+   * waiting callers on every instance see the returns written here and the end, webhooks and its
+   * callback are sent.
+   */
+  private announce(
+    run: RunEntity,
+    written: MessageEntity[],
+    end: Pick<RunEntity, 'status' | 'stop_reason' | 'usage' | 'error' | 'error_type'>,
+    at: number,
+  ): void {
+    const publish = (
+      type: string,
+      data: Record<string, unknown>,
+      form: MappedMessage['form'] = null,
+    ) =>
+      this.bus.publish({
+        tenantId: run.tenant_id,
+        agentId: run.agent_id,
+        runId: run.id,
+        type,
+        data,
+        ...(form ? { sendMessageForm: form } : {}),
+      });
+    for (const m of written) {
+      const mapped = mapMessage(m);
+      publish(m.payload._input ? 'input_message' : 'message', mapped.letta, mapped.form);
+    }
+    publish('run.completed', { ...end });
+    this.callbacks.send({ ...run, ...end, completed_at: at });
   }
 
   /** Calls whose outcome is unknown are refused if made again within their dedupe window. */

@@ -397,7 +397,56 @@ describe('scale-out: three instances on one PostgreSQL database', () => {
     expect(again.body.stop_reason.stop_reason).toBe('end_turn');
     fake.respond(null);
   }, 180_000);
-  // The instance killed below stays down: the suite ends with it.
+  // The instances killed below stay down: the suite ends with them.
+  it('kill -9 of the instance running a batch: a stream of the run resumed on another instance ends with what the takeover wrote', async () => {
+    if (!live()) return;
+    fake.reset();
+    tools.calls.length = 0;
+    await tools.declare(app(nodes[0]), 'hang');
+    let started!: () => void;
+    const toolStarted = new Promise<void>((r) => (started = r));
+    tools.handle('hang', async (_c, hungUp) => {
+      started();
+      await hungUp; // its instance dies while it runs
+      return { body: 'late' };
+    });
+    const id = await createAgent(app(nodes[0]), fake, {
+      tools: ['hang'],
+      include_base_tools: false,
+    });
+    fake.push({ tool_calls: [{ name: 'hang', arguments: {} }] });
+    const run = (await api(nodes[0], 'POST', `/v1/agents/${id}/messages/async`, say('go'))).body;
+    await toolStarted;
+    const holder = await leaseHolder(id);
+    const other = nodes.find((n) => n !== holder)!;
+    // the stream follows the run from another instance: the stored call first, then live frames
+    const res = await fetch(`${other.url}/v1/runs/${run.id}/stream`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ include_pings: false }),
+    });
+    const reader = res.body!.getReader();
+    let text = '';
+    while (!text.includes('tool_call_message')) text += Buffer.from((await reader.read()).value!);
+    await holder.kill('SIGKILL');
+    nodes = nodes.filter((n) => n !== holder);
+    for (let r = await reader.read(); !r.done; r = await reader.read())
+      text += Buffer.from(r.value);
+    const blocks = text.split('\n\n').filter(Boolean);
+    const frames = blocks.filter((b) => b.startsWith('data: {')).map((b) => JSON.parse(b.slice(6)));
+    expect(frames.map((f) => f.message_type)).toEqual([
+      'tool_call_message',
+      'tool_return_message',
+      'stop_reason',
+      'usage_statistics',
+    ]);
+    expect(frames[1]).toMatchObject({ status: 'error', tool_return: OUTCOME_UNKNOWN });
+    expect(frames[2].stop_reason).toBe('error');
+    expect(blocks.slice(-2).map((b) => b.split('\n')[0])).toEqual(['event: error', 'data: [DONE]']);
+    expect((await api(other, 'GET', `/v1/runs/${run.id}`)).body.status).toBe('failed');
+    expect(tools.calls.filter((c) => c.name === 'hang')).toHaveLength(1);
+  }, 60_000);
+
   it('max 3 refunds per batch hold when the instance dies mid refund and the approved ones go on elsewhere', async () => {
     if (!live()) return;
     fake.reset();
