@@ -720,10 +720,13 @@ export class MessagingService implements OnModuleInit {
       this.events.publish('agent.wake', { tenantId, agentId });
       return;
     }
-    if (got === 'fresh') await this.adopt(agentId);
+    if (got === 'fresh') {
+      await this.adopt(agentId);
+      // decisions stored while no instance was there to continue the batch: its continuation is stored
+      // before the queue is read, so that it goes ahead of the messages waiting behind the batch
+      await this.resumeIfDecided(tenantId, agentId);
+    }
     await this.syncQueue(agentId);
-    // decisions stored while no instance was there to continue the batch
-    if (got === 'fresh') await this.resumeIfDecided(tenantId, agentId);
   }
 
   /**
@@ -739,11 +742,15 @@ export class MessagingService implements OnModuleInit {
     }
   }
 
-  /** Queues the agent's stored runs this instance does not know yet, in their order. */
+  /**
+   * Queues the agent's stored runs this instance does not know yet, in their order, continuations first:
+   * the first run queued starts at once, and a message run that started while a batch's continuation
+   * waited would find no parked batch and start a batch of its own before it.
+   */
   private async syncQueue(agentId: string): Promise<void> {
-    for (const run of await this.repo.runsOfAgent(agentId, 'created')) {
-      this.enqueueHere(run, run.input.kind === 'resume');
-    }
+    const runs = await this.repo.runsOfAgent(agentId, 'created');
+    for (const run of runs) if (run.input.kind === 'resume') this.enqueueHere(run, true);
+    for (const run of runs) if (run.input.kind !== 'resume') this.enqueueHere(run, false);
   }
 
   /** The agent went to another instance: stop its work here (its queued runs are that one's now). */

@@ -447,7 +447,7 @@ describe('scale-out: three instances on one PostgreSQL database', () => {
     expect(tools.calls.filter((c) => c.name === 'hang')).toHaveLength(1);
   }, 60_000);
 
-  it('max 3 refunds per batch hold when the instance dies mid refund and the approved ones go on elsewhere', async () => {
+  it('max 3 refunds per batch hold when the instance dies mid refund and the approved ones go on elsewhere, before the messages queued behind', async () => {
     if (!live()) return;
     fake.reset();
     tools.calls.length = 0;
@@ -471,6 +471,8 @@ describe('scale-out: three instances on one PostgreSQL database', () => {
     });
     // three refunds wait for consent; once they ran, the model asks for a fourth in the same batch
     fake.respond((req: any) => {
+      const text = req.messages.filter((m: any) => m.role === 'user').at(-1).content;
+      if (text !== 'refund') return { content: `answer:${text}` };
       const roles: string[] = req.messages.map((m: any) => m.role);
       const turns = roles.slice(roles.lastIndexOf('user')).filter((r) => r === 'assistant').length;
       if (turns === 0)
@@ -492,16 +494,28 @@ describe('scale-out: three instances on one PostgreSQL database', () => {
     await secondStarted;
     const holder = await leaseHolder(id);
     const other = nodes.find((n) => n !== holder)!;
+    // messages sent while the approved refunds run wait behind their batch
+    const queued = Array.from({ length: 10 }, (_, i) => `m${i}`);
+    for (const text of queued)
+      expect((await api(other, 'POST', `/v1/agents/${id}/messages/async`, say(text))).status).toBe(
+        202,
+      );
     await holder.kill('SIGKILL');
     nodes = nodes.filter((n) => n !== holder);
     // the other instance takes over: r3 (approved, not started) runs there, then the model asks for r4
     for (;;) {
       const runs = (await api(other, 'GET', `/v1/runs/?agent_id=${id}&limit=100`)).body as any[];
-      if (runs.length > 2 && runs.every((r) => ['completed', 'failed'].includes(r.status))) break;
+      if (runs.length > 12 && runs.every((r) => ['completed', 'failed'].includes(r.status))) break;
       await sleep(50);
     }
     const history = (await api(other, 'GET', `/v1/agents/${id}/messages?order=asc&limit=100`))
       .body as any[];
+    // the batch ends before the first queued message starts, and those run in the order they came
+    const texts = history.map((m) => m.content ?? m.tool_return).filter(Boolean);
+    expect(texts.slice(texts.indexOf('refunded'))).toEqual([
+      'refunded',
+      ...queued.flatMap((t) => [t, `answer:${t}`]),
+    ]);
     const returns = history.filter((m) => m.message_type === 'tool_return_message');
     expect(returns.map((m) => m.tool_return)).toEqual([
       OUTCOME_UNKNOWN, // r1 ran; its instance died before the turn's returns were stored
