@@ -30,13 +30,3 @@ export function toolSchemaFor(def: ToolDefinition, heartbeat = true): ToolSchema
     },
   };
 }
-
-/**
- * Splits the heartbeat flag off parsed tool arguments. Only a literal `true` (or the string "true",
- * which some models send) requests a heartbeat.
- */
-export function splitHeartbeat(args: Obj): { args: Obj; requestHeartbeat: boolean } {
-  if (!('request_heartbeat' in args)) return { args, requestHeartbeat: false };
-  const { request_heartbeat: flag, ...rest } = args;
-  return { args: rest, requestHeartbeat: flag === true || flag === 'true' };
-}

@@ -123,6 +123,31 @@ describe('processing: loop decisions', () => {
     expect(res.stop_reason.stop_reason).toBe('end_turn');
   });
 
+  it('request_heartbeat as the text "true" (models without strict schemas send it): a heartbeat, as Letta reads it', async () => {
+    const id = await agent(['lookup']);
+    fake.push(
+      { tool_calls: [{ name: 'lookup', arguments: { q: 'x', request_heartbeat: 'True' } }] },
+      { content: 'after heartbeat' },
+    );
+    const res = await send(id);
+    expect(fake.requests).toHaveLength(2);
+    expect(types(res.messages)).toEqual([
+      'tool_call_message',
+      'tool_return_message',
+      'assistant_message',
+    ]);
+    const written = (await api(t, 'GET', `/v1/runs/${res.run_id}/messages`)).body;
+    expect(heartbeats(written)).toHaveLength(1);
+    expect(tools.calls[0].arguments).toEqual({ q: 'x' });
+
+    // any other text is no request: the batch ends after the call
+    fake.push({ tool_calls: [{ name: 'lookup', arguments: { q: 'y', request_heartbeat: 'no' } }] });
+    const other = await send(id);
+    expect(fake.requests).toHaveLength(3);
+    expect(other.stop_reason.stop_reason).toBe('end_turn');
+    expect(tools.calls[1].arguments).toEqual({ q: 'y' });
+  });
+
   it('exit_loop: the batch ends with tool_rule even when a heartbeat was asked', async () => {
     const id = await agent(['finish', 'lookup'], [{ type: 'exit_loop', tool_name: 'finish' }]);
     fake.push({ tool_calls: [{ name: 'finish', arguments: { request_heartbeat: true } }] });

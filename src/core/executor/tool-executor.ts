@@ -11,6 +11,7 @@ import {
 import { renderRefusal } from '../rules/render-refusal';
 import { RuleIndex, ruleIndexFor } from '../rules/rule-index';
 import type { Denial, RuleView } from '../rules/verdict';
+import { requestsHeartbeat } from '../tools/heartbeat';
 import { DEFAULT_RETURN_CHAR_LIMIT, type ToolDefinition } from '../tools/tool-definition';
 import { ArgumentValidator } from './argument-validator';
 import {
@@ -915,7 +916,7 @@ function admittedArgs(
 ): { args: Record<string, unknown>; heartbeat: boolean } {
   const raw = call.arguments;
   if (typeof raw === 'string') return { args: {}, heartbeat: false };
-  const heartbeat = raw.request_heartbeat === true;
+  const heartbeat = requestsHeartbeat(raw.request_heartbeat);
   const prefilled = idx.startTools.get(call.name)?.args;
   if (!('request_heartbeat' in raw) && !prefilled) return { args: raw, heartbeat };
   const args = { ...raw };

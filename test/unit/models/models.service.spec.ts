@@ -6,7 +6,7 @@ import { ModelsService } from '../../../src/models/models.service';
 import { ModelProvidersService } from '../../../src/models/providers/model-providers.service';
 import { OpenAiProvider } from '../../../src/models/openai.provider';
 import { ScriptedProvider } from '../../../src/models/scripted.provider';
-import { REQUEST_HEARTBEAT_DESCRIPTION, splitHeartbeat } from '../../../src/models/tool-schema';
+import { REQUEST_HEARTBEAT_DESCRIPTION } from '../../../src/models/tool-schema';
 
 const BASE = 'http://127.0.0.1:9/v1';
 const service = () => {
@@ -94,16 +94,6 @@ describe('ModelsService', () => {
         request_heartbeat: { type: 'boolean', description: REQUEST_HEARTBEAT_DESCRIPTION },
       },
     });
-  });
-
-  it.each<[Record<string, unknown>, Record<string, unknown>, boolean]>([
-    [{ q: 1 }, { q: 1 }, false],
-    [{ q: 1, request_heartbeat: true }, { q: 1 }, true],
-    [{ q: 1, request_heartbeat: 'true' }, { q: 1 }, true],
-    [{ q: 1, request_heartbeat: false }, { q: 1 }, false],
-    [{ request_heartbeat: 1 }, {}, false],
-  ])('splitHeartbeat(%j)', (input, args, hb) => {
-    expect(splitHeartbeat(input)).toEqual({ args, requestHeartbeat: hb });
   });
 
   it('countTokens: chars/4 for text, plus per-message overhead for messages', () => {

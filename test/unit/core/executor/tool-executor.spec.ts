@@ -223,6 +223,21 @@ describe('arguments', () => {
     expect(h.invoker.calls).toHaveLength(1);
   });
 
+  it.each<[unknown, boolean]>([
+    [true, true],
+    ['true', true],
+    [' True ', true],
+    [false, false],
+    ['false', false],
+    ['yes', false],
+    [1, false],
+    [null, false],
+  ])('request_heartbeat %j asks for a heartbeat: %s (always stripped)', async (flag, asked) => {
+    const h = new Harness(aSetup());
+    const out = await h.call('a', { x: 1, request_heartbeat: flag });
+    expect([out.requestHeartbeat, out.arguments]).toEqual([asked, { x: 1 }]);
+  });
+
   it('run_first args are prefilled and override the model', async () => {
     const h = new Harness(aSetup([{ type: 'run_first', tool_name: 'a', args: { mode: 'init' } }]));
     const out = await h.call('a', { mode: 'other', extra: 1 });
