@@ -840,7 +840,9 @@ export class AgentProcessor {
     try {
       // independent writes, issued together so that the group commit gives them one transaction
       await Promise.all([
-        stop !== 'requires_approval' ? this.exec.executor.completeBatch(run.batch_id) : null,
+        stop === 'requires_approval'
+          ? this.exec.executor.parkBatch(run.batch_id)
+          : this.exec.executor.completeBatch(run.batch_id),
         this.repo.finishRun(
           run.id,
           {

@@ -144,7 +144,9 @@ export class RunRecovery {
     };
     await this.repo.finishRun(run.id, { ...end, parked: carried.length ? carried : null }, now);
     this.announce(run, [...written, ...returns], end, now);
-    if (!carried.length) {
+    if (carried.length) {
+      await this.exec.executor.parkBatch(run.batch_id).catch(() => undefined);
+    } else {
       await this.exec.executor.completeBatch(run.batch_id).catch(() => undefined);
       await this.agents.setLastStopReason(run.tenant_id, run.agent_id, 'error');
     }

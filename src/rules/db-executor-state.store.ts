@@ -12,7 +12,7 @@ import { approxBytes } from '../common/approx-bytes';
 import { DEFAULT_TENANT } from '../config/app-config';
 import type { GroupCommit } from '../database/group-commit';
 import { RowReader } from '../database/raw-reads';
-import { deleteWhere } from '../database/raw-writes';
+import { deleteWhere, updateWhere } from '../database/raw-writes';
 import {
   BatchStateEntity,
   DedupeEntryEntity,
@@ -156,9 +156,16 @@ export class DbExecutorStateStore implements ExecutorStateStore {
       state: copy,
       created_at: copy.createdAt,
       updated_at: copy.updatedAt,
+      parked: false,
     };
     await this.tx.insert({ entity: BatchStateEntity, rows: [row], conflictPaths: ['batch_id'] });
     this.batches.set(batchId, copy);
+  }
+
+  async parkBatch(batchId: string): Promise<void> {
+    await this.tx.run((em) =>
+      updateWhere(em, BatchStateEntity, { batch_id: batchId }, { parked: true }),
+    );
   }
 
   async deleteBatch(batchId: string): Promise<void> {
@@ -223,7 +230,10 @@ export class DbExecutorStateStore implements ExecutorStateStore {
   async pruneExpired(now: number, batchTtlMs: number): Promise<void> {
     await this.tx.run(async (em) => {
       await em.delete(DedupeEntryEntity, { expires_at: LessThanOrEqual(now) });
-      await em.delete(BatchStateEntity, { updated_at: LessThanOrEqual(now - batchTtlMs) });
+      await em.delete(BatchStateEntity, {
+        updated_at: LessThanOrEqual(now - batchTtlMs),
+        parked: false,
+      });
       await em.delete(ToolCallClaimEntity, { at: LessThanOrEqual(now - batchTtlMs) });
     });
     // Cached copies of pruned rows must not outlive them; the caches refill on demand.

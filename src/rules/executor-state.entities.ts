@@ -50,6 +50,9 @@ export class BatchStateEntity {
   created_at!: number;
   @EpochMsColumn()
   updated_at!: number;
+  /** The batch waits for a person or a client: kept past the TTL until it goes on (the next save clears it). */
+  @Column({ type: 'boolean', default: false })
+  parked!: boolean;
 }
 
 /**

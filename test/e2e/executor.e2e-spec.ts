@@ -146,6 +146,22 @@ describe('ToolExecutorService (real database)', () => {
     }
   });
 
+  it('keeps a parked batch past the TTL; once it goes on, the TTL applies again', async () => {
+    t = await startApp();
+    const store = t.app.get(ToolExecutorService).store;
+    const day = 86_400_000;
+    const state = (at: number) => ({ callCounts: { status: 1 }, createdAt: at, updatedAt: at });
+    await store.saveBatch('b-parked', state(0), 'default');
+    await store.saveBatch('b-left', state(0), 'default');
+    await store.parkBatch('b-parked');
+    await store.pruneExpired(2 * day, day);
+    expect(await store.loadBatch('b-parked')).toMatchObject({ callCounts: { status: 1 } });
+    expect(await store.loadBatch('b-left')).toBeNull();
+    await store.saveBatch('b-parked', state(2 * day), 'default'); // the batch went on
+    await store.pruneExpired(3 * day, day);
+    expect(await store.loadBatch('b-parked')).toBeNull();
+  });
+
   it('merges config defaults with the agent field into settings', async () => {
     t = await startApp({ overrides: { tool_executor: { tool_timeout_seconds: 7 } } });
     const svc = t.app.get(ToolExecutorService);

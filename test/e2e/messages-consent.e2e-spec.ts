@@ -1,5 +1,6 @@
 /* eslint-disable @typescript-eslint/no-explicit-any */
 import Letta from '@letta-ai/letta-client';
+import { ToolExecutorService } from '../../src/rules/tool-executor.service';
 import type { TestApp } from '../support/app-harness';
 import type { FakeModelServer } from '../support/fake-model-server';
 import {
@@ -12,6 +13,7 @@ import {
   ToolServer,
   types,
 } from '../support/processing-fixtures';
+import { fakeClock } from './consent-helpers';
 
 /** Consent: the run parks with requires_approval, a decision continues the same batch in a new run. */
 describe('messages: consent park and resume', () => {
@@ -248,6 +250,39 @@ describe('messages: consent park and resume', () => {
     expect(res.messages[0]).toMatchObject({ tool_call_id: toolCallId, status: 'success' });
     expect(tools.calls.map((c) => c.name)).toEqual(['lookup', 'pay']);
     expect(res.stop_reason.stop_reason).toBe('end_turn');
+  });
+
+  it('a batch parked longer than batch_state_ttl_seconds keeps its counts: a max_count rule still holds after the approval', async () => {
+    const id = await createAgent(t, fake, {
+      tools: ['pay', 'lookup'],
+      tool_rules: [
+        { type: 'requires_approval', tool_name: 'pay' },
+        { type: 'max_count_per_step', tool_name: 'lookup', max_count_limit: 1 },
+      ],
+      include_base_tools: false,
+      tool_executor: { consent_timeout_seconds: 3 * 86_400 }, // a person may answer after a weekend
+    });
+    fake.push(
+      { tool_calls: [{ name: 'lookup', arguments: { q: '1', request_heartbeat: true } }] },
+      { tool_calls: [{ name: 'pay', arguments: { q: '5' } }] },
+    );
+    const parked = (await api(t, 'POST', `/v1/agents/${id}/messages`, say('pay it'))).body;
+    expect(parked.stop_reason.stop_reason).toBe('requires_approval');
+    const toolCallId = parked.messages.at(-1).tool_call.tool_call_id as string;
+
+    // two days on (past the default one-day TTL), the pruning timer has run
+    const clock = fakeClock(t, Date.now() + 2 * 86_400_000);
+    try {
+      await t.app.get(ToolExecutorService).executor.pruneExpired();
+      fake.push({ tool_calls: [{ name: 'lookup', arguments: { q: '2' } }] }, { content: 'paid' });
+      const res = await approveInBand(id, toolCallId);
+      const returns = res.messages.filter((m: any) => m.message_type === 'tool_return_message');
+      expect(returns[0]).toMatchObject({ tool_call_id: toolCallId, status: 'success' });
+      expect(returns[1].tool_return).toContain('reached its limit of 1 call in this batch');
+      expect(tools.calls.map((c) => c.name)).toEqual(['lookup', 'pay']);
+    } finally {
+      clock.restore();
+    }
   });
 
   it('after an approved call the batch goes on in its pass: a child rule it set names the next tool', async () => {

@@ -207,6 +207,11 @@ export interface ExecutorStateStore {
   saveBatch(batchId: string, state: BatchState, tenantId?: string): MaybePromise<void>;
   deleteBatch(batchId: string): MaybePromise<void>;
   /**
+   * The batch waits (for a person's consent or a client's result), however long that takes: its state is
+   * not pruned by the TTL until it is saved again (the batch went on) or deleted.
+   */
+  parkBatch(batchId: string): MaybePromise<void>;
+  /**
    * Records that a call is about to execute; false when it already was (at most once). A call is its
    * tool_call_id within the step whose turn holds it (`stepId`, '' for a call outside any model turn).
    */
@@ -222,6 +227,7 @@ export interface ExecutorStateStore {
    * A claim stored before claims had a step (`''`) counts for the tool_call_id in any step.
    */
   isClaimed(agentId: string, toolCallId: string, stepId: string): MaybePromise<boolean>;
+  /** Drops expired dedupe entries, and claims and batch state (except parked batches') older than the TTL. */
   pruneExpired(now: number, batchTtlMs: number): MaybePromise<void>;
 }
 

@@ -9,6 +9,7 @@ export class InMemoryStateStore implements ExecutorStateStore {
   readonly lastExecutions = new Map<string, number>();
   readonly batches = new Map<string, BatchState>();
   readonly claims = new Map<string, number>();
+  readonly parked = new Set<string>();
 
   getDedupe(agentId: string, key: string): DedupeEntry | null {
     return this.dedupe.get(agentId + '\u0000' + key) ?? null;
@@ -29,9 +30,14 @@ export class InMemoryStateStore implements ExecutorStateStore {
   /** Kept by reference (the executor saves after every change); loads hand out copies. */
   saveBatch(batchId: string, state: BatchState): void {
     this.batches.set(batchId, state);
+    this.parked.delete(batchId);
   }
   deleteBatch(batchId: string): void {
     this.batches.delete(batchId);
+    this.parked.delete(batchId);
+  }
+  parkBatch(batchId: string): void {
+    if (this.batches.has(batchId)) this.parked.add(batchId);
   }
   claimToolCall(agentId: string, toolCallId: string, stepId: string, at: number): boolean {
     const k = claimKey(agentId, toolCallId, stepId);
@@ -47,7 +53,8 @@ export class InMemoryStateStore implements ExecutorStateStore {
   }
   pruneExpired(now: number, batchTtlMs: number): void {
     for (const [k, e] of this.dedupe) if (e.expiresAt <= now) this.dedupe.delete(k);
-    for (const [k, b] of this.batches) if (b.updatedAt + batchTtlMs <= now) this.batches.delete(k);
+    for (const [k, b] of this.batches)
+      if (b.updatedAt + batchTtlMs <= now && !this.parked.has(k)) this.batches.delete(k);
     // A claim only matters while its batch can still be resumed.
     for (const [k, at] of this.claims) if (at + batchTtlMs <= now) this.claims.delete(k);
   }

@@ -358,6 +358,11 @@ export class ToolExecutor {
     return !ruleIndexFor(setup).continueLoop.has(toolName);
   }
 
+  /** The batch waits for a person or a client: its state stays, past the TTL, until the batch goes on. */
+  async parkBatch(batchId: string): Promise<void> {
+    await this.deps.store.parkBatch(batchId);
+  }
+
   /** Drops the batch's state (max calls, exclusive groups, exit requirements). */
   async completeBatch(batchId: string): Promise<void> {
     await this.deps.store.deleteBatch(batchId);

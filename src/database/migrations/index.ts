@@ -32,6 +32,7 @@ import { ToolCallClaimsPerStep1765110002000 } from './1765110002000-ToolCallClai
 import { ConsentRequestsPerCall1765110003000 } from './1765110003000-ConsentRequestsPerCall';
 import { TenantListIndexes1765110004000 } from './1765110004000-TenantListIndexes';
 import { WebhookDeliveriesByTenant1765120000000 } from './1765120000000-WebhookDeliveriesByTenant';
+import { ParkedBatchState1765132000000 } from './1765132000000-ParkedBatchState';
 /**
  * Every migration, in order. Named `<epoch>-<What>.ts`; the app runs them at boot. Those that seal data
  * are built with the secrets key.
@@ -71,4 +72,5 @@ export const migrations = (secretsKey: Buffer | null): Function[] => [
   ConsentRequestsPerCall1765110003000,
   TenantListIndexes1765110004000,
   WebhookDeliveriesByTenant1765120000000,
+  ParkedBatchState1765132000000,
 ];

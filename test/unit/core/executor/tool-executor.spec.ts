@@ -751,4 +751,17 @@ describe('pruning', () => {
     await h.executor.pruneExpired();
     expect([h.store.dedupe.size, h.store.batches.size, h.store.claims.size]).toEqual([0, 0, 0]);
   });
+
+  it('keeps a parked batch past the TTL until it goes on', async () => {
+    const h = new Harness(aSetup([]));
+    await h.call('a');
+    await h.executor.parkBatch(h.pass.batchId);
+    h.clock.advance(2 * 86_400_000);
+    await h.executor.pruneExpired();
+    expect(h.store.batches.size).toBe(1);
+    await h.call('a'); // the batch went on: the usual TTL applies again
+    h.clock.advance(86_400_000);
+    await h.executor.pruneExpired();
+    expect(h.store.batches.size).toBe(0);
+  });
 });
