@@ -17,7 +17,7 @@ export function ruleSentence(r: Record<string, unknown>): string {
     case 'constrain_child_tools':
       return `After ${t}, only ${list(r.children)} may follow.`;
     case 'parent_last_tool':
-      return `${list(r.children)} may only run right after ${t}.`;
+      return `${list(r.children)} may only run right after ${t}, and only they may follow it.`;
     case 'conditional':
       return `After ${t}, the next tool depends on its output: ${Object.entries(
         (r.child_output_mapping as Record<string, string>) ?? {},

@@ -73,6 +73,27 @@ describe('processing: loop decisions', () => {
     expect(tools.calls.map((c) => c.name)).toEqual(['plan', 'act']);
   });
 
+  it("parent_last_tool: right after the parent only its children may run, the one child forced (Letta's ParentToolRule)", async () => {
+    const id = await agent(
+      ['plan', 'act', 'lookup'],
+      [{ type: 'parent_last_tool', tool_name: 'plan', children: ['act'] }],
+    );
+    fake.push(
+      { tool_calls: [{ name: 'plan', arguments: {} }] },
+      { tool_calls: [{ name: 'lookup', arguments: {} }] },
+      { tool_calls: [{ name: 'act', arguments: {} }] },
+    );
+    const res = await send(id);
+    expect(fake.requests[0].toolNames.sort()).toEqual(['lookup', 'plan']); // act: only after plan
+    expect(fake.requests[1].toolNames).toEqual(['act']);
+    expect(fake.requests[1].tool_choice).toEqual({ type: 'function', function: { name: 'act' } });
+    const returns = res.messages.filter((m: any) => m.message_type === 'tool_return_message');
+    expect(returns[1]).toMatchObject({ status: 'error' });
+    expect(returns[1].tool_return).toContain('right after plan only act may run, not lookup');
+    expect(tools.calls.map((c) => c.name)).toEqual(['plan', 'act']);
+    expect(res.stop_reason.stop_reason).toBe('end_turn');
+  });
+
   it('invalid JSON arguments and unknown tools come back as error returns; the model self-corrects', async () => {
     const id = await agent(['lookup']);
     fake.push(

@@ -3,7 +3,7 @@ import { checkConstrainChild } from './constrain-child-tools.rule';
 import { checkCooldown } from './cooldown.rule';
 import { checkExclusiveGroup } from './exclusive-group.rule';
 import { checkMaxCount } from './max-count.rule';
-import { checkParentLast } from './parent-last-tool.rule';
+import { checkAfterParent, checkParentLast } from './parent-last-tool.rule';
 import { checkRequiresFollowing } from './requires-following-tools.rule';
 import { checkRequiresPreceding } from './requires-preceding-tools.rule';
 import type { RuleIndex } from './rule-index';
@@ -21,6 +21,8 @@ export function checkPassRules(idx: RuleIndex, tool: string, view: RuleView): Ve
       for (const r of children) if (!(v = checkConstrainChild(r, tool, view)).allowed) return v;
     const conds = idx.conditionals.get(last);
     if (conds) for (const r of conds) if (!(v = checkConditional(r, tool, view)).allowed) return v;
+    const next = idx.parentNext.get(last);
+    if (next) for (const r of next) if (!(v = checkAfterParent(r, tool, view)).allowed) return v;
   }
   const parents = idx.parentLast.get(tool);
   if (parents && !(v = checkParentLast(parents, tool, view)).allowed) return v;

@@ -28,6 +28,8 @@ export interface RuleIndex {
   conditionals: Map<string, ConditionalRule[]>;
   /** Keyed by the child. */
   parentLast: Map<string, ParentLastRule[]>;
+  /** The same rules keyed by the parent: right after it, only its children may run. */
+  parentNext: Map<string, ParentLastRule[]>;
   maxCount: Map<string, MaxCountRule[]>;
   maxCountStar: MaxCountRule[];
   groups: Map<string, ExclusiveGroupRule[]>;
@@ -72,6 +74,7 @@ export function compileRules(
     childConstraints: new Map(),
     conditionals: new Map(),
     parentLast: new Map(),
+    parentNext: new Map(),
     maxCount: new Map(),
     maxCountStar: [],
     groups: new Map(),
@@ -114,6 +117,7 @@ export function compileRules(
       case 'parent_last_tool': {
         const r = rule as ParentLastRule;
         for (const child of r.children) push(idx.parentLast, child, r);
+        push(idx.parentNext, r.tool_name, r);
         break;
       }
       case 'max_count_per_step': {

@@ -53,10 +53,10 @@ describe('allowedTools: what the next model call may be offered', () => {
       tools: 'a d e',
     },
     {
-      scenario: 'parent_last shows children right after the parent',
+      scenario: 'parent_last: right after the parent, only its children',
       rules: [{ type: 'parent_last_tool', tool_name: 'a', children: ['b', 'c'] }],
       script: ['a'],
-      tools: 'a b c d e',
+      tools: 'b c',
     },
     {
       scenario: 'conditional: the mapped child only',

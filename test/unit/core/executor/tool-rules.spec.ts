@@ -135,6 +135,12 @@ const rows: Row[] = [
     'RuleViolation ok ok RuleViolation',
   ],
   [
+    "parent_last: right after the parent only its children (Letta's ParentToolRule)",
+    [{ type: 'parent_last_tool', tool_name: 'a', children: ['b'] }],
+    ['a', 'c', 'a', 'b', 'c'],
+    'ok RuleViolation RuleViolation ok ok',
+  ],
+  [
     'parent_last: either of two parents',
     [
       { type: 'parent_last_tool', tool_name: 'a', children: ['c'] },
