@@ -73,6 +73,39 @@ describe('processing: loop decisions', () => {
     expect(tools.calls.map((c) => c.name)).toEqual(['plan', 'act']);
   });
 
+  it("constrain_child_tools with Letta's child_arg_nodes: right after the parent, the child runs with the rule's args over the model's", async () => {
+    const rules = [
+      {
+        type: 'constrain_child_tools',
+        tool_name: 'plan',
+        children: ['act', 'lookup'],
+        child_arg_nodes: [{ name: 'act', args: { q: 'pinned' } }],
+      },
+    ];
+    const id = await agent(['plan', 'act', 'lookup'], rules);
+    expect((await api(t, 'GET', `/v1/agents/${id}`)).body.tool_rules).toEqual(rules);
+    fake.push(
+      { tool_calls: [{ name: 'plan', arguments: {} }] },
+      { tool_calls: [{ name: 'act', arguments: { q: 'from the model' } }] },
+      { tool_calls: [{ name: 'act', arguments: { q: 'later' }, id: 'again' }] },
+    );
+    await send(id, 'go', { max_steps: 2 });
+    await send(id, 'again'); // not right after plan: the model's args
+    expect(tools.calls.map((c) => [c.name, c.arguments])).toEqual([
+      ['plan', {}],
+      ['act', { q: 'pinned' }],
+      ['act', { q: 'later' }],
+    ]);
+
+    const bad = await api(t, 'POST', '/v1/agents/', {
+      name: 'bad-child-args',
+      tools: ['plan', 'act', 'lookup'],
+      tool_rules: [{ ...rules[0], child_arg_nodes: [{ name: 'plan', args: {} }] }],
+    });
+    expect(bad.status).toBe(400);
+    expect(bad.body.details.problems[0].path).toBe('tool_rules[0].child_arg_nodes[0].name');
+  });
+
   it("parent_last_tool: right after the parent only its children may run, the one child forced (Letta's ParentToolRule)", async () => {
     const id = await agent(
       ['plan', 'act', 'lookup'],

@@ -10,7 +10,7 @@ import {
 } from '../rules/dedupe.rule';
 import { renderRefusal } from '../rules/render-refusal';
 import { RuleIndex, ruleIndexFor } from '../rules/rule-index';
-import type { Denial, RuleView } from '../rules/verdict';
+import { type Denial, lastExecution, type RuleView } from '../rules/verdict';
 import { requestsHeartbeat } from '../tools/heartbeat';
 import { DEFAULT_RETURN_CHAR_LIMIT, type ToolDefinition } from '../tools/tool-definition';
 import { ArgumentValidator } from './argument-validator';
@@ -417,7 +417,7 @@ export class ToolExecutor {
     const { store } = this.deps;
     const name = call.name;
     const badJson = typeof call.arguments === 'string';
-    const { args, heartbeat } = admittedArgs(idx, call);
+    const { args, heartbeat } = admittedArgs(idx, call, lastExecution(pass)?.toolName);
     const tool = idx.tools.get(name);
     if (!tool)
       return this.refusal(setup, idx, pass, call, args, 'NotFound', `no tool named ${name}`);
@@ -914,19 +914,26 @@ function emptyBatch(now: number): BatchState {
   };
 }
 
-/** A call's arguments as they run: `request_heartbeat` taken out, a run_first rule's args over the model's. */
+/**
+ * A call's arguments as they run: `request_heartbeat` taken out, a run_first rule's args over the model's,
+ * and right after a constrain_child_tools parent (`lastTool`) the args its child_arg_nodes give the child.
+ */
 function admittedArgs(
   idx: RuleIndex,
   call: ToolCallRequest,
+  lastTool?: string,
 ): { args: Record<string, unknown>; heartbeat: boolean } {
   const raw = call.arguments;
   if (typeof raw === 'string') return { args: {}, heartbeat: false };
   const heartbeat = requestsHeartbeat(raw.request_heartbeat);
   const prefilled = idx.startTools.get(call.name)?.args;
-  if (!('request_heartbeat' in raw) && !prefilled) return { args: raw, heartbeat };
+  const childArgs =
+    lastTool === undefined ? undefined : idx.childArgs.get(lastTool)?.get(call.name);
+  if (!('request_heartbeat' in raw) && !prefilled && !childArgs) return { args: raw, heartbeat };
   const args = { ...raw };
   delete args.request_heartbeat;
   if (prefilled) Object.assign(args, prefilled); // the rule's args override the model's
+  if (childArgs) Object.assign(args, childArgs);
   return { args, heartbeat };
 }
 

@@ -25,6 +25,8 @@ export interface RuleIndex {
   following: Map<string, RequiresFollowingRule[]>;
   /** Keyed by the parent: apply when the parent was the last tool. */
   childConstraints: Map<string, ConstrainChildRule[]>;
+  /** Parent → child → args a constrain_child_tools rule's child_arg_nodes give it (Letta's). */
+  childArgs: Map<string, Map<string, Record<string, unknown>>>;
   conditionals: Map<string, ConditionalRule[]>;
   /** Keyed by the child. */
   parentLast: Map<string, ParentLastRule[]>;
@@ -72,6 +74,7 @@ export function compileRules(
     preceding: new Map(),
     following: new Map(),
     childConstraints: new Map(),
+    childArgs: new Map(),
     conditionals: new Map(),
     parentLast: new Map(),
     parentNext: new Map(),
@@ -107,6 +110,13 @@ export function compileRules(
       case 'constrain_child_tools': {
         const r = rule as ConstrainChildRule;
         push(idx.childConstraints, r.tool_name, r);
+        for (const node of r.child_arg_nodes ?? []) {
+          if (!node.args) continue;
+          let byChild = idx.childArgs.get(r.tool_name);
+          if (!byChild)
+            idx.childArgs.set(r.tool_name, (byChild = new Map<string, Record<string, unknown>>()));
+          byChild.set(node.name, { ...byChild.get(node.name), ...node.args }); // last write wins, as Letta's
+        }
         break;
       }
       case 'conditional': {

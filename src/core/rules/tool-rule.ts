@@ -8,7 +8,13 @@ export type ToolRule =
   | { type: 'run_first' | 'start_constraint'; tool_name: string; args?: Record<string, unknown> }
   | { type: 'exit_loop'; tool_name: string }
   | { type: 'continue_loop'; tool_name: string }
-  | { type: 'constrain_child_tools'; tool_name: string; children: string[] }
+  | {
+      type: 'constrain_child_tools';
+      tool_name: string;
+      children: string[];
+      /** Letta's: a child's args, over the model's, when it runs right after tool_name. */
+      child_arg_nodes?: ChildArgNode[] | null;
+    }
   | { type: 'parent_last_tool'; tool_name: string; children: string[] }
   | {
       type: 'conditional';
@@ -27,6 +33,12 @@ export type ToolRule =
   | { type: 'requires_consent' | 'requires_approval'; tool_name: string; scope?: string };
 
 export type ToolRuleType = ToolRule['type'];
+
+/** Letta's ToolCallNode: one child of a constrain_child_tools rule and the args it gets. */
+export interface ChildArgNode {
+  name: string;
+  args?: Record<string, unknown> | null;
+}
 
 export const RULE_ALIASES = {
   start_constraint: 'run_first',

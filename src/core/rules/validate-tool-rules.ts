@@ -1,6 +1,6 @@
 import stableStringify from 'json-stable-stringify';
 import { countProblem, durationProblem, type InputLimits } from '../limits';
-import type { DedupeMode, ToolRule, ToolRuleType } from './tool-rule';
+import type { ChildArgNode, DedupeMode, ToolRule, ToolRuleType } from './tool-rule';
 
 /** A problem with one part of the input, named by its JSON path (`tool_rules[2].children`). */
 export interface ValidationProblem {
@@ -32,6 +32,7 @@ type FieldKind =
   | 'bool?'
   | 'string?'
   | 'object?'
+  | 'argNodes?'
   | 'mode';
 
 /** `tool_name: "*"`: the rule applies to each of the agent's tools (max calls and dedupe only). */
@@ -50,7 +51,7 @@ const RULE_FIELDS: Record<ToolRuleType, Record<string, FieldKind>> = {
   start_constraint: { tool_name: 'tool', args: 'object?' },
   exit_loop: { tool_name: 'tool' },
   continue_loop: { tool_name: 'tool' },
-  constrain_child_tools: { tool_name: 'tool', children: 'tools' },
+  constrain_child_tools: { tool_name: 'tool', children: 'tools', child_arg_nodes: 'argNodes?' },
   parent_last_tool: { tool_name: 'tool', children: 'tools' },
   conditional: {
     tool_name: 'tool',
@@ -86,6 +87,14 @@ const KIND_SCHEMA: Record<FieldKind, Obj> = {
   'bool?': { type: ['boolean', 'null'] },
   'string?': { type: ['string', 'null'] },
   'object?': { type: ['object', 'null'] },
+  'argNodes?': {
+    type: ['array', 'null'],
+    items: {
+      type: 'object',
+      required: ['name'],
+      properties: { name: { type: 'string', minLength: 1 }, args: { type: ['object', 'null'] } },
+    },
+  },
   mode: { enum: DEDUPE_MODES },
 };
 
@@ -259,6 +268,9 @@ function validateOne(
         if (!isObj(v)) problems.push({ path, message: 'must be an object' });
         else out[field] = v;
         break;
+      case 'argNodes?':
+        out[field] = argNodes(v, path, item.children, problems);
+        break;
     }
   }
   const tpl = item.prompt_template;
@@ -268,4 +280,30 @@ function validateOne(
     else out.prompt_template = tpl;
   }
   return out as StoredToolRule;
+}
+
+/** Letta's child_arg_nodes: each `{name, args?}` names one of the rule's children (Letta's validator). */
+function argNodes(
+  v: unknown,
+  path: string,
+  children: unknown,
+  problems: ValidationProblem[],
+): ChildArgNode[] | undefined {
+  if (!Array.isArray(v)) {
+    problems.push({ path, message: 'must be a list of {name, args} nodes' });
+    return undefined;
+  }
+  const kids = Array.isArray(children) ? children : [];
+  return v.map((node: unknown, j) => {
+    const at = `${path}[${j}]`;
+    if (!isObj(node)) {
+      problems.push({ path: at, message: 'must be an object {name, args?}' });
+      return { name: '' };
+    }
+    if (typeof node.name !== 'string' || !kids.includes(node.name))
+      problems.push({ path: `${at}.name`, message: "must name one of the rule's children" });
+    if (node.args !== undefined && node.args !== null && !isObj(node.args))
+      problems.push({ path: `${at}.args`, message: 'must be an object' });
+    return { name: node.name as string, ...(isObj(node.args) ? { args: node.args } : {}) };
+  });
 }

@@ -30,7 +30,7 @@ export interface RuleView {
 export type RuleOf<T extends ToolRule['type']> = Extract<ToolRule, { type: T }>;
 
 /** The pass's last call that ran: a cached answer ran nothing, so it neither sets nor lifts a child rule. */
-export function lastExecution(view: RuleView): ToolExecution | undefined {
+export function lastExecution(view: Pick<RuleView, 'history'>): ToolExecution | undefined {
   for (let i = view.history.length - 1; i >= 0; i--)
     if (!view.history[i].cached) return view.history[i];
   return undefined;

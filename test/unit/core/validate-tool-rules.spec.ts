@@ -18,6 +18,15 @@ describe('validateToolRules: accepted rules', () => {
       { type: 'constrain_child_tools', tool_name: 'search', children: ['send_message'] },
     ],
     [
+      "constrain_child_tools with Letta's child_arg_nodes",
+      {
+        type: 'constrain_child_tools',
+        tool_name: 'search',
+        children: ['send_message', 'deploy'],
+        child_arg_nodes: [{ name: 'deploy', args: { env: 'staging' } }, { name: 'send_message' }],
+      },
+    ],
+    [
       'parent_last_tool',
       { type: 'parent_last_tool', tool_name: 'deploy', children: ['run_tests'] },
     ],
@@ -128,6 +137,32 @@ describe('validateToolRules: problems carry JSON paths', () => {
       [{ type: 'constrain_child_tools', tool_name: 'search', children: ['send_message', 'ghost'] }],
       'tool_rules[0].children[1]',
       /does not have/,
+    ],
+    [
+      'child_arg_nodes naming a tool that is not a child',
+      [
+        {
+          type: 'constrain_child_tools',
+          tool_name: 'search',
+          children: ['send_message'],
+          child_arg_nodes: [{ name: 'deploy', args: {} }],
+        },
+      ],
+      'tool_rules[0].child_arg_nodes[0].name',
+      /children/,
+    ],
+    [
+      'child_arg_nodes args not an object',
+      [
+        {
+          type: 'constrain_child_tools',
+          tool_name: 'search',
+          children: ['send_message'],
+          child_arg_nodes: [{ name: 'send_message', args: 'hi' }],
+        },
+      ],
+      'tool_rules[0].child_arg_nodes[0].args',
+      /object/,
     ],
     [
       'empty mapping',

@@ -238,6 +238,25 @@ describe('arguments', () => {
     expect([out.requestHeartbeat, out.arguments]).toEqual([asked, { x: 1 }]);
   });
 
+  it("child_arg_nodes (Letta's) override the model's args only right after the parent", async () => {
+    const h = new Harness(
+      aSetup([
+        {
+          type: 'constrain_child_tools',
+          tool_name: 'a',
+          children: ['b', 'c'],
+          child_arg_nodes: [{ name: 'b', args: { mode: 'pinned' } }],
+        },
+      ]),
+    );
+    await h.call('a');
+    expect((await h.call('b', { mode: 'model', extra: 1 })).arguments).toEqual({
+      mode: 'pinned',
+      extra: 1,
+    });
+    expect((await h.call('b', { mode: 'model' })).arguments).toEqual({ mode: 'model' });
+  });
+
   it('run_first args are prefilled and override the model', async () => {
     const h = new Harness(aSetup([{ type: 'run_first', tool_name: 'a', args: { mode: 'init' } }]));
     const out = await h.call('a', { mode: 'other', extra: 1 });
