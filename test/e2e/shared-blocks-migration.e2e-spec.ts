@@ -1,7 +1,7 @@
 import { rmSync } from 'node:fs';
 import { DataSource } from 'typeorm';
 import { dataSourceOptions } from '../../src/database/data-source-options';
-import { startApp } from '../support/app-harness';
+import { startApp, TestApp } from '../support/app-harness';
 import { api } from '../support/processing-fixtures';
 
 const table = (ds: DataSource, name: string) => {
@@ -20,6 +20,16 @@ async function undoThrough(ds: DataSource, name: string): Promise<void> {
   }
 }
 
+/** Closes the app and undoes the migrations through SharedBlocks: the database of an older server. */
+async function revertToJsonBlocks(t: TestApp): Promise<{ dir: string; ds: DataSource }> {
+  const { dir, config } = t;
+  await t.close();
+  const ds = new DataSource(dataSourceOptions(config));
+  await ds.initialize();
+  await undoThrough(ds, 'SharedBlocks1764900000000');
+  return { dir, ds };
+}
+
 /**
  * The SharedBlocks migration carries existing agents' blocks (JSON on the agent row) over to the
  * blocks tables, in order, with their ids; its down puts them back.
@@ -35,13 +45,7 @@ describe('migration: memory blocks move to their own tables', () => {
       ],
     });
     const before = created.body.memory.blocks as { id: string }[];
-    const dir = t.dir;
-    const config = t.config;
-    await t.close();
-
-    const ds = new DataSource(dataSourceOptions(config));
-    await ds.initialize();
-    await undoThrough(ds, 'SharedBlocks1764900000000');
+    const { dir, ds } = await revertToJsonBlocks(t);
     const [row] = await ds.query<{ blocks: string }[]>(
       `SELECT blocks FROM ${table(ds, 'agents')} WHERE id = '${created.body.id as string}'`,
     );
@@ -82,13 +86,7 @@ describe('migration: memory blocks move to their own tables', () => {
         (await api(t, 'PATCH', `/v1/agents/${agentId}/core-memory/blocks/attach/${blockId}`))
           .status,
       ).toBe(200);
-    const dir = t.dir;
-    const config = t.config;
-    await t.close();
-
-    const ds = new DataSource(dataSourceOptions(config));
-    await ds.initialize();
-    await undoThrough(ds, 'SharedBlocks1764900000000');
+    const { dir, ds } = await revertToJsonBlocks(t);
     // the older server, run on the reverted database, edits c's copy of `apart` only
     const [row] = await ds.query<{ blocks: string }[]>(
       `SELECT blocks FROM ${table(ds, 'agents')} WHERE id = '${c}'`,
