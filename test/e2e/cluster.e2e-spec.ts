@@ -426,12 +426,14 @@ describe('scale-out: three instances on one PostgreSQL database', () => {
       body: JSON.stringify({ include_pings: false }),
     });
     const reader = res.body!.getReader();
+    const decoder = new TextDecoder();
     let text = '';
-    while (!text.includes('tool_call_message')) text += Buffer.from((await reader.read()).value!);
+    while (!text.includes('tool_call_message'))
+      text += decoder.decode((await reader.read()).value, { stream: true });
     await holder.kill('SIGKILL');
     nodes = nodes.filter((n) => n !== holder);
     for (let r = await reader.read(); !r.done; r = await reader.read())
-      text += Buffer.from(r.value);
+      text += decoder.decode(r.value, { stream: true });
     const blocks = text.split('\n\n').filter(Boolean);
     const frames = blocks.filter((b) => b.startsWith('data: {')).map((b) => JSON.parse(b.slice(6)));
     expect(frames.map((f) => f.message_type)).toEqual([
