@@ -261,13 +261,14 @@ export class AgentsRepository {
         identifierKeys: [...new Set(q.identifierKeys)],
       });
     }
-    const rows = await keysetPage(qb, 'a', q.order, cursors, q.limit);
-    const blocks = await this.blocks.forAgents(
-      this.agents.manager,
-      rows.map((a) => a.id),
-    );
-    for (const a of rows) this.setBlocks(a, blocks.get(a.id)!);
-    return rows;
+    // an agent is weighed against the page's bytes with its blocks
+    return keysetPage(qb, 'a', q, cursors, async (rows) => {
+      const blocks = await this.blocks.forAgents(
+        this.agents.manager,
+        rows.map((a) => a.id),
+      );
+      for (const a of rows) this.setBlocks(a, blocks.get(a.id)!);
+    });
   }
 
   private async writeTags(em: EntityManager, agent: AgentEntity): Promise<void> {

@@ -6,6 +6,7 @@ import { approxBytes } from '../common/approx-bytes';
 import { CLOCK } from '../common/clock';
 import { badRequest, conflict, notFound, validationFailed } from '../common/domain-error';
 import { assertPrefixedId, ID_GENERATOR, isPrefixedId } from '../common/ids';
+import { fitPage, takenBack } from '../common/list-page';
 import { AppConfig, DEFAULT_TENANT } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
 import type { AgentRecord, MemoryBlock } from '../core/agents/agent-record';
@@ -344,7 +345,8 @@ export class AgentsService {
       after: await cursor(query.after),
       before: await cursor(query.before),
     });
-    return this.views(tenantId, rows, include);
+    // weighed again with their tools: each agent's response carries its tools' schemas
+    return fitPage(await this.views(tenantId, rows, include), query.maxBytes, takenBack(query));
   }
 
   /** `query`: Letta's `include` / `include_relationships` (none: every relation). */

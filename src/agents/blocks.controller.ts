@@ -11,7 +11,7 @@ import {
   Query,
 } from '@nestjs/common';
 import { Tenant } from '../auth/tenant.guard';
-import { pageOfList } from '../common/list-page';
+import { fillPage, pageOfList, takenBack } from '../common/list-page';
 import type { AppConfig } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
 import { toAgentResponse, toBlockResponse } from './agent-response.mapper';
@@ -70,6 +70,9 @@ export class BlocksController {
   ): Promise<Json[]> {
     const ids = (await this.blocks.agentIds(tenant, id)).map((a) => ({ id: a }));
     const page = pageOfList(ids, query, this.config.limits, 'an agent');
-    return Promise.all(page.map(async (a) => toAgentResponse(await this.agents.get(tenant, a.id))));
+    // one at a time, until the page's bytes are spent: a block may be shared by thousands of agents
+    return fillPage(page, this.config.limits.max_page_bytes, takenBack(query), async (a) =>
+      toAgentResponse(await this.agents.get(tenant, a.id)),
+    );
   }
 }

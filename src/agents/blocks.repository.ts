@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import type { PageBounds } from '../common/list-page';
 import { keysetPage } from '../database/keyset-page';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager, In } from 'typeorm';
@@ -8,13 +9,12 @@ import { containsSql, type SearchScan } from '../database/like-pattern';
 import { Transactor } from '../database/transactor';
 import { AgentBlockEntity, BlockEntity } from './block.entity';
 
-export interface BlockListQuery {
+export interface BlockListQuery extends PageBounds {
   label: string | null;
   /** Letta's `label_search` / `value_search` / `description_search`: case-insensitive parts. */
   labelSearch: string | null;
   valueSearch: string | null;
   descriptionSearch: string | null;
-  limit: number;
   order: 'asc' | 'desc';
 }
 
@@ -155,7 +155,7 @@ export class BlocksRepository {
           [`${col}Needle`]: (text as string).toLowerCase(),
         });
     }
-    return keysetPage(qb, 'b', q.order, cursors, q.limit);
+    return keysetPage(qb, 'b', q, cursors);
   }
 
   insert(block: BlockEntity): Promise<unknown> {

@@ -58,6 +58,7 @@ export class BlocksService {
       valueSearch: null,
       descriptionSearch: null,
       limit: 50,
+      maxBytes: this.config.limits.max_page_bytes,
       order: 'desc',
     };
     const text = (key: string): string | null => {

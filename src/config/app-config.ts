@@ -706,6 +706,8 @@ function validate(
       max_passages_per_request: int('limits.max_passages_per_request', 1, 10_000),
       max_search_results: int('limits.max_search_results', 1, 10_000),
       max_page_size: int('limits.max_page_size', 1, 10_000),
+      // a page is one JSON string: V8's longest is 512 MiB, and escapes can make the JSON longer than the estimate
+      max_page_bytes: int('limits.max_page_bytes', 1024, 128 * 1024 * 1024),
       max_agents_per_tenant: int('limits.max_agents_per_tenant', 1, 10_000_000),
       max_conversations_per_agent: int('limits.max_conversations_per_agent', 1, 10_000_000),
       max_tools_per_tenant: int('limits.max_tools_per_tenant', 0, 1_000_000),

@@ -1,13 +1,14 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
+import type { PageBounds } from '../common/list-page';
+import { readWithin } from '../database/keyset-page';
 import { containsPattern } from '../database/like-pattern';
 import { ConversationEntity } from './conversation.entity';
 
-export interface ConversationPage {
+export interface ConversationPage extends PageBounds {
   agentId?: string;
   archived: 'unarchived' | 'archived' | 'all';
-  limit: number;
   after?: string;
   order: 'asc' | 'desc';
   /** Letta's `summary_search`: a case-insensitive part of the summary. */
@@ -72,7 +73,7 @@ export class ConversationsRepository {
         });
       }
     }
-    return qb.orderBy('c.created_at', dir).addOrderBy('c.id', dir).limit(page.limit).getMany();
+    return readWithin(qb.orderBy('c.created_at', dir).addOrderBy('c.id', dir), 'c', page);
   }
 
   touch(id: string, at: number): Promise<unknown> {

@@ -25,6 +25,11 @@ export interface InputLimits {
   max_search_results: number;
   /** Items of one page of any other list (`limit` of agents, messages, runs, grants, audit, …). */
   max_page_size: number;
+  /**
+   * The estimated size (`approxBytes`) of one page of any list, its items together: past it the page ends
+   * early (a shorter page, at least one item), before it is read whole or written out.
+   */
+  max_page_bytes: number;
   /** Agents one tenant stores (created over the API or imported; the operator's config files do not count against it). */
   max_agents_per_tenant: number;
   /** Conversations (created or forked) of one agent, besides its default one. */

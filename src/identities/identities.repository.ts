@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import type { PageBounds } from '../common/list-page';
 import { keysetPage } from '../database/keyset-page';
 import { InjectRepository } from '@nestjs/typeorm';
 import { In, Repository } from 'typeorm';
@@ -7,11 +8,10 @@ import { Transactor } from '../database/transactor';
 import { answeringConflicts, isUniqueViolation } from '../database/unique-violation';
 import { AgentIdentityEntity, IdentityEntity } from './identity.entity';
 
-export interface ListIdentitiesQuery {
+export interface ListIdentitiesQuery extends PageBounds {
   name: string | null;
   identifierKey: string | null;
   identityType: string | null;
-  limit: number;
   order: 'asc' | 'desc';
 }
 
@@ -51,7 +51,7 @@ export class IdentitiesRepository {
     if (q.name !== null) qb.andWhere('i.name = :name', { name: q.name });
     if (q.identifierKey !== null) qb.andWhere('i.identifier_key = :key', { key: q.identifierKey });
     if (q.identityType !== null) qb.andWhere('i.identity_type = :type', { type: q.identityType });
-    return keysetPage(qb, 'i', q.order, cursors, q.limit);
+    return keysetPage(qb, 'i', q, cursors);
   }
 
   /** False when the tenant already has an identity with that identifier_key (the unique index decides). */

@@ -71,6 +71,7 @@ export class IdentitiesService {
       identifierKey: null,
       identityType: null,
       limit: 50,
+      maxBytes: this.config.limits.max_page_bytes,
       order: 'desc',
     };
     const text = (k: string) => {

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import type { PageBounds } from '../common/list-page';
 import { keysetPage } from '../database/keyset-page';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
@@ -14,10 +15,9 @@ import {
   PassageTagEntity,
 } from './archival.entities';
 
-export interface ArchivePage {
+export interface ArchivePage extends PageBounds {
   name: string | null;
   agentId: string | null;
-  limit: number;
   order: 'asc' | 'desc';
   after: ArchiveEntity | null;
   before: ArchiveEntity | null;
@@ -126,7 +126,7 @@ export class ArchivalRepository {
         .andWhere('l.agent_id = :agentId');
       qb.andWhere(`a.id IN ${sub.getQuery()}`, { agentId: q.agentId });
     }
-    return keysetPage(qb, 'a', q.order, q, q.limit);
+    return keysetPage(qb, 'a', q, q);
   }
 
   /** Deletes the archive with its passages and agent links; false when it is not the tenant's. */

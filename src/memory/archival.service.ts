@@ -9,6 +9,7 @@ import {
   type ValidationProblem,
 } from '../common/domain-error';
 import { assertPrefixedId, ID_GENERATOR, isPrefixedId } from '../common/ids';
+import { fitPage, takenBack } from '../common/list-page';
 import type { AppConfig } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
 import { nulBytePaths } from '../core/agents/nul-bytes';
@@ -115,13 +116,16 @@ export class ArchivalService {
       if (!found) throw badRequest('UNKNOWN_CURSOR', `${key} is not a passage id`);
       return found;
     };
-    return this.repo.listPassages(tenantId, archive.id, {
+    const page = {
       search: typeof search === 'string' && search !== '' ? search : null,
       limit,
       ascending: ascending !== 'false',
       after: await cursor('after'),
       before: await cursor('before'),
-    });
+    };
+    // read whole: at most limits.max_search_results passages of limits.max_passage_chars
+    const rows = await this.repo.listPassages(tenantId, archive.id, page);
+    return fitPage(rows, this.config.limits.max_page_bytes, takenBack(page));
   }
 
   async remove(tenantId: string, agentId: string, passageId: string): Promise<void> {
@@ -286,6 +290,7 @@ export class ArchivalService {
       name: typeof name === 'string' ? name : null,
       agentId: typeof agentId === 'string' && agentId !== '' ? agentId : null,
       limit,
+      maxBytes: this.config.limits.max_page_bytes,
       order: order as 'asc' | 'desc',
       after: await cursor('after'),
       before: await cursor('before'),

@@ -4,7 +4,7 @@ import type { AppConfig } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
 import { badRequest } from '../common/domain-error';
 import { assertPrefixedId } from '../common/ids';
-import { pageLimit } from '../common/page-limit';
+import { pageBounds } from '../common/page-limit';
 import { CONSENT_DECISIONS } from '../core/permissions/consent-decision';
 import { toAuditResponse, toGrantResponse, toRequestResponse } from './consent.mappers';
 import { PermissionBrokerService } from './permission-broker.service';
@@ -34,7 +34,7 @@ export class ConsentController {
     const rows = await this.broker.listRequests(
       tenantId,
       s as (typeof STATUSES)[number],
-      pageLimit(limit, this.config.limits.max_page_size, this.config.limits),
+      pageBounds(limit, this.config.limits.max_page_size, this.config.limits),
       agentId,
     );
     return rows.map(toRequestResponse);
@@ -99,7 +99,7 @@ export class ConsentController {
       newestFirst: order === 'desc',
       after: auditId(after, 'after'),
       before: auditId(before, 'before'),
-      limit: pageLimit(limit, this.config.limits.max_page_size, this.config.limits),
+      ...pageBounds(limit, this.config.limits.max_page_size, this.config.limits),
     });
     return rows.map(toAuditResponse);
   }

@@ -2,8 +2,9 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager, In } from 'typeorm';
 import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
+import type { PageBounds } from '../common/list-page';
 import type { ConsentChannel, ConsentDecision } from '../core/permissions/consent-decision';
-import { keysetPage } from '../database/keyset-page';
+import { keysetPage, readWithin } from '../database/keyset-page';
 import { insertRows, updateWhere } from '../database/raw-writes';
 import {
   AuditEvent,
@@ -88,21 +89,18 @@ export class ConsentRepository {
   listRequests(
     tenantId: string,
     status: 'pending' | 'resolved' | 'all',
-    limit: number,
+    page: PageBounds,
     agentId?: string,
   ) {
-    const scope = agentId === undefined ? { tenantId } : { tenantId, agentId };
-    const where =
-      status === 'pending'
-        ? { ...scope, status: 'pending' as const }
-        : status === 'resolved'
-          ? { ...scope, status: In(['approved', 'denied']) }
-          : scope;
-    return this.ds.manager.find(ConsentRequestEntity, {
-      where,
-      order: { createdAt: 'ASC', id: 'ASC' },
-      take: limit,
-    });
+    const qb = this.ds.manager
+      .createQueryBuilder(ConsentRequestEntity, 'r')
+      .where('r.tenant_id = :tenantId', { tenantId });
+    if (agentId !== undefined) qb.andWhere('r.agent_id = :agentId', { agentId });
+    if (status !== 'all')
+      qb.andWhere('r.status IN (:...statuses)', {
+        statuses: status === 'pending' ? ['pending'] : ['approved', 'denied'],
+      });
+    return readWithin(qb.orderBy('r.created_at', 'ASC').addOrderBy('r.id', 'ASC'), 'r', page);
   }
 
   /** Pending requests of a tenant (optionally some agents), oldest first: redelivered on subscribe. */
@@ -185,7 +183,7 @@ export class ConsentRepository {
   grantsOfAgent(
     tenantId: string,
     agentId: string,
-    page: { order: 'asc' | 'desc'; limit: number },
+    page: PageBounds & { order: 'asc' | 'desc' },
     cursors: { after: ConsentGrantEntity | null; before: ConsentGrantEntity | null },
   ) {
     const qb = this.ds.manager
@@ -193,15 +191,15 @@ export class ConsentRepository {
       .where('g.tenant_id = :tenantId AND g.agent_id = :agentId', { tenantId, agentId });
     const key = (g: ConsentGrantEntity | null) => g && { id: g.id, created_at: g.createdAt };
     const keys = { after: key(cursors.after), before: key(cursors.before) };
-    return keysetPage(qb, 'g', page.order, keys, page.limit);
+    return keysetPage(qb, 'g', page, keys);
   }
 
-  grantsOfTenant(tenantId: string, opts: { agentId?: string; limit: number }) {
-    return this.ds.manager.find(ConsentGrantEntity, {
-      where: { tenantId, ...(opts.agentId ? { agentId: opts.agentId } : {}) },
-      order: { createdAt: 'DESC', id: 'ASC' },
-      take: opts.limit,
-    });
+  grantsOfTenant(tenantId: string, opts: PageBounds & { agentId?: string }) {
+    const qb = this.ds.manager
+      .createQueryBuilder(ConsentGrantEntity, 'g')
+      .where('g.tenant_id = :tenantId', { tenantId });
+    if (opts.agentId) qb.andWhere('g.agent_id = :agentId', { agentId: opts.agentId });
+    return readWithin(qb.orderBy('g.created_at', 'DESC').addOrderBy('g.id', 'ASC'), 'g', opts);
   }
 
   async revokeGrant(id: string, at: number, em: EntityManager): Promise<boolean> {
@@ -244,15 +242,12 @@ export class ConsentRepository {
     if (opts.until !== undefined) qb.andWhere('a.at <= :until', { until: opts.until });
     if (opts.after !== undefined) qb.andWhere('a.id > :after', { after: opts.after });
     if (opts.before !== undefined) qb.andWhere('a.id < :before', { before: opts.before });
-    return qb
-      .orderBy('a.id', opts.newestFirst ? 'DESC' : 'ASC')
-      .take(opts.limit)
-      .getMany();
+    return readWithin(qb.orderBy('a.id', opts.newestFirst ? 'DESC' : 'ASC'), 'a', opts);
   }
 }
 
 /** The audit log's filters (all optional) and page: oldest first unless `newestFirst`. */
-export interface AuditQuery {
+export interface AuditQuery extends PageBounds {
   agentId?: string;
   requestId?: string;
   toolName?: string;
@@ -264,5 +259,4 @@ export interface AuditQuery {
   newestFirst?: boolean;
   after?: number;
   before?: number;
-  limit: number;
 }

@@ -6,7 +6,7 @@ import { APP_CONFIG } from '../config/config.module';
 import { assertPrefixedId } from '../common/ids';
 import { validationFailed, type ValidationProblem } from '../common/domain-error';
 import { readPageQuery } from '../common/list-page';
-import { pageLimit } from '../common/page-limit';
+import { pageBounds } from '../common/page-limit';
 import { toGrantResponse } from './consent.mappers';
 import { PermissionBrokerService } from './permission-broker.service';
 
@@ -44,7 +44,7 @@ export class GrantsController {
     if (agentId !== undefined) assertPrefixedId('agent', 'agent', agentId);
     const rows = await this.broker.listTenantGrants(tenantId, {
       agentId,
-      limit: pageLimit(limit, this.config.limits.max_page_size, this.config.limits),
+      ...pageBounds(limit, this.config.limits.max_page_size, this.config.limits),
     });
     return rows.map(toGrantResponse);
   }

@@ -18,7 +18,7 @@ import {
   validationFailed,
 } from '../common/domain-error';
 import { ID_GENERATOR, isPrefixedId } from '../common/ids';
-import type { PageQuery } from '../common/list-page';
+import type { PageBounds, PageQuery } from '../common/list-page';
 import type { AppConfig } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
 import type { ConsentCheck, ConsentCheckRequest, ConsentPort } from '../core/executor/contracts';
@@ -734,10 +734,10 @@ export class PermissionBrokerService
   listRequests(
     tenantId: string,
     status: 'pending' | 'resolved' | 'all',
-    limit: number,
+    page: PageBounds,
     agentId?: string,
   ) {
-    return this.repo.listRequests(tenantId, status, limit, agentId);
+    return this.repo.listRequests(tenantId, status, page, agentId);
   }
 
   async getRequest(tenantId: string, id: string): Promise<ConsentRequestEntity> {
@@ -768,7 +768,7 @@ export class PermissionBrokerService
 
   listTenantGrants(
     tenantId: string,
-    opts: { agentId?: string; limit: number },
+    opts: PageBounds & { agentId?: string },
   ): Promise<ConsentGrantEntity[]> {
     return this.repo.grantsOfTenant(tenantId, opts);
   }

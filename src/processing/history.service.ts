@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { notFound } from '../common/domain-error';
+import { PageBytes, type PageBounds } from '../common/list-page';
 import type { MessageEntity } from './entities/message.entity';
 import type { RunEntity } from './entities/run.entity';
 import type { StepEntity, StepFeedback } from './entities/step.entity';
@@ -19,6 +20,7 @@ export class HistoryService {
   /**
    * A page of history as the view shows it: pages are filled up past hidden messages (send_message's
    * call and return, types left out), so a client paging until an empty page sees every message once.
+   * Every message read counts against the page's bytes (`q.maxBytes`): past them the page ends early.
    */
   async list(
     tenantId: string,
@@ -28,14 +30,18 @@ export class HistoryService {
   ): Promise<MessageEntity[]> {
     await this.agents.get(tenantId, agentId);
     const out: MessageEntity[] = [];
+    const budget = new PageBytes(q.maxBytes);
     let cursor = q.after;
     for (;;) {
-      const rows = await this.repo.listMessages(tenantId, agentId, { ...q, after: cursor });
+      const page = { ...q, after: cursor, maxBytes: budget.left };
+      const rows = await this.repo.listMessages(tenantId, agentId, page);
       for (const m of rows) {
+        budget.take(m); // weighed only: the read kept to the bytes left
         if (shownIn(view, m.message_type, sendMessageForm(m))) out.push(m);
         if (out.length === q.limit) return out;
       }
-      if (rows.length < q.limit) return out;
+      // fewer rows: the history's end, or the page's bytes
+      if (rows.length < q.limit || budget.spent) return out;
       cursor = rows[rows.length - 1].id;
     }
   }
@@ -60,11 +66,11 @@ export class HistoryService {
   search(
     tenantId: string,
     query: string,
-    limit: number,
+    page: PageBounds,
     agentId?: string,
     within?: MessageSearchScope,
   ): Promise<MessageEntity[]> {
-    return this.repo.searchMessages(tenantId, agentId ?? null, query, limit, within);
+    return this.repo.searchMessages(tenantId, agentId ?? null, query, page, within);
   }
 
   listSteps(tenantId: string, q: StepsQuery): Promise<StepEntity[]> {

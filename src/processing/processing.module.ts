@@ -1,6 +1,8 @@
 import { Inject, Module, OnModuleInit } from '@nestjs/common';
 import { CLOCK } from '../common/clock';
 import { ID_GENERATOR } from '../common/ids';
+import type { AppConfig } from '../config/app-config';
+import { APP_CONFIG } from '../config/config.module';
 import type { Clock, IdGenerator } from '../core/ports';
 import { AgentsModule } from '../agents/agents.module';
 import { AgentsService } from '../agents/agents.service';
@@ -72,6 +74,7 @@ export class ProcessingModule implements OnModuleInit {
     private readonly contexts: MessageContextService,
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(ID_GENERATOR) private readonly ids: IdGenerator,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
   onModuleInit(): void {
@@ -99,7 +102,10 @@ export class ProcessingModule implements OnModuleInit {
       if (query.length > CONVERSATION_SEARCH_QUERY_MAX)
         return `Error: query is ${query.length} characters; at most ${CONVERSATION_SEARCH_QUERY_MAX}. Search for a shorter phrase.`;
       const limit = typeof args.limit === 'number' && args.limit > 0 ? Math.min(args.limit, 50) : 5;
-      const hits = await this.repo.searchMessages(ctx.tenantId, ctx.agentId, query, limit);
+      const hits = await this.repo.searchMessages(ctx.tenantId, ctx.agentId, query, {
+        limit,
+        maxBytes: this.config.limits.max_page_bytes,
+      });
       if (hits.length === 0) return `No results found for "${query}".`;
       // dates in the agent's time zone, with its offset, as Letta's conversation_search gives them
       const { timezone } = await this.agents.getForTenant(ctx.tenantId, ctx.agentId);

@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { badRequest } from '../common/domain-error';
+import type { PageBounds } from '../common/list-page';
 import { containsSql, type SearchScan } from '../database/like-pattern';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { LRUCache } from 'lru-cache';
@@ -23,6 +24,7 @@ import type { RunStatus, StopReason } from '../core/loop/stop-reason';
 import type { AppConfig } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
 import { GroupCommit } from '../database/group-commit';
+import { readWithin } from '../database/keyset-page';
 import { RowReader } from '../database/raw-reads';
 import { insertRows, updateWhere } from '../database/raw-writes';
 import { MessageContextEntity } from './entities/message-context.entity';
@@ -107,10 +109,9 @@ export function initialMessageRows(
   }));
 }
 
-export interface MessagePage {
+export interface MessagePage extends PageBounds {
   /** A conversation's messages; absent or null: the agent's default conversation. */
   conversationId?: string | null;
-  limit: number;
   before?: string;
   after?: string;
   order: 'asc' | 'desc';
@@ -301,7 +302,7 @@ export class ProcessingRepository {
       );
     if (q.after) cursor('after', q.order === 'asc' ? '>' : '<');
     if (q.before) cursor('before', q.order === 'asc' ? '<' : '>');
-    return qb.orderBy('r.created_at', dir).addOrderBy('r.id', dir).limit(q.limit).getMany();
+    return readWithin(qb.orderBy('r.created_at', dir).addOrderBy('r.id', dir), 'r', q);
   }
 
   /** An agent's `running` runs (interrupted when its lease is taken) or `created` ones (queued), oldest first. */
@@ -702,10 +703,7 @@ export class ProcessingRepository {
     const [afterOp, beforeOp] = page.order === 'asc' ? ['>', '<'] : ['<', '>'];
     if (page.before) qb.andWhere(`m.seq_id ${beforeOp} :bs`, { bs: await cursor(page.before) });
     if (page.after) qb.andWhere(`m.seq_id ${afterOp} :as`, { as: await cursor(page.after) });
-    return qb
-      .orderBy('m.seq_id', page.order === 'asc' ? 'ASC' : 'DESC')
-      .limit(page.limit)
-      .getMany();
+    return readWithin(qb.orderBy('m.seq_id', page.order === 'asc' ? 'ASC' : 'DESC'), 'm', page);
   }
 
   /**
@@ -716,7 +714,7 @@ export class ProcessingRepository {
     tenantId: string,
     agentId: string | null,
     query: string,
-    limit: number,
+    page: PageBounds,
     within: MessageSearchScope = {},
   ): Promise<MessageEntity[]> {
     // bounded scan (limits.search_scan_*): the newest rows of the scope, the first characters of each
@@ -735,7 +733,7 @@ export class ProcessingRepository {
       .orderBy('s.created_at', 'DESC')
       .addOrderBy('s.seq_id', 'DESC')
       .limit(this.searchScan.rows);
-    return this.ds
+    const qb = this.ds
       .getRepository(MessageEntity)
       .createQueryBuilder('m')
       .where(`m.id IN (${newest.getQuery()})`)
@@ -744,9 +742,8 @@ export class ProcessingRepository {
         needle: query.toLowerCase(),
       })
       .orderBy('m.created_at', 'DESC')
-      .addOrderBy('m.seq_id', 'DESC')
-      .limit(limit)
-      .getMany();
+      .addOrderBy('m.seq_id', 'DESC');
+    return readWithin(qb, 'm', page);
   }
 
   /** The tenant's messages across agents (Letta's `GET /v1/messages/`), by time; cursors relative to the order. */
@@ -759,7 +756,7 @@ export class ProcessingRepository {
     if (page.conversationId) qb.andWhere('m.conversation_id = :c', { c: page.conversationId });
     const dir = page.order === 'asc' ? 'ASC' : 'DESC';
     await timeCursors(qb, 'm', (id) => repo.findOneBy({ id, tenant_id: tenantId }), page);
-    return qb.orderBy('m.created_at', dir).addOrderBy('m.id', dir).limit(page.limit).getMany();
+    return readWithin(qb.orderBy('m.created_at', dir).addOrderBy('m.id', dir), 'm', page);
   }
 
   findMessage(tenantId: string, id: string): Promise<MessageEntity | null> {
@@ -780,7 +777,7 @@ export class ProcessingRepository {
     if (q.endMs !== undefined) qb.andWhere('s.created_at < :endMs', { endMs: q.endMs });
     const dir = q.order === 'asc' ? 'ASC' : 'DESC';
     await timeCursors(qb, 's', (id) => repo.findOneBy({ id, tenant_id: tenantId }), q);
-    return qb.orderBy('s.created_at', dir).addOrderBy('s.id', dir).limit(q.limit).getMany();
+    return readWithin(qb.orderBy('s.created_at', dir).addOrderBy('s.id', dir), 's', q);
   }
 
   findStep(tenantId: string, id: string): Promise<StepEntity | null> {

@@ -23,7 +23,7 @@ export interface RunsQuery extends HistoryQuery {
 
 const STATUSES: RunStatus[] = ['created', 'running', 'completed', 'failed', 'cancelled'];
 
-type PageLimits = Pick<InputLimits, 'max_page_size' | 'max_filter_values'>;
+type PageLimits = Pick<InputLimits, 'max_page_size' | 'max_page_bytes' | 'max_filter_values'>;
 
 /**
  * `GET /v1/agents/{id}/messages?limit&before&after&order&conversation_id&use_assistant_message&include_return_message_types`.

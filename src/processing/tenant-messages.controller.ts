@@ -5,7 +5,7 @@ import { APP_CONFIG } from '../config/config.module';
 import { validationFailed, type ValidationProblem } from '../common/domain-error';
 import { nulBytePaths } from '../core/agents/nul-bytes';
 import { readInstant } from '../core/limits';
-import { pageLimit } from '../common/page-limit';
+import { pageBounds } from '../common/page-limit';
 import { HistoryService } from './history.service';
 import { toLettaMessage } from './message.mapper';
 import { parseHistoryQuery } from './query.dto';
@@ -51,7 +51,7 @@ export class TenantMessagesController {
         path: 'query',
         message: `must be a text of 1 to ${SEARCH_QUERY_MAX} characters`,
       });
-    const limit = pageLimit(b.limit, 50, this.config.limits);
+    const page = pageBounds(b.limit, 50, this.config.limits);
     const str = (v: unknown) => (typeof v === 'string' && v !== '' ? v : undefined);
     const after = readInstant(b.start_date, 'start_date', problems);
     const upTo = readInstant(b.end_date, 'end_date', problems);
@@ -60,7 +60,7 @@ export class TenantMessagesController {
       if (b[k] !== undefined && b[k] !== null && typeof b[k] !== 'string')
         problems.push({ path: k, message: 'must be an id (a string)' });
     if (problems.length || typeof b.query !== 'string') throw validationFailed(problems);
-    const rows = await this.history.search(tenant, b.query, limit, str(b.agent_id), {
+    const rows = await this.history.search(tenant, b.query, page, str(b.agent_id), {
       conversationId: str(b.conversation_id),
       afterMs: after ?? undefined,
       upToMs: upTo ?? undefined,

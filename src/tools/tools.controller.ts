@@ -15,7 +15,7 @@ import { Tenant } from '../auth/tenant.guard';
 import type { AppConfig } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
 import { validationFailed } from '../common/domain-error';
-import { pageOfList } from '../common/list-page';
+import { fitPage, pageOfList } from '../common/list-page';
 import { countProblem, readLimit } from '../core/limits';
 import type { ValidationProblem } from '../core/rules/validate-tool-rules';
 import { toToolResponse } from './tool-response.mapper';
@@ -89,7 +89,7 @@ export class ToolsController {
     );
     if (problems.length || typeof query !== 'string') throw validationFailed(problems);
     const words = query.toLowerCase().split(/\s+/).filter(Boolean);
-    return (await this.tools.list(tenant))
+    const found = (await this.tools.list(tenant))
       .map((t) => ({ t, text: `${t.name} ${t.description}`.toLowerCase() }))
       .filter(({ text }) => words.every((w) => text.includes(w)))
       .slice(0, limit)
@@ -99,6 +99,7 @@ export class ToolsController {
         fts_rank: null,
         vector_rank: null,
       }));
+    return fitPage(found, this.config.limits.max_page_bytes);
   }
 
   @Post()

@@ -13,7 +13,7 @@ import { Public, Tenant } from '../auth/tenant.guard';
 import type { AppConfig } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
 import { assertPrefixedId } from '../common/ids';
-import { pageLimit } from '../common/page-limit';
+import { pageBounds } from '../common/page-limit';
 import { toGrantResponse, toRequestResponse } from '../permissions/consent.mappers';
 import { toDeliveryResponse, toWebhookResponse } from './webhook.mappers';
 import { WebhooksService } from './webhooks.service';
@@ -60,7 +60,7 @@ export class WebhooksController {
     const rows = await this.webhooks.deliveries(
       tenantId,
       id,
-      pageLimit(limit, 100, this.config.limits),
+      pageBounds(limit, 100, this.config.limits),
     );
     return rows.map(toDeliveryResponse);
   }

@@ -1,8 +1,10 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager, In, IsNull, LessThan, LessThanOrEqual } from 'typeorm';
+import type { PageBounds } from '../common/list-page';
 import type { AppConfig } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
+import { readWithin } from '../database/keyset-page';
 import { RowReader } from '../database/raw-reads';
 import { Transactor } from '../database/transactor';
 import { answeringConflicts } from '../database/unique-violation';
@@ -173,12 +175,13 @@ export class WebhooksRepository {
     await this.ds.manager.update(WebhookDeliveryEntity, { id }, { ...a, claimedUntil: null });
   }
 
-  deliveriesOf(tenantId: string, webhookId: string, limit: number) {
-    return this.ds.manager.find(WebhookDeliveryEntity, {
-      where: { tenantId, webhookId },
-      order: { createdAt: 'DESC', id: 'ASC' },
-      take: limit,
-    });
+  deliveriesOf(tenantId: string, webhookId: string, page: PageBounds) {
+    const qb = this.ds.manager
+      .createQueryBuilder(WebhookDeliveryEntity, 'd')
+      .where('d.tenant_id = :tenantId AND d.webhook_id = :webhookId', { tenantId, webhookId })
+      .orderBy('d.created_at', 'DESC')
+      .addOrderBy('d.id', 'ASC');
+    return readWithin(qb, 'd', page);
   }
 
   findToken(tokenHash: string): Promise<WebhookDecisionTokenEntity | null> {

@@ -9,6 +9,7 @@ import {
   validationFailed,
 } from '../common/domain-error';
 import { ID_GENERATOR } from '../common/ids';
+import type { PageBounds } from '../common/list-page';
 import { AppConfig } from '../config/app-config';
 import { APP_CONFIG, OUTBOUND_HOST_POLICY } from '../config/config.module';
 import { HostPolicy } from '../core/net/host-policy';
@@ -92,9 +93,9 @@ export class WebhooksService {
     return w;
   }
 
-  async deliveries(tenantId: string, id: string, limit: number) {
+  async deliveries(tenantId: string, id: string, page: PageBounds) {
     await this.get(tenantId, id);
-    return this.repo.deliveriesOf(tenantId, id, limit);
+    return this.repo.deliveriesOf(tenantId, id, page);
   }
 
   /**

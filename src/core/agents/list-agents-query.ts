@@ -3,6 +3,8 @@ import type { ValidationProblem } from '../rules/validate-tool-rules';
 
 export interface ListAgentsQuery {
   limit: number;
+  /** `limits.max_page_bytes`: the page's agents, with their blocks, together. */
+  maxBytes: number;
   after: string | null;
   before: string | null;
   name: string | null;
@@ -33,7 +35,7 @@ const one = (v: unknown): unknown => (Array.isArray(v) ? v[v.length - 1] : v);
 /** Parses `GET /v1/agents/` query parameters (Letta's names). Tags come as `tags=a&tags=b` or `tags[]=a`. */
 export function parseListAgentsQuery(
   q: Query,
-  limits: Pick<InputLimits, 'max_filter_values' | 'max_page_size'>,
+  limits: Pick<InputLimits, 'max_filter_values' | 'max_page_size' | 'max_page_bytes'>,
 ): {
   query: ListAgentsQuery;
   problems: ValidationProblem[];
@@ -41,6 +43,7 @@ export function parseListAgentsQuery(
   const problems: ValidationProblem[] = [];
   const query: ListAgentsQuery = {
     limit: DEFAULT_LIST_LIMIT,
+    maxBytes: limits.max_page_bytes,
     after: null,
     before: null,
     name: null,
