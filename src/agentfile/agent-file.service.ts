@@ -2,8 +2,15 @@ import { Inject, Injectable } from '@nestjs/common';
 import { safeLlmConfig } from '../agents/agent-response.mapper';
 import { AgentsService } from '../agents/agents.service';
 import { CLOCK } from '../common/clock';
-import { badRequest, notFound, validationFailed, ValidationProblem } from '../common/domain-error';
+import {
+  badRequest,
+  DomainError,
+  notFound,
+  validationFailed,
+  ValidationProblem,
+} from '../common/domain-error';
 import { ID_GENERATOR } from '../common/ids';
+import { PageBytes } from '../common/list-page';
 import { APP_VERSION } from '../common/version';
 import { tooDeep } from '../common/json-body';
 import type { AppConfig } from '../config/app-config';
@@ -28,6 +35,22 @@ export interface ImportOptions {
   appendCopySuffix: boolean;
   /** Agent secrets (`secrets` form field, a JSON object of NAME → value). */
   secrets: Json | null;
+}
+
+/** An export reads at most this many times `agent_files.max_bytes` of stored messages (export). */
+const READ_FACTOR = 4;
+
+/** An export larger than this server imports; `bytes` null: more than the bound (its read was cut). */
+function fileTooLarge(maxBytes: number, bytes: number | null): DomainError {
+  const size = bytes === null ? `more than ${maxBytes}` : `${bytes}`;
+  return new DomainError(
+    'payload_too_large',
+    'AGENT_FILE_TOO_LARGE',
+    `the agent file would be ${size} bytes; this server imports files of at most ${maxBytes} bytes ` +
+      '(agent_files.max_bytes). Export with scrub_messages=true (no history), or fewer agents, or raise ' +
+      'agent_files.max_bytes on the servers that export and import it',
+    { limit: 'agent_files.max_bytes', max_bytes: maxBytes, bytes },
+  );
 }
 
 /** Our agent fields that Letta's CreateAgent lacks: they travel in the file beside Letta's. */
@@ -67,6 +90,10 @@ export class AgentFileService {
   /**
    * The agents as one file (Letta's exporter takes a list too): a block or tool several of them have is
    * listed once and named by each. `conversationId` (one agent only) exports that conversation's history.
+   * A file larger than `agent_files.max_bytes` (compact JSON, as written here) would be refused by this
+   * server's import: 413 AGENT_FILE_TOO_LARGE instead. Messages are read within READ_FACTOR times that,
+   * estimated: their stored form weighs more than the file's (a short message about seven times), so a
+   * read cut there is of a file past the bound, and memory stays bounded whatever the history holds.
    */
   async export(
     tenantId: string,
@@ -79,6 +106,8 @@ export class AgentFileService {
     const toolIds = new Map<string, string>();
     const dropped: string[] = [];
     const agents: Json[] = [];
+    const maxBytes = this.config.agent_files.max_bytes;
+    const read = new PageBytes(READ_FACTOR * maxBytes);
     for (const [index, agentId] of agentIds.entries()) {
       const view = await this.agents.get(tenantId, agentId);
       let conversationId: string | null = null;
@@ -112,12 +141,23 @@ export class AgentFileService {
       let inContext: string[] = [];
       if (!opts.scrubMessages) {
         const context = await this.messages.messageContext(agentId, conversationId);
+        const history = { start_seq: 0, inherited: context?.inherited ?? null };
+        const max = this.config.agent_files.max_messages;
+        if (read.spent) throw fileTooLarge(maxBytes, null);
         const rows = await this.messages.inContextMessages(
           agentId,
           conversationId,
-          { start_seq: 0, inherited: context?.inherited ?? null },
-          this.config.agent_files.max_messages,
+          history,
+          max,
+          read.left,
         );
+        for (const r of rows) read.take(r);
+        // fewer than asked while older ones exist: the read was cut at its bytes
+        const cut =
+          rows.length > 0 &&
+          rows.length < max &&
+          (await this.messages.inContextBefore(agentId, conversationId, history, rows[0].seq_id));
+        if (cut) throw fileTooLarge(maxBytes, null);
         const system = renderSystemPrompt(a.system, a.blocks);
         const out = toAfMessages(rows, system, rows[0]?.created_at ?? this.clock.now());
         messages = out.messages as unknown as Json[];
@@ -159,7 +199,7 @@ export class AgentFileService {
       for (const f of EXTENSION_FIELDS) if (a[f] != null) agent[f] = a[f];
       agents.push(agent);
     }
-    return {
+    const file = {
       agents,
       groups: [],
       blocks,
@@ -174,6 +214,9 @@ export class AgentFileService {
       },
       created_at: new Date(this.clock.now()).toISOString(),
     };
+    const bytes = Buffer.byteLength(JSON.stringify(file));
+    if (bytes > maxBytes) throw fileTooLarge(maxBytes, bytes);
+    return file;
   }
 
   /** A tool as Letta's ToolSchema; an http tool keeps only headers that reference a secret by name. */

@@ -553,16 +553,36 @@ export class ProcessingRepository {
 
   /**
    * The conversation's messages from the context's `start_seq` on (with those a fork shares), oldest
-   * first (at most the newest `limit`).
+   * first (at most the newest `limit`, and with `maxBytes` the newest that fit it: readWithin).
    */
   async inContextMessages(
     agentId: string,
     conversationId: string | null,
     context: Pick<MessageContext, 'start_seq' | 'inherited'> | null,
     limit = HISTORY_CAP,
+    maxBytes?: number,
   ): Promise<MessageEntity[]> {
-    const rows = await this.inContext(agentId, conversationId, context).limit(limit).getMany();
+    const qb = this.inContext(agentId, conversationId, context);
+    const rows =
+      maxBytes === undefined
+        ? await qb.limit(limit).getMany()
+        : await readWithin(qb, 'm', { limit, maxBytes });
     return rows.reverse();
+  }
+
+  /** Whether the conversation's context holds a message older than seq_id `seq`. */
+  async inContextBefore(
+    agentId: string,
+    conversationId: string | null,
+    context: Pick<MessageContext, 'start_seq' | 'inherited'> | null,
+    seq: number,
+  ): Promise<boolean> {
+    const older = await this.inContext(agentId, conversationId, context)
+      .select('m.id', 'id')
+      .andWhere('m.seq_id < :seq', { seq })
+      .limit(1)
+      .getRawOne<{ id: string }>();
+    return older !== undefined;
   }
 
   /**
