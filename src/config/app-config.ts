@@ -6,6 +6,8 @@ import { AGENT_TYPES, type AgentType } from '../core/agents/agent-type';
 import { unknownKeyMessage } from '../core/did-you-mean';
 import type { InputLimits } from '../core/limits';
 import { isHostPattern } from '../core/net/host-policy';
+import type { ModelAnswerBounds } from '../models/model-provider';
+import type { LabelBounds } from '../observability/labels';
 
 /** The longest timer setting: Node's timers hold at most ~24.8 days, and a longer delay fires at once. */
 const DAY_SECONDS = 86_400;
@@ -43,6 +45,7 @@ export interface AppConfig {
       otlp_endpoint: string | null;
       service_name: string;
     };
+    labels: LabelBounds;
   };
   auth: { api_keys: ApiKeyEntry[] };
   paths: { agents_dir: string; tools_dir: string; mcp_dir: string };
@@ -70,7 +73,14 @@ export interface AppConfig {
     /** Forks of forks a conversation may descend from (each level is one more shared range to read). */
     max_fork_depth: number;
   };
-  models: {
+  /** With the bounds on what a model endpoint answers (ModelAnswerBounds: docs/security.md). */
+  models: ModelAnswerBounds & {
+    /**
+     * How many times a model call the endpoint refused as longer than its context window is made again
+     * with a smaller context (a step: half the room the context took; a summary: the newer half of its
+     * messages). Letta compacts and retries up to 3 times.
+     */
+    max_context_retries: number;
     openai: {
       api_key: string | null;
       base_url: string;
@@ -81,8 +91,6 @@ export interface AppConfig {
     };
     /** Further operator-declared providers; `openai` (above) and `scripted` always exist. */
     providers: ModelProviderConfig[];
-    /** A model response body larger than this fails the call (`llm_api_error`). */
-    max_response_bytes: number;
     embeddings: EmbeddingSettings;
   };
   webhooks: WebhookSettings;
@@ -582,6 +590,11 @@ function validate(
         otlp_endpoint: otlpEndpoint,
         service_name: str('observability.tracing.service_name'),
       },
+      labels: {
+        max_models: int('observability.labels.max_models', 1, 1_000_000),
+        max_tools: int('observability.labels.max_tools', 1, 1_000_000),
+        max_chars: int('observability.labels.max_chars', 8, 10_000),
+      },
     },
     auth: { api_keys: apiKeys },
     paths: {
@@ -644,6 +657,11 @@ function validate(
       },
       providers: modelProviders(get('models.providers'), secrets),
       max_response_bytes: int('models.max_response_bytes', 1024),
+      max_error_body_bytes: int('models.max_error_body_bytes', 1024, 16 * 1024 * 1024),
+      max_tool_call_index: int('models.max_tool_call_index', 0, 1_000_000),
+      max_retry_after_seconds: int('models.max_retry_after_seconds', 0, 3600),
+      max_usage_tokens: int('models.max_usage_tokens', 1_000_000),
+      max_context_retries: int('models.max_context_retries', 0, 10),
       embeddings: embeddingSettings(
         get('models.embeddings.providers'),
         str('models.embeddings.default_model', true),

@@ -41,6 +41,24 @@ export interface LlmConfig {
   [extra: string]: unknown;
 }
 
+/**
+ * What a model endpoint's answer may hold (config `models.*`, docs/security.md): past each bound the call
+ * fails or the value is cut, never a crash. The endpoint is the operator's, but what it sends is not
+ * trusted: a proxy or a model may send anything.
+ */
+export interface ModelAnswerBounds {
+  /** A response body (or all bytes of a stream) larger than this fails the call (`llm_api_error`). */
+  max_response_bytes: number;
+  /** An error answer is read this far for its message (and for "the context window was exceeded"). */
+  max_error_body_bytes: number;
+  /** The largest index of a streamed tool-call delta: a larger one fails the call (`invalid_llm_response`). */
+  max_tool_call_index: number;
+  /** A longer `Retry-After` (or `retry-after-ms`) is cut to this before a retry. */
+  max_retry_after_seconds: number;
+  /** A larger token count in an answer's usage is cut to this (no context window is near it). */
+  max_usage_tokens: number;
+}
+
 export interface ModelRequest {
   llmConfig: LlmConfig;
   messages: ChatMessage[];

@@ -87,7 +87,7 @@ export class ModelsService {
       baseUrl: p.base_url as string,
       timeoutMs: p.timeout_seconds * 1000,
       maxRetries: p.max_retries,
-      maxResponseBytes: this.config.models.max_response_bytes,
+      bounds: this.config.models,
       sleep: this.sleep,
     };
   }

@@ -2,6 +2,7 @@ import { readBodyCapped } from '../common/bounded-body';
 import { countTokens } from './token-count';
 import {
   ChatMessage,
+  ModelAnswerBounds,
   ModelError,
   ModelProvider,
   ModelRequest,
@@ -17,8 +18,8 @@ export interface OpenAiProviderOptions {
   apiKey: string | null;
   /** The provider's base URL (e.g. https://api.openai.com/v1): the only place this provider calls. */
   baseUrl: string;
-  /** A response body (or stream) larger than this fails the call; default 8 MiB. */
-  maxResponseBytes?: number;
+  /** What the endpoint's answer may hold (config `models.*`). */
+  bounds: ModelAnswerBounds;
   timeoutMs: number;
   maxRetries: number;
   sleep?: SleepFn;
@@ -31,8 +32,6 @@ export interface OpenAiProviderOptions {
   /** First backoff delay; doubled per attempt up to `maxBackoffMs`. */
   baseBackoffMs?: number;
   maxBackoffMs?: number;
-  /** A `Retry-After` longer than this is cut to it. */
-  maxRetryAfterMs?: number;
 }
 
 const realTimer = (ms: number, onTimeout: () => void) => {
@@ -82,19 +81,16 @@ export class OpenAiProvider implements ModelProvider {
   private readonly startTimer: (ms: number, onTimeout: () => void) => () => void;
   private readonly baseBackoffMs: number;
   private readonly maxBackoffMs: number;
-  private readonly maxRetryAfterMs: number;
-
-  private readonly maxResponseBytes: number;
+  private readonly bounds: ModelAnswerBounds;
 
   constructor(private readonly opts: OpenAiProviderOptions) {
-    this.maxResponseBytes = opts.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+    this.bounds = opts.bounds;
     this.sleep = opts.sleep ?? realSleep;
     this.random = opts.random ?? Math.random;
     this.now = opts.now ?? Date.now;
     this.startTimer = opts.startTimer ?? realTimer;
     this.baseBackoffMs = opts.baseBackoffMs ?? 500;
     this.maxBackoffMs = opts.maxBackoffMs ?? 8_000;
-    this.maxRetryAfterMs = opts.maxRetryAfterMs ?? 60_000;
   }
 
   async complete(req: ModelRequest): Promise<ModelResponse> {
@@ -154,7 +150,8 @@ export class OpenAiProvider implements ModelProvider {
 
   /** Retry-After when the server gave one (capped), else exponential backoff with jitter (50–100 %). */
   private delayFor(attempt: number, err: Retryable): number {
-    if (err.retryAfterMs !== undefined) return Math.min(err.retryAfterMs, this.maxRetryAfterMs);
+    if (err.retryAfterMs !== undefined)
+      return Math.min(err.retryAfterMs, this.bounds.max_retry_after_seconds * 1000);
     const exp = Math.min(this.maxBackoffMs, this.baseBackoffMs * 2 ** (attempt - 1));
     return Math.round(exp * (0.5 + this.random() * 0.5));
   }
@@ -206,8 +203,8 @@ export class OpenAiProvider implements ModelProvider {
         if (req.stream && type.includes('text/event-stream') && res.body) {
           return await this.readStream(res.body, req, emitted);
         }
-        const read = await readBodyCapped(res, this.maxResponseBytes);
-        if (read.exceeded) throw tooLarge(this.maxResponseBytes);
+        const read = await readBodyCapped(res, this.bounds.max_response_bytes);
+        if (read.exceeded) throw tooLarge(this.bounds.max_response_bytes);
         return this.parseCompletion(read.text, req);
       } catch (e) {
         return fail(e);
@@ -216,6 +213,11 @@ export class OpenAiProvider implements ModelProvider {
       stopTimer();
       req.signal?.removeEventListener('abort', onCancel);
     }
+  }
+
+  /** Whether an error says the context was too long, looked for where an error answer is read. */
+  private overflows(body: string): boolean {
+    return isContextOverflow(body, this.bounds.max_error_body_bytes);
   }
 
   /** A 3xx is not followed: the call fails at once, naming where the endpoint pointed. */
@@ -227,7 +229,7 @@ export class OpenAiProvider implements ModelProvider {
   private async httpError(res: Response): Promise<Error> {
     let text = '';
     try {
-      const read = await readBodyCapped(res, ERROR_BODY_BYTES);
+      const read = await readBodyCapped(res, this.bounds.max_error_body_bytes);
       text = read.exceeded ? '' : read.text;
     } catch {
       // the status alone will do
@@ -238,7 +240,7 @@ export class OpenAiProvider implements ModelProvider {
       return new Retryable(msg, res.status, this.retryAfter(res.headers));
     }
     return new ModelError(
-      isContextOverflow(text || detail) ? 'context_window_exceeded' : 'llm_api_error',
+      this.overflows(text || detail) ? 'context_window_exceeded' : 'llm_api_error',
       this.redact(detail),
       res.status,
     );
@@ -265,7 +267,7 @@ export class OpenAiProvider implements ModelProvider {
     if (!isObj(json)) throw invalid('the model endpoint answered something that is not an object');
     if (isObj(json.error))
       throw new ModelError(
-        isContextOverflow(text) ? 'context_window_exceeded' : 'llm_api_error',
+        this.overflows(text) ? 'context_window_exceeded' : 'llm_api_error',
         this.redact(providerMessage(text)),
       );
     const choice = Array.isArray(json.choices) ? (json.choices[0] as unknown) : undefined;
@@ -338,7 +340,7 @@ export class OpenAiProvider implements ModelProvider {
       if (isObj(chunk.error))
         throw new ModelError(
           // after text went out, the call cannot be made again: an overflow then is just an error
-          !emitted.any && isContextOverflow(data) ? 'context_window_exceeded' : 'llm_api_error',
+          !emitted.any && this.overflows(data) ? 'context_window_exceeded' : 'llm_api_error',
           this.redact(providerMessage(data)),
         );
       sawChunk = true;
@@ -360,9 +362,9 @@ export class OpenAiProvider implements ModelProvider {
         for (const tc of d.tool_calls as unknown[]) {
           if (!isObj(tc)) continue;
           const index = tc.index ?? indexWithout(tc);
-          if (!isToolCallIndex(index))
+          if (!isToolCallIndex(index, this.bounds.max_tool_call_index))
             throw invalid(
-              `the model stream sent a tool call with index ${JSON.stringify(index).slice(0, 40)} (a whole number from 0 to ${MAX_TOOL_CALL_INDEX} expected)`,
+              `the model stream sent a tool call with index ${JSON.stringify(index).slice(0, 40)} (a whole number from 0 to ${this.bounds.max_tool_call_index} expected: models.max_tool_call_index)`,
             );
           current = index;
           let acc = calls.get(index);
@@ -384,9 +386,9 @@ export class OpenAiProvider implements ModelProvider {
         const { value, done: eof } = await reader.read();
         if (eof) break;
         bytes += value.byteLength;
-        if (bytes > this.maxResponseBytes) {
+        if (bytes > this.bounds.max_response_bytes) {
           done = true; // cancels the stream below
-          throw tooLarge(this.maxResponseBytes);
+          throw tooLarge(this.bounds.max_response_bytes);
         }
         for (const line of lines.push(decoder.decode(value, { stream: true }))) {
           if (done) break;
@@ -435,7 +437,7 @@ export class OpenAiProvider implements ModelProvider {
       content: content === '' ? null : content,
       reasoning,
       toolCalls,
-      usage: normaliseUsage(usage, req.messages, content, toolCalls),
+      usage: normaliseUsage(usage, req.messages, content, toolCalls, this.bounds.max_usage_tokens),
       finishReason,
     };
   }
@@ -479,13 +481,9 @@ export class SseLines {
   }
 }
 
-/** The largest index a streamed tool-call delta may have: far more calls than any model makes in one turn. */
-export const MAX_TOOL_CALL_INDEX = 1023;
-const isToolCallIndex = (v: unknown): v is number =>
-  typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= MAX_TOOL_CALL_INDEX;
-/** An error answer's body is read up to this much for its message. */
-const ERROR_BODY_BYTES = 64 * 1024;
-const DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024;
+/** A streamed tool-call delta's index: the calls are kept by index, so it is bounded (max_tool_call_index). */
+const isToolCallIndex = (v: unknown, max: number): v is number =>
+  typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= max;
 
 const cancelled = () => new ModelError('cancelled', 'the model call was cancelled');
 const tooLarge = (max: number) =>
@@ -519,16 +517,17 @@ const CONTEXT_OVERFLOW =
 
 /**
  * Whether an error answer says the prompt did not fit the model's context window: OpenAI's
- * `error.code: "context_length_exceeded"`, or the wording of the others (as Letta detects it).
+ * `error.code: "context_length_exceeded"`, or the wording of the others (as Letta detects it) in its
+ * first `maxChars`.
  */
-export function isContextOverflow(body: string): boolean {
+export function isContextOverflow(body: string, maxChars: number): boolean {
   try {
     const j: unknown = JSON.parse(body);
     if (isObj(j) && isObj(j.error) && j.error.code === 'context_length_exceeded') return true;
   } catch {
     // not JSON: the wording decides
   }
-  return CONTEXT_OVERFLOW.test(body.slice(0, ERROR_BODY_BYTES));
+  return CONTEXT_OVERFLOW.test(body.slice(0, maxChars));
 }
 
 /** What a 3xx answer says (redirects are never followed): its status and Location, cut to 300 characters. */
@@ -564,14 +563,11 @@ export function describe(e: unknown): string {
   return code ? `${e.message} (${code})` : e.message;
 }
 
-/** A token count above this is nonsense (no context window is near it): it is cut to it. */
-export const MAX_USAGE_TOKENS = 1e12;
-
 /**
  * The endpoint's usage as whole, non-negative counts the run can add up (the API's usage is integers).
  * A count that is missing, not a number, or negative is estimated (chars / 4) rather than trusted: a
  * negative or zeroed count would otherwise shrink the batch's token budget, and a negative one reached
- * a Prometheus counter (which throws). A fraction is rounded; a count above MAX_USAGE_TOKENS is cut to
+ * a Prometheus counter (which throws). A fraction is rounded; a count above `maxTokens` is cut to
  * it; the total is at least the sum of its parts.
  */
 export function normaliseUsage(
@@ -579,10 +575,11 @@ export function normaliseUsage(
   messages: ChatMessage[],
   content: string | null,
   calls: ModelToolCall[],
+  maxTokens: number,
 ): ModelResponse['usage'] {
   const num = (v: unknown) =>
     typeof v === 'number' && Number.isFinite(v) && v >= 0
-      ? Math.min(MAX_USAGE_TOKENS, Math.round(v))
+      ? Math.min(maxTokens, Math.round(v))
       : undefined;
   const u = isObj(raw) ? raw : {};
   const prompt = num(u.prompt_tokens) ?? countTokens(messages);

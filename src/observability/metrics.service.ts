@@ -1,17 +1,15 @@
-import { Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Subscription } from 'rxjs';
 import { RunEvent, RunEventsBus, ToolOutcomeFacts } from '../common/run-events';
+import type { AppConfig } from '../config/app-config';
+import { APP_CONFIG } from '../config/config.module';
 import { Transactor } from '../database/transactor';
 import { ConsentGateway } from '../permissions/consent.gateway';
 import { PermissionBrokerService } from '../permissions/permission-broker.service';
 import { BoundedLabel, toolLabel } from './labels';
 import { ObservabilityRepository } from './observability.repository';
-
-/** Distinct values of the `model` and `tool` labels; later ones are counted as `<other>`. */
-export const MAX_MODEL_LABELS = 500;
-export const MAX_TOOL_LABELS = 2000;
 
 /** A count or duration a metric can take: finite and not negative (a counter throws on a negative one). */
 const measurable = (n: unknown): n is number =>
@@ -82,8 +80,8 @@ export class MetricsService implements OnModuleInit, OnApplicationShutdown {
   });
   private readonly logger = new Logger('Metrics');
   /** Model handles (an agent picks its model's name) and tool names (a request declares client tools). */
-  private readonly modelLabels = new BoundedLabel(MAX_MODEL_LABELS);
-  private readonly toolLabels = new BoundedLabel(MAX_TOOL_LABELS);
+  private readonly modelLabels: BoundedLabel;
+  private readonly toolLabels: BoundedLabel;
   private subscription: Subscription | null = null;
   private readonly unsubscribe: (() => void)[] = [];
 
@@ -91,7 +89,11 @@ export class MetricsService implements OnModuleInit, OnApplicationShutdown {
     private readonly bus: RunEventsBus,
     private readonly repo: ObservabilityRepository,
     private readonly moduleRef: ModuleRef,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {
+    const labels = config.observability.labels;
+    this.modelLabels = new BoundedLabel(labels.max_models, labels.max_chars);
+    this.toolLabels = new BoundedLabel(labels.max_tools, labels.max_chars);
     collectDefaultMetrics({ register: this.registry, prefix: 'agent_server_' });
     new Gauge({
       name: 'agent_consent_pending',
@@ -169,7 +171,7 @@ export class MetricsService implements OnModuleInit, OnApplicationShutdown {
       }
       case 'tools.completed':
         for (const o of e.data.outcomes as ToolOutcomeFacts[]) {
-          const tool = this.toolLabels.of(toolLabel(o));
+          const tool = this.toolLabels.of(toolLabel(o, this.config.observability.labels.max_chars));
           this.tools.inc({ tool, outcome: o.kind, status: o.status });
           if (o.kind === 'refused')
             this.refusals.inc({ tool, rule: o.rule ?? o.error_type ?? 'unknown' });

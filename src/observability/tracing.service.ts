@@ -10,7 +10,7 @@ import { RunEvent, RunEventsBus, ToolOutcomeFacts } from '../common/run-events';
 import { APP_VERSION } from '../common/version';
 import type { AppConfig } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
-import { MAX_LABEL_CHARS, toolLabel } from './labels';
+import { cutLabel, toolLabel } from './labels';
 
 interface OpenRun {
   span: Span;
@@ -154,11 +154,11 @@ export class TracingService implements OnModuleInit, OnApplicationShutdown {
 
   private toolSpan(parent: Span, o: ToolOutcomeFacts, now: number): void {
     const span = this.tracer!.startSpan(
-      `tool ${toolLabel(o)}`,
+      `tool ${toolLabel(o, this.config.observability.labels.max_chars)}`,
       {
         startTime: now - (o.duration_ms ?? 0),
         attributes: {
-          'agent.tool': o.tool.slice(0, MAX_LABEL_CHARS),
+          'agent.tool': cutLabel(o.tool, this.config.observability.labels.max_chars),
           'agent.tool_call_id': o.tool_call_id,
           'agent.tool.outcome': o.kind,
           'agent.tool.status': o.status,

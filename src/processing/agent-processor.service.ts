@@ -42,7 +42,6 @@ import type {
 import type { StepEntity } from './entities/step.entity';
 import { EMPTY_USAGE, mapMessage, MappedMessage, toLettaMessage } from './message.mapper';
 import { withoutImages } from '../core/loop/content-parts';
-import { MAX_CONTEXT_RETRIES } from '../core/loop/context-builder';
 import { ruleIndexFor } from '../core/rules/rule-index';
 import { RunCallbacks } from './run-callbacks';
 import { RunChunks } from './run-chunks';
@@ -535,7 +534,7 @@ export class AgentProcessor {
           // larger than the model's): the same call again with half the room the context took, as the
           // builder trims (system prompt, memory and the current message stay), a bounded number of times.
           fit = Math.floor(Math.min(fit, built.tokens + reserveFor(fit)) / 2);
-          const smaller = retries < MAX_CONTEXT_RETRIES ? build(fit) : null;
+          const smaller = retries < this.config.models.max_context_retries ? build(fit) : null;
           if (!smaller || smaller.tokens >= built.tokens) {
             const why = smaller
               ? 'nothing more can be cut'

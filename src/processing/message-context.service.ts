@@ -16,7 +16,6 @@ import {
   planCompaction,
   summarizerMessages,
 } from '../core/loop/compaction';
-import { MAX_CONTEXT_RETRIES } from '../core/loop/context-builder';
 import { forkRanges, inWindow } from '../core/loop/fork-ranges';
 import type { Clock } from '../core/ports';
 import { ModelError } from '../models/model-provider';
@@ -114,7 +113,7 @@ export class MessageContextService {
     let text: string | null;
     const provider = this.models.providerFor(agent.llm_config, tenantId);
     // what the summarizer reads: on a context-window overflow, its newest half, at most
-    // MAX_CONTEXT_RETRIES times (the older ones leave the context unsummarized, as those beyond
+    // models.max_context_retries times (the older ones leave the context unsummarized, as those beyond
     // compaction_max_messages do)
     let summarized = plan.summarized;
     for (let retries = 0; ; retries++) {
@@ -136,7 +135,7 @@ export class MessageContextService {
         const half = newerHalf(summarized);
         if (
           e.kind === 'context_window_exceeded' &&
-          retries < MAX_CONTEXT_RETRIES &&
+          retries < this.config.models.max_context_retries &&
           half.length > 0
         ) {
           summarized = half;

@@ -274,12 +274,5 @@ export function unitCost(u: Unit, countTokens: (text: string) => number): number
   }, 0);
 }
 
-/**
- * How many times a model call the endpoint refused as longer than its context window is made again with a
- * smaller context (a step: half the room the context took; a summary: the newer half of its messages).
- * Letta compacts and retries up to 3 times.
- */
-export const MAX_CONTEXT_RETRIES = 2;
-
 /** A rough token count (4 characters a token) for when no tokenizer is given. */
 export const approxTokens = (text: string): number => Math.ceil(text.length / 4);

@@ -60,6 +60,7 @@ export class EmbeddingsService extends EmbeddingCatalog {
               timeoutMs: p.timeout_seconds * 1000,
               maxRetries: p.max_retries,
               maxResponseBytes: this.config.models.max_response_bytes,
+              maxErrorBodyBytes: this.config.models.max_error_body_bytes,
               sleep: this.sleep ?? realSleep,
             });
       this.clients.set(m.handle, c);

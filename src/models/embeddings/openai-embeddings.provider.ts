@@ -18,12 +18,13 @@ export interface OpenAiEmbeddingsOptions {
   timeoutMs: number;
   maxRetries: number;
   maxResponseBytes: number;
+  /** An error answer is read this far for its message (`models.max_error_body_bytes`). */
+  maxErrorBodyBytes: number;
   sleep: SleepFn;
 }
 
 type Json = Record<string, unknown>;
 const isObj = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
-const ERROR_BODY_BYTES = 64 * 1024;
 
 /** OpenAI-compatible `POST {base_url}/embeddings`, in batches, with a timeout and retries on 429/5xx. */
 export class OpenAiEmbeddings implements EmbeddingProvider {
@@ -76,7 +77,7 @@ export class OpenAiEmbeddings implements EmbeddingProvider {
       }
       const read = await readBodyCapped(
         res,
-        res.ok ? this.opts.maxResponseBytes : ERROR_BODY_BYTES,
+        res.ok ? this.opts.maxResponseBytes : this.opts.maxErrorBodyBytes,
       ).catch((e: unknown) => ({ exceeded: false as const, text: '', error: describe(e) }));
       if (!res.ok) {
         const detail = (!read.exceeded && providerMessage(read.text)) || res.statusText;

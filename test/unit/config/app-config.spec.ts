@@ -82,6 +82,34 @@ describe('loadConfig', () => {
       { webhooks: { secret_min_length: 200, secret_max_length: 20 } },
       /webhooks\.secret_min_length/,
     ],
+    [
+      'a page budget past what one JSON answer can hold',
+      { limits: { max_page_bytes: 1024 ** 3 } },
+      /limits\.max_page_bytes/,
+    ],
+    [
+      'a negative tool-call index bound',
+      { models: { max_tool_call_index: -1 } },
+      /max_tool_call_index/,
+    ],
+    [
+      'an error body read of 0 bytes',
+      { models: { max_error_body_bytes: 0 } },
+      /max_error_body_bytes/,
+    ],
+    [
+      'a Retry-After cap past an hour',
+      { models: { max_retry_after_seconds: 7200 } },
+      /max_retry_after/,
+    ],
+    ['a usage cap below a million', { models: { max_usage_tokens: 10 } }, /max_usage_tokens/],
+    ['endless context retries', { models: { max_context_retries: 100 } }, /max_context_retries/],
+    [
+      'no model labels at all',
+      { observability: { labels: { max_models: 0 } } },
+      /labels\.max_models/,
+    ],
+    ['labels cut to nothing', { observability: { labels: { max_chars: 0 } } }, /labels\.max_chars/],
   ])('rejects %s', (_what, file, message) => {
     expect(() => loadConfig({}, file)).toThrow(message);
   });

@@ -9,6 +9,7 @@ import {
   fakeEmbedding,
   startFakeModelServer,
 } from '../../support/fake-model-server';
+import { MODEL_ANSWER_BOUNDS } from '../../support/input-limits';
 
 const KEY = 'sk-embedding-key-98765';
 
@@ -35,6 +36,7 @@ describe('OpenAiEmbeddings against the fake model server', () => {
       timeoutMs: 5000,
       maxRetries: 1,
       maxResponseBytes: 1_000_000,
+      maxErrorBodyBytes: MODEL_ANSWER_BOUNDS.max_error_body_bytes,
       sleep: (ms) => {
         sleeps.push(ms);
         return Promise.resolve();

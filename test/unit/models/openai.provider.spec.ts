@@ -1,10 +1,10 @@
 import { ModelError, ModelRequest, ModelResponse } from '../../../src/models/model-provider';
 import {
-  MAX_TOOL_CALL_INDEX,
   OpenAiProvider,
   OpenAiProviderOptions,
   SseLines,
 } from '../../../src/models/openai.provider';
+import { MODEL_ANSWER_BOUNDS } from '../../support/input-limits';
 import {
   FakeModelServer,
   FakeTurn,
@@ -43,6 +43,7 @@ describe('OpenAiProvider against the fake model server', () => {
       baseUrl: fake.baseUrl,
       timeoutMs: 60_000,
       maxRetries: 3,
+      bounds: MODEL_ANSWER_BOUNDS,
       sleep: (ms) => {
         sleeps.push(ms);
         return Promise.resolve();
@@ -167,10 +168,14 @@ describe('OpenAiProvider against the fake model server', () => {
   });
 
   it.each([false, true])(
-    'a response over maxResponseBytes fails the call (stream=%s)',
+    'a response over models.max_response_bytes fails the call (stream=%s)',
     async (stream) => {
       fake.push({ content: 'x'.repeat(5000) });
-      const e = await failure(provider({ maxResponseBytes: 2048 }).complete(req({ stream })));
+      const e = await failure(
+        provider({ bounds: { ...MODEL_ANSWER_BOUNDS, max_response_bytes: 2048 } }).complete(
+          req({ stream }),
+        ),
+      );
       expect(e.kind).toBe('llm_api_error');
       expect(e.message).toBe('the model response exceeded 2048 bytes');
       expect(fake.requests).toHaveLength(1); // not retried
@@ -547,7 +552,7 @@ describe('OpenAiProvider against the fake model server', () => {
 
     it.each<[string, unknown]>([
       ['huge', 1e9],
-      ['one past the bound', MAX_TOOL_CALL_INDEX + 1],
+      ['one past the bound', MODEL_ANSWER_BOUNDS.max_tool_call_index + 1],
       ['negative', -1],
       ['fractional', 0.5],
       ['a string', '0'],
@@ -557,7 +562,7 @@ describe('OpenAiProvider against the fake model server', () => {
       const e = await failure(streamed());
       expect(e.kind).toBe('invalid_llm_response');
       expect(e.message).toMatch(
-        /tool call with index .* \(a whole number from 0 to 1023 expected\)/,
+        /tool call with index .* \(a whole number from 0 to 1023 expected: models.max_tool_call_index\)/,
       );
       expect(Date.now() - started).toBeLessThan(2000);
     });
@@ -622,7 +627,7 @@ describe('OpenAiProvider against the fake model server', () => {
     it('calls are ordered by their index, gaps or not, whatever order their deltas came in', async () => {
       fake.push({
         sse: [
-          delta(MAX_TOOL_CALL_INDEX, 'c3', 'b', '{"n":3}'),
+          delta(MODEL_ANSWER_BOUNDS.max_tool_call_index, 'c3', 'b', '{"n":3}'),
           delta(5, 'c2', 'a', '{"n":'),
           delta(0, 'c1', 'b', '{"n":1}'),
           sseChunk({ tool_calls: [{ index: 5, function: { arguments: '2}' } }] }, 'tool_calls'),
