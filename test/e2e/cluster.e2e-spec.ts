@@ -95,6 +95,19 @@ describe('scale-out: three instances on one PostgreSQL database', () => {
     return nodes.find((n) => n.id === lease.rows[0].owner.split('/')[0])!;
   }
 
+  /** Declares a tool that never answers (its instance dies while it runs); `started` says when it has. */
+  async function hangingTool(name: string): Promise<{ started: Promise<void> }> {
+    await tools.declare(app(nodes[0]), name);
+    let started!: () => void;
+    const toolStarted = new Promise<void>((r) => (started = r));
+    tools.handle(name, async (_c, hungUp) => {
+      started();
+      await hungUp;
+      return { body: 'late' };
+    });
+    return { started: toolStarted };
+  }
+
   it('three instances booting at once: one migration run, one copy of each agent file', async () => {
     if (!live()) return;
     const migrating = nodes.filter((n) => /applied \d+ migration\(s\)/.test(n.output()));
@@ -279,14 +292,7 @@ describe('scale-out: three instances on one PostgreSQL database', () => {
     if (!live()) return;
     fake.reset();
     tools.calls.length = 0;
-    await tools.declare(app(nodes[0]), 'slow');
-    let started!: () => void;
-    const toolStarted = new Promise<void>((r) => (started = r));
-    tools.handle('slow', async (_c, hungUp) => {
-      started();
-      await hungUp; // never answers: its instance dies while it runs
-      return { body: 'late' };
-    });
+    const tool = await hangingTool('slow');
     const id = await createAgent(app(nodes[0]), fake, {
       tools: ['slow'],
       include_base_tools: false,
@@ -299,7 +305,7 @@ describe('scale-out: three instances on one PostgreSQL database', () => {
     });
     const first = (await api(nodes[0], 'POST', `/v1/agents/${id}/messages/async`, say('first')))
       .body;
-    await toolStarted;
+    await tool.started;
     // the instance running the tool is the lease holder (usually the one the message arrived at)
     const k = nodes.indexOf(await leaseHolder(id));
     const [a, b] = nodes.filter((_n, i) => i !== k);
@@ -397,26 +403,20 @@ describe('scale-out: three instances on one PostgreSQL database', () => {
     expect(again.body.stop_reason.stop_reason).toBe('end_turn');
     fake.respond(null);
   }, 180_000);
+
   // The instances killed below stay down: the suite ends with them.
   it('kill -9 of the instance running a batch: a stream of the run resumed on another instance ends with what the takeover wrote', async () => {
     if (!live()) return;
     fake.reset();
     tools.calls.length = 0;
-    await tools.declare(app(nodes[0]), 'hang');
-    let started!: () => void;
-    const toolStarted = new Promise<void>((r) => (started = r));
-    tools.handle('hang', async (_c, hungUp) => {
-      started();
-      await hungUp; // its instance dies while it runs
-      return { body: 'late' };
-    });
+    const tool = await hangingTool('hang');
     const id = await createAgent(app(nodes[0]), fake, {
       tools: ['hang'],
       include_base_tools: false,
     });
     fake.push({ tool_calls: [{ name: 'hang', arguments: {} }] });
     const run = (await api(nodes[0], 'POST', `/v1/agents/${id}/messages/async`, say('go'))).body;
-    await toolStarted;
+    await tool.started;
     const holder = await leaseHolder(id);
     const other = nodes.find((n) => n !== holder)!;
     // the stream follows the run from another instance: the stored call first, then live frames
@@ -426,14 +426,14 @@ describe('scale-out: three instances on one PostgreSQL database', () => {
       body: JSON.stringify({ include_pings: false }),
     });
     const reader = res.body!.getReader();
-    const decoder = new TextDecoder();
+    const utf8 = new TextDecoder();
     let text = '';
     while (!text.includes('tool_call_message'))
-      text += decoder.decode((await reader.read()).value, { stream: true });
+      text += utf8.decode((await reader.read()).value, { stream: true });
     await holder.kill('SIGKILL');
     nodes = nodes.filter((n) => n !== holder);
     for (let r = await reader.read(); !r.done; r = await reader.read())
-      text += decoder.decode(r.value, { stream: true });
+      text += utf8.decode(r.value, { stream: true });
     const blocks = text.split('\n\n').filter(Boolean);
     const frames = blocks.filter((b) => b.startsWith('data: {')).map((b) => JSON.parse(b.slice(6)));
     expect(frames.map((f) => f.message_type)).toEqual([
