@@ -179,7 +179,8 @@ export class ConversationsService {
     q: HistoryQuery,
     view: LettaView,
   ): Promise<MessageEntity[]> {
-    return this.history.list(tenantId, t.agentId, { ...q, conversationId: t.conversationId }, view);
+    const page = { ...q, conversationId: t.conversationId, beforeIsOlder: true };
+    return this.history.list(tenantId, t.agentId, page, view);
   }
 
   /** The conversation's newest run, whose stream `POST /v1/conversations/{id}/stream` resumes. */

@@ -115,6 +115,8 @@ export interface MessagePage extends PageBounds {
   before?: string;
   after?: string;
   order: 'asc' | 'desc';
+  /** `before` means older in either order (HistoryQuery's). */
+  beforeIsOlder?: boolean;
 }
 
 // spelled as idx_runs_parked's condition, so that SQLite uses that index
@@ -720,7 +722,8 @@ export class ProcessingRepository {
       return m.seq_id;
     };
     // cursors are relative to the order, as Letta's: with desc, `after` walks to older messages
-    const [afterOp, beforeOp] = page.order === 'asc' ? ['>', '<'] : ['<', '>'];
+    const afterOp = page.order === 'asc' ? '>' : '<';
+    const beforeOp = page.order === 'asc' || page.beforeIsOlder ? '<' : '>';
     if (page.before) qb.andWhere(`m.seq_id ${beforeOp} :bs`, { bs: await cursor(page.before) });
     if (page.after) qb.andWhere(`m.seq_id ${afterOp} :as`, { as: await cursor(page.after) });
     return readWithin(qb.orderBy('m.seq_id', page.order === 'asc' ? 'ASC' : 'DESC'), 'm', page);

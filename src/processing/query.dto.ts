@@ -10,6 +10,11 @@ import { parseView } from './send-message.dto';
 export interface HistoryQuery extends PageQuery {
   /** A conversation's history; absent or null: the agent's default conversation. */
   conversationId?: string | null;
+  /**
+   * `before` means older in either order, as Letta's conversation endpoint reads it (Letta Code pages back
+   * with `order=desc&before=<oldest id>`); otherwise it is relative to the order, as `after` always is.
+   */
+  beforeIsOlder?: boolean;
 }
 
 export interface RunsQuery extends HistoryQuery {

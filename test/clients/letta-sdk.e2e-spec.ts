@@ -225,6 +225,21 @@ describe('clients: the Letta SDK walk', () => {
       })
     ).getPaginatedItems();
     expect(inDefault.map((m: any) => m.content)).toEqual(['elsewhere', 'in the default one']);
+    // Letta Code pages back through a conversation with order=desc and before=<the oldest id it has>
+    const lettaCodePage = async (before?: string) =>
+      (
+        await client.conversations.messages.list('default', {
+          agent_id: agentId,
+          order: 'desc',
+          limit: 1,
+          ...(before ? { before } : {}),
+        })
+      ).getPaginatedItems() as any[];
+    const newest = await lettaCodePage();
+    expect(newest.map((m) => m.content)).toEqual(['in the default one']);
+    const older = await lettaCodePage(newest[0].id);
+    expect(older.map((m) => m.content)).toEqual(['elsewhere']);
+    expect(await lettaCodePage(older[0].id)).toEqual([]);
     // Letta's message_ids on a retrieved agent: its default conversation's messages in context
     expect((await client.agents.retrieve(agentId)).message_ids).toEqual(
       inDefault.map((m: any) => m.id),
