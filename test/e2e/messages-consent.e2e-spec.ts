@@ -253,7 +253,11 @@ describe('messages: consent park and resume', () => {
   });
 
   it('a batch parked longer than batch_state_ttl_seconds keeps its counts: a max_count rule still holds after the approval', async () => {
+    // keyed turns and own arguments: the clock jump also expires earlier tests' parked requests, whose
+    // batches then go on beside this one
+    const key = 'You are the parked-for-days agent.';
     const id = await createAgent(t, fake, {
+      system: key,
       tools: ['pay', 'lookup'],
       tool_rules: [
         { type: 'requires_approval', tool_name: 'pay' },
@@ -262,9 +266,13 @@ describe('messages: consent park and resume', () => {
       include_base_tools: false,
       tool_executor: { consent_timeout_seconds: 3 * 86_400 }, // a person may answer after a weekend
     });
+    const mine = () => tools.calls.filter((c) => String(c.arguments.q).startsWith('days-'));
     fake.push(
-      { tool_calls: [{ name: 'lookup', arguments: { q: '1', request_heartbeat: true } }] },
-      { tool_calls: [{ name: 'pay', arguments: { q: '5' } }] },
+      [
+        { tool_calls: [{ name: 'lookup', arguments: { q: 'days-1', request_heartbeat: true } }] },
+        { tool_calls: [{ name: 'pay', arguments: { q: 'days-5' } }] },
+      ],
+      { key },
     );
     const parked = (await api(t, 'POST', `/v1/agents/${id}/messages`, say('pay it'))).body;
     expect(parked.stop_reason.stop_reason).toBe('requires_approval');
@@ -274,12 +282,15 @@ describe('messages: consent park and resume', () => {
     const clock = fakeClock(t, Date.now() + 2 * 86_400_000);
     try {
       await t.app.get(ToolExecutorService).executor.pruneExpired();
-      fake.push({ tool_calls: [{ name: 'lookup', arguments: { q: '2' } }] }, { content: 'paid' });
+      fake.push(
+        [{ tool_calls: [{ name: 'lookup', arguments: { q: 'days-2' } }] }, { content: 'paid' }],
+        { key },
+      );
       const res = await approveInBand(id, toolCallId);
       const returns = res.messages.filter((m: any) => m.message_type === 'tool_return_message');
       expect(returns[0]).toMatchObject({ tool_call_id: toolCallId, status: 'success' });
       expect(returns[1].tool_return).toContain('reached its limit of 1 call in this batch');
-      expect(tools.calls.map((c) => c.name)).toEqual(['lookup', 'pay']);
+      expect(mine().map((c) => c.name)).toEqual(['lookup', 'pay']);
     } finally {
       clock.restore();
     }
