@@ -7,22 +7,23 @@ import { toErrorBody } from '../common/domain-error.filter';
 import type { AppConfig } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
 import { Bucket, takeToken } from '../core/limits/token-bucket';
+import { clientOf } from '../core/net/host-policy';
 import type { Clock } from '../core/ports';
 import { ApiKeysService } from './api-keys.service';
 
 /** Probes of the operator are never limited. */
 const UNLIMITED = new Set(['/v1/health', '/v1/health/']);
 
-/** Client addresses whose unauthenticated buckets are kept (the least recent go first). */
+/** Clients (`clientOf`) whose unauthenticated buckets are kept (the least recent go first). */
 const MAX_ADDRESSES = 10_000;
 
 /**
  * Request rate per API key (`rate_limit.*`): a token bucket per configured key (open mode: one), checked
  * before the body is read; past it 429 RATE_LIMITED with Retry-After. Requests without a valid key (401s,
  * and the routes whose credential is not a key: decision URLs, `/metrics`) have a bucket per client
- * address, so varying the key cannot mint buckets and one flooding client does not starve another's
- * decision URL. (Behind a proxy the address is the proxy's.) Counted per process: N instances allow up to
- * N times the rate.
+ * address (an IPv6 address's /64: `clientOf`), so varying the key or the address within its block cannot
+ * mint buckets and one flooding client does not starve another's decision URL. (Behind a proxy the
+ * address is the proxy's.) Counted per process: N instances allow up to N times the rate.
  */
 @Injectable()
 export class RequestRateLimiter {
@@ -39,7 +40,7 @@ export class RequestRateLimiter {
     const { requests_per_second: rate, burst } = this.config.rate_limit;
     if (rate === 0 || UNLIMITED.has(req.path)) return next();
     const key = this.keys.principalFor(ApiKeysService.keyFromHeaders(req.headers))?.key;
-    const address = req.socket.remoteAddress ?? '';
+    const address = clientOf(req.socket.remoteAddress ?? '');
     const bucket = key === undefined ? this.byAddress.get(address) : this.buckets.get(key);
     const taken = takeToken(bucket, rate, burst, this.clock.now());
     if (key === undefined) this.byAddress.set(address, taken.bucket);

@@ -5,6 +5,7 @@ import { toErrorBody } from '../common/domain-error.filter';
 import type { AppConfig } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
 import { ApiKeysService } from './api-keys.service';
+import { clientOf } from '../core/net/host-policy';
 
 /**
  * Whether a request is answered with a Server-Sent Events stream, as the routes decide it: `/stream`
@@ -25,7 +26,7 @@ export function answersWithStream(method: string, path: string, body: unknown): 
 }
 
 /**
- * Open SSE streams per API key (`streaming.max_streams_per_key`; open mode: per client address), across
+ * Open SSE streams per API key (`streaming.max_streams_per_key`; open mode: per client address, `clientOf`), across
  * every streaming route: one key held 2,000 streams (2,000 sockets, each a subscriber of every run event).
  * A slot is taken before the route runs and given back when the response closes; past the bound the
  * answer is 429 TOO_MANY_STREAMS. Requests without a valid key are left to the guard (401). Counted per
@@ -46,7 +47,7 @@ export class StreamSlotsLimiter {
     const who = this.keys.principalFor(ApiKeysService.keyFromHeaders(req.headers));
     if (!who) return next();
     // in open mode every caller is one key: count each address apart, so one client cannot starve another
-    const slot = this.keys.open ? `open@${req.socket.remoteAddress ?? ''}` : who.key;
+    const slot = this.keys.open ? `open@${clientOf(req.socket.remoteAddress ?? '')}` : who.key;
     const max = this.config.streaming.max_streams_per_key;
     const held = this.open.get(slot) ?? 0;
     if (held >= max) {

@@ -80,6 +80,21 @@ export function embeddedIPv4(address: string): string | null {
   return embeds ? `${g[6] >> 8}.${g[6] & 0xff}.${g[7] >> 8}.${g[7] & 0xff}` : null;
 }
 
+/**
+ * Whom a client address stands for when requests are counted per address: an IPv4 address (also as
+ * IPv6 spells it), or an IPv6 address's /64, the block one subscriber is given, so rotating through
+ * its 2^64 addresses is one client, not a fresh count each (or a way to push the others' counts out).
+ */
+export function clientOf(address: string): string {
+  const v4 = embeddedIPv4(address);
+  if (v4 !== null || isIP(address.replace(/%.*$/, '')) !== 6) return v4 ?? address;
+  const g = ipv6Groups(address);
+  return `${g
+    .slice(0, 4)
+    .map((x) => x.toString(16))
+    .join(':')}::/64`;
+}
+
 /** `0.0.0.0/8` and `::`, however spelled (mapped, compatible, NAT64): a connection there lands on this host. */
 function reachesLoopback(address: string): boolean {
   const v4 = embeddedIPv4(address);

@@ -1,4 +1,4 @@
-import { embeddedIPv4, HostPolicy } from '../../../../src/core/net/host-policy';
+import { clientOf, embeddedIPv4, HostPolicy } from '../../../../src/core/net/host-policy';
 
 const METADATA = ['169.254.0.0/16', 'fd00:ec2::254'];
 const defaults = new HostPolicy([], METADATA);
@@ -112,5 +112,17 @@ describe('HostPolicy: every spelling of an address is the address', () => {
     ['not an address', null],
   ])('embeddedIPv4(%s) is %s', (address, v4) => {
     expect(embeddedIPv4(address)).toBe(v4);
+  });
+
+  it.each([
+    ['203.0.113.7', '203.0.113.7'],
+    ['::ffff:203.0.113.7', '203.0.113.7'],
+    ['2001:db8:1:2:aaaa:bbbb:cccc:dddd', '2001:db8:1:2::/64'],
+    ['2001:db8:1:2::1', '2001:db8:1:2::/64'],
+    ['2001:db8::1%eth0', '2001:db8:0:0::/64'],
+    ['::1', '0:0:0:0::/64'],
+    ['', ''],
+  ])('clientOf(%s) is %s: one count per IPv4 address or IPv6 /64', (address, client) => {
+    expect(clientOf(address)).toBe(client);
   });
 });
