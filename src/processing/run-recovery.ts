@@ -4,7 +4,7 @@ import { ID_GENERATOR } from '../common/ids';
 import { RunEventsBus } from '../common/run-events';
 import type { Clock, IdGenerator } from '../core/ports';
 import type { MessageEntity } from './entities/message.entity';
-import type { ParkedCall, RunEntity } from './entities/run.entity';
+import type { ParkedCall, RunEntity, RunUsage } from './entities/run.entity';
 import { EMPTY_USAGE, mapMessage, MappedMessage } from './message.mapper';
 import { inputMessageRows, newMessageRow, ProcessingRepository } from './processing.repository';
 import { RunCallbacks } from './run-callbacks';
@@ -138,7 +138,7 @@ export class RunRecovery {
     const end = {
       status: 'failed' as const,
       stop_reason: 'error' as const,
-      usage: run.usage ?? EMPTY_USAGE,
+      usage: run.usage ?? (await this.storedUsage(run)),
       error: 'interrupted',
       error_type: null,
     };
@@ -162,6 +162,18 @@ export class RunRecovery {
    * waiting callers on every instance see the returns written here and the end, webhooks and its
    * callback are sent.
    */
+  /** What the run's stored steps used: its usage is written only at its end, which a crash skipped. */
+  private async storedUsage(run: RunEntity): Promise<RunUsage> {
+    const steps = await this.repo.runSteps(run.tenant_id, run.id);
+    const usage = { ...EMPTY_USAGE, step_count: steps.length };
+    for (const s of steps) {
+      usage.prompt_tokens += s.usage?.prompt_tokens ?? 0;
+      usage.completion_tokens += s.usage?.completion_tokens ?? 0;
+      usage.total_tokens += s.usage?.total_tokens ?? 0;
+    }
+    return usage;
+  }
+
   private announce(
     run: RunEntity,
     written: MessageEntity[],

@@ -76,20 +76,39 @@ describe('processing: restart recovery', () => {
         created_at: now,
       }),
     );
-    await repo.append(id, [
+    await repo.append(
+      id,
+      [
+        {
+          id: 'message-00000000-0000-4000-8000-000000000001',
+          tenant_id: 'default',
+          agent_id: id,
+          run_id: crashed,
+          step_id: 'step-x',
+          batch_id: '1',
+          conversation_id: null,
+          message_type: 'tool_call_message',
+          payload: { tool_call: { name: 'lookup', arguments: '{}', tool_call_id: 'call_crash' } },
+          created_at: now,
+        },
+      ],
       {
-        id: 'message-00000000-0000-4000-8000-000000000001',
+        id: 'step-x',
         tenant_id: 'default',
         agent_id: id,
         run_id: crashed,
-        step_id: 'step-x',
         batch_id: '1',
-        conversation_id: null,
-        message_type: 'tool_call_message',
-        payload: { tool_call: { name: 'lookup', arguments: '{}', tool_call_id: 'call_crash' } },
+        step_number: 1,
+        model: 'fake',
+        usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
+        finish_reason: 'tool_calls',
+        feedback: null,
+        tags: null,
+        model_call_started_at: null,
+        model_call_ns: null,
         created_at: now,
       },
-    ]);
+    );
     // the claim is written before a tool starts: this call had started
     await t.app
       .get(ToolExecutorService)
@@ -125,6 +144,11 @@ describe('processing: restart recovery', () => {
     try {
       const run = (await api(t, 'GET', `/v1/runs/${crashed}`)).body;
       expect(run).toMatchObject({ status: 'failed', stop_reason: 'error', error: 'interrupted' });
+      // its usage is what its stored step used (the run's own is written only at its end)
+      expect((await api(t, 'GET', `/v1/runs/${crashed}/usage`)).body).toMatchObject({
+        total_tokens: 15,
+        step_count: 1,
+      });
       const msgs = (await api(t, 'GET', `/v1/runs/${crashed}/messages`)).body;
       expect(msgs.at(-1)).toMatchObject({
         message_type: 'tool_return_message',
