@@ -157,11 +157,6 @@ export class RunRecovery {
     );
   }
 
-  /**
-   * The run's end, as a run processed to its end announces it: its streams, WebSocket subscribers and
-   * waiting callers on every instance see the returns written here and the end, webhooks and its
-   * callback are sent.
-   */
   /** What the run's stored steps used: its usage is written only at its end, which a crash skipped. */
   private async storedUsage(run: RunEntity): Promise<RunUsage> {
     const steps = await this.repo.runSteps(run.tenant_id, run.id);
@@ -174,6 +169,11 @@ export class RunRecovery {
     return usage;
   }
 
+  /**
+   * The run's end, as a run processed to its end announces it: its streams, WebSocket subscribers and
+   * waiting callers on every instance see the returns written here and the end, webhooks and its
+   * callback are sent.
+   */
   private announce(
     run: RunEntity,
     written: MessageEntity[],
