@@ -344,15 +344,19 @@ export class MessagingService implements OnModuleInit {
       }
     }
     // (a run is `running` in the database before it is active here)
-    const running = (await this.repo.runsOfAgent(agentId, 'running'))
-      .filter((r) => wanted(r.id) && !r.input.cancel)
-      .map((r) => r.id);
-    const elsewhere: string[] = [];
-    for (const id of running) {
-      if (!this.processor.abort(id, 'cancelled')) elsewhere.push(id);
-      out[id] = 'cancelled';
+    const running = (await this.repo.runsOfAgent(agentId, 'running')).filter(
+      (r) => wanted(r.id) && !r.input.cancel,
+    );
+    const elsewhere: RunEntity[] = [];
+    for (const run of running) {
+      if (!this.processor.abort(run.id, 'cancelled')) elsewhere.push(run);
+      out[run.id] = 'cancelled';
     }
-    if (elsewhere.length) this.events.publish('run.cancel', { agentId, runIds: elsewhere });
+    if (elsewhere.length) {
+      // stored first: an instance that dies before the event reaches it leaves the run to recovery
+      await this.repo.requestCancel(elsewhere);
+      this.events.publish('run.cancel', { agentId, runIds: elsewhere.map((r) => r.id) });
+    }
     const parked = why === 'delete' ? await this.repo.findParkedRun(tenantId, agentId) : null;
     if (parked && wanted(parked.id)) {
       const calls = parked.parked ?? [];

@@ -272,6 +272,19 @@ export class ProcessingRepository {
     return (res.affected ?? 0) > 0;
   }
 
+  /** Marks runs still running as cancelled by a user (`RunInput.cancel_requested`), for recovery. */
+  async requestCancel(runs: RunEntity[]): Promise<void> {
+    await this.writes.run(async (em) => {
+      for (const r of runs)
+        await updateWhere(
+          em,
+          RunEntity,
+          { id: r.id, status: 'running' },
+          { input: { ...r.input, cancel_requested: true } },
+        );
+    });
+  }
+
   /** What the run's callback_url answered. */
   async recordCallback(id: string, callback: RunCallback): Promise<void> {
     await this.writes.run((em) => updateWhere(em, RunEntity, { id }, { callback }));

@@ -95,7 +95,9 @@ export class RunRecovery {
       if (await this.exec.executor.wasStarted(run.agent_id, callOf(m).tool_call_id, m.step_id))
         started.add(keyOf(m));
     }
-    const carried = await this.unstartedParkedCalls(run, orphans, keyOf, started);
+    const cancelled = run.input.cancel_requested === true;
+    // a run a user cancelled runs nothing more: its approved calls end unstarted
+    const carried = cancelled ? [] : await this.unstartedParkedCalls(run, orphans, keyOf, started);
     const carriedKeys = new Set(carried.map((c) => stepCallKey(c.step_id, c.tool_call_id)));
     const ended = orphans.filter((m) => !carriedKeys.has(keyOf(m)));
     const row = (
@@ -136,10 +138,10 @@ export class RunRecovery {
       await this.consent.restoreUnstartedApprovals(run.tenant_id, run.agent_id, carried);
     // the carried calls park on this run, so the usual resumption continues them in a new run
     const end = {
-      status: 'failed' as const,
-      stop_reason: 'error' as const,
+      status: cancelled ? ('cancelled' as const) : ('failed' as const),
+      stop_reason: cancelled ? ('cancelled' as const) : ('error' as const),
       usage: run.usage ?? (await this.storedUsage(run)),
-      error: 'interrupted',
+      error: cancelled ? null : 'interrupted',
       error_type: null,
     };
     await this.repo.finishRun(run.id, { ...end, parked: carried.length ? carried : null }, now);
@@ -148,7 +150,7 @@ export class RunRecovery {
       await this.exec.executor.parkBatch(run.batch_id).catch(() => undefined);
     } else {
       await this.exec.executor.completeBatch(run.batch_id).catch(() => undefined);
-      await this.agents.setLastStopReason(run.tenant_id, run.agent_id, 'error');
+      await this.agents.setLastStopReason(run.tenant_id, run.agent_id, end.stop_reason);
     }
     this.logger.warn(
       `run ${run.id} was interrupted` +

@@ -182,6 +182,62 @@ describe('processing: restart recovery', () => {
     }
   });
 
+  it('a cancel answered while the run ran on an instance that then died: recovery ends it cancelled, its call never runs', async () => {
+    let t = await startApp({ keepDir: true, modelBaseUrl: fake.baseUrl });
+    const dir = t.dir;
+    await tools.declare(t, 'lookup');
+    const id = await createAgent(t, fake, { tools: ['lookup'], include_base_tools: false });
+    // a run another (now dead) process holds: running in the database, not here
+    const now = Date.now();
+    const run = 'run-00000000-0000-4000-8000-000000000011';
+    const repo = t.app.get(ProcessingRepository);
+    await repo.insertRun(
+      runRow(id, {
+        id: run,
+        status: 'running',
+        batch_id: '11',
+        input: { kind: 'message', mode: 'async', messages: [{ role: 'user', content: 'go' }] },
+        created_at: now,
+      }),
+    );
+    await repo.append(id, [
+      {
+        id: 'message-00000000-0000-4000-8000-000000000011',
+        tenant_id: 'default',
+        agent_id: id,
+        run_id: run,
+        step_id: 'step-y',
+        batch_id: '11',
+        conversation_id: null,
+        message_type: 'tool_call_message',
+        payload: { tool_call: { name: 'lookup', arguments: '{}', tool_call_id: 'call_y' } },
+        created_at: now,
+      },
+    ]);
+    const cancel = await api(t, 'POST', `/v1/agents/${id}/messages/cancel`, { run_ids: [run] });
+    expect(cancel.body).toEqual({ [run]: 'cancelled' });
+    await t.close();
+
+    t = await startApp({ dir, modelBaseUrl: fake.baseUrl });
+    try {
+      // what the cancel answered is what happened
+      expect((await api(t, 'GET', `/v1/runs/${run}`)).body).toMatchObject({
+        status: 'cancelled',
+        stop_reason: 'cancelled',
+      });
+      const msgs = (await api(t, 'GET', `/v1/runs/${run}/messages`)).body;
+      expect(msgs.at(-1)).toMatchObject({
+        message_type: 'tool_return_message',
+        tool_call_id: 'call_y',
+        status: 'error',
+      });
+      expect(tools.calls).toHaveLength(0);
+    } finally {
+      await t.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('a crash mid-turn: a held call that started is shown with its unknown outcome and not run again; one that never started has its consent request denied', async () => {
     let t = await startApp({ keepDir: true, modelBaseUrl: fake.baseUrl });
     const dir = t.dir;

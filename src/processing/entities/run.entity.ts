@@ -35,6 +35,11 @@ export interface RunInput {
   client_tools?: ClientToolSpec[];
   /** resume after a cancellation: the parked calls are denied and the batch ends `cancelled`. */
   cancel?: boolean;
+  /**
+   * A cancel answered while the run ran on another instance: if that instance dies before it hears it,
+   * recovery ends the run `cancelled` (what the cancel answered), not interrupted, and runs nothing more.
+   */
+  cancel_requested?: boolean;
   /** Letta's `callback_url` (async requests): POSTed the run's outcome once it ends. */
   callback_url?: string;
 }
