@@ -1,5 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { DataSource, DataSourceOptions } from 'typeorm';
+import { sqlTable } from './sql-names';
 import { lockSqliteFile } from './sqlite-process-lock';
 
 /** What gives an open database back (the SQLite process lock), by data source. */
@@ -58,5 +59,22 @@ async function migrate(ds: DataSource, pgSchema: string | null): Promise<void> {
   if (applied.length > 0)
     new Logger('Database').log(
       `applied ${applied.length} migration(s): ${applied.map((m) => m.name).join(', ')}`,
+    );
+  await refuseNewerSchema(ds, pgSchema);
+}
+
+/**
+ * A database a newer version migrated has tables and columns this version does not know of, and
+ * writes that would break it: the boot stops, saying how to go back (docs/operability.md).
+ */
+async function refuseNewerSchema(ds: DataSource, pgSchema: string | null): Promise<void> {
+  const known = new Set(ds.migrations.map((m) => m.name ?? m.constructor.name));
+  const table = sqlTable(pgSchema, ds.options.migrationsTableName ?? 'migrations');
+  const rows = await ds.query<{ name: string }[]>(`SELECT name FROM ${table}`);
+  const unknown = rows.map((r) => r.name).filter((n) => !known.has(n));
+  if (unknown.length)
+    throw new Error(
+      `the database was migrated by a newer version of this server (${unknown.join(', ')}); ` +
+        `start that version, or revert those migrations with it first (docs/operability.md)`,
     );
 }

@@ -1,7 +1,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import type { DataSource } from 'typeorm';
+import { DataSource } from 'typeorm';
+import { sqlTable } from '../../src/database/sql-names';
+import { startApp } from '../support/app-harness';
 
 /**
  * The TypeORM CLI's DataSource (ormconfig.ts: `npm run migration:run`, `npm run typeorm -- migration:show`
@@ -30,6 +32,25 @@ describe('migration CLI', () => {
       if (before === undefined) delete process.env.SQLITE_PATH;
       else process.env.SQLITE_PATH = before;
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('an older server on a database a newer one migrated', () => {
+  it('stops at boot, naming the migrations it does not know', async () => {
+    const t = await startApp({ keepDir: true });
+    const ds = t.app.get(DataSource);
+    const table = sqlTable((ds.options as { schema?: string }).schema, 'migrations');
+    await ds.query(
+      `INSERT INTO ${table} ("timestamp", "name") VALUES (9999999999999, 'FromTheFuture9999999999999')`,
+    );
+    await t.close();
+    try {
+      await expect(startApp({ dir: t.dir })).rejects.toThrow(
+        /migrated by a newer version of this server \(FromTheFuture9999999999999\)/,
+      );
+    } finally {
+      rmSync(t.dir, { recursive: true, force: true });
     }
   });
 });
