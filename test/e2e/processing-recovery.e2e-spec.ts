@@ -187,6 +187,9 @@ describe('processing: restart recovery', () => {
     const dir = t.dir;
     await tools.declare(t, 'lookup');
     const id = await createAgent(t, fake, { tools: ['lookup'], include_base_tools: false });
+    // a first message: this instance holds the agent (PostgreSQL: its lease) for the rows below
+    fake.push({ content: 'first answer' });
+    await api(t, 'POST', `/v1/agents/${id}/messages`, say('before'));
     // a run another (now dead) process holds: running in the database, not here
     const now = Date.now();
     const run = 'run-00000000-0000-4000-8000-000000000011';
