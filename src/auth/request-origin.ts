@@ -3,6 +3,7 @@ import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { DomainError } from '../common/domain-error';
 import { toErrorBody } from '../common/domain-error.filter';
 import type { AppConfig } from '../config/app-config';
+import { ServedNames } from '../core/net/host-policy';
 
 /** Methods a browser lets any page send cross-site whose answer it then hides: reads, never refused by origin. */
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
@@ -16,9 +17,17 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
  * `server.allowed_origins`, is refused with 403 `ORIGIN_NOT_ALLOWED`. Clients that send no `Origin` (SDKs,
  * the ws library, curl) are unaffected. With API keys the key decides: a page holds none (the console keeps
  * its key in the tab's session storage, never in a cookie), so nothing is checked here.
+ *
+ * DNS rebinding: a page whose own name the attacker resolves to this server's address is its same origin
+ * as far as the browser knows, and may read what it is answered. So in open mode, when the server listens
+ * on the loopback (only this machine's clients, which reach it by an address or `localhost`) or the
+ * operator named its hosts (`server.allowed_hosts`), a request addressed to any other name is refused with
+ * 403 `HOST_NOT_ALLOWED`, reads included.
  */
 export class RequestOriginPolicy {
   private readonly allowedOrigins: Set<string>;
+  /** null: any name answers (listening beyond the loopback, no names set). */
+  private readonly served: ServedNames | null;
 
   constructor(
     config: Pick<AppConfig, 'server' | 'webhooks' | 'auth'>,
@@ -29,6 +38,11 @@ export class RequestOriginPolicy {
       ...config.server.allowed_origins,
       ...(publicUrl ? [publicUrl.origin] : []),
     ]);
+    const { allowed_hosts: names, host } = config.server;
+    this.served =
+      open && (names.length > 0 || LOOPBACK.test(host))
+        ? new ServedNames([...names, ...[...this.allowedOrigins].map((o) => new URL(o).hostname)])
+        : null;
   }
 
   /** Why this request (or WebSocket upgrade) is refused, or null. */
@@ -37,6 +51,14 @@ export class RequestOriginPolicy {
     upgrade = false,
   ): DomainError | null {
     if (!this.open) return null;
+    const name = this.served?.refused(header(req.headers.host)) ?? null;
+    if (name !== null)
+      return new DomainError(
+        'forbidden',
+        'HOST_NOT_ALLOWED',
+        `a request addressed to the name ${JSON.stringify(name.slice(0, 200))} is refused: without API keys this server answers only to its IP addresses, localhost and the names in server.allowed_hosts (a web page could reach it under a DNS name rebound to it)`,
+        { setting: 'server.allowed_hosts' },
+      );
     const origin = header(req.headers.origin);
     if (origin === undefined || (!upgrade && SAFE_METHODS.has(req.method ?? 'GET'))) return null;
     if (this.originAllowed(origin, req.headers.host)) return null;
@@ -77,6 +99,9 @@ export class RequestOriginPolicy {
     }
   }
 }
+
+/** A listening address only this machine reaches. */
+const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|\[::1\]|localhost)$/i;
 
 function header(v: string | string[] | undefined): string | undefined {
   return Array.isArray(v) ? v[0] : v;

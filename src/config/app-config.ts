@@ -1,4 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { hostname } from 'node:os';
 import * as path from 'node:path';
 import { parse as parseYaml } from 'yaml';
@@ -21,6 +22,11 @@ export interface AppConfig {
     json_max_depth: number;
     /** Web page origins (`https://app.example.com`) besides the server's own that may call it from a browser. */
     allowed_origins: string[];
+    /**
+     * Open mode: the names (besides IP addresses and localhost) requests may be addressed to, checked when the
+     * server listens on the loopback or this is set (DNS rebinding; src/auth/request-origin.ts).
+     */
+    allowed_hosts: string[];
   };
   database: {
     url: string | null;
@@ -568,6 +574,15 @@ function validate(
             `must be a web origin such as https://app.example.com (scheme, host, port; no path, no *), got ${JSON.stringify(o)}`,
           );
         return origin === null ? [] : [origin];
+      }),
+      allowed_hosts: list('server.allowed_hosts').flatMap((h, i) => {
+        const ok = typeof h === 'string' && isHostPattern(h) && !h.includes('/') && isIP(h) === 0;
+        if (!ok)
+          fail(
+            `server.allowed_hosts[${i}]`,
+            `must be a host name such as agents.example.com or *.example.com (no port, no scheme; IP addresses are always answered), got ${JSON.stringify(h)}`,
+          );
+        return ok ? [h.toLowerCase()] : [];
       }),
     },
     database: {

@@ -103,6 +103,34 @@ function reachesLoopback(address: string): boolean {
 }
 
 /**
+ * The names a server answers to where a web page could reach it under a DNS name rebound to its address:
+ * any IP address, `localhost` and `*.localhost` (browsers resolve those to the loopback themselves, never
+ * through DNS), and the operator's names (host names or `*.example.com`).
+ */
+export class ServedNames {
+  private readonly names: HostSet;
+
+  constructor(names: readonly string[]) {
+    this.names = new HostSet(names);
+  }
+
+  /** The name a request was addressed to (its `Host` header) when it is not one of these; else null. */
+  refused(hostHeader: string | undefined): string | null {
+    // HTTP/1.1 clients, browsers among them, always send one; an HTTP/1.0 client without it is no page
+    if (hostHeader === undefined) return null;
+    let name: string;
+    try {
+      name = new URL(`http://${hostHeader}`).hostname;
+    } catch {
+      return hostHeader;
+    }
+    const bare = name.replace(/^\[(.*)\]$/, '$1').replace(/\.$/, '');
+    if (isIP(bare) !== 0 || bare === 'localhost' || bare.endsWith('.localhost')) return null;
+    return this.names.hasName(bare) ? null : bare;
+  }
+}
+
+/**
  * The operator's outbound policy for tool calls: a connection to `address` (resolved from `host`) is
  * refused when the name or the address is denied, or when an allow-list is set and neither is on it.
  */

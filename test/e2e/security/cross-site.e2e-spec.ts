@@ -85,8 +85,8 @@ async function pendingRequest(t: TestApp): Promise<string> {
  * QA (cross-site WebSocket hijacking): in open mode (no API keys, the default) any web page in a browser on
  * the machine could open ws://127.0.0.1:<port>/v1/ws, subscribe, read the pending consent requests and
  * approve them. A browser lets a page open a WebSocket to any host and sends the page's Origin; only the
- * server's own pages (and server.allowed_origins) may now, and in open mode only under a name of this
- * server (a rebound DNS name is refused).
+ * server's own pages (and server.allowed_origins) may now, and, listening on the loopback, only under an
+ * address, localhost or server.allowed_hosts (a rebound DNS name is refused).
  */
 describe('security: a web page of another origin gets nothing (open mode)', () => {
   let t: TestApp;
@@ -130,9 +130,23 @@ describe('security: a web page of another origin gets nothing (open mode)', () =
     );
   });
 
-  it('any Host answers in open mode (a compose service or LAN name); DNS rebinding is not covered (docs/security.md)', async () => {
-    for (const h of ['localhost', '127.0.0.1', '[::1]', 'agent-server', 'box.lan'])
+  it('DNS rebinding: listening on the loopback, a request under any other name is refused (reads, the WebSocket), an address or localhost answers', async () => {
+    for (const h of ['localhost', '127.0.0.1', '[::1]', 'console.localhost'])
       expect((await raw(t, 'GET', '/v1/agents/', { Host: `${h}:8283` })).status).toBe(200);
+    // the attacker's page, its name now resolving to 127.0.0.1: same origin as far as the browser knows
+    const read = await raw(t, 'GET', '/v1/agents/', { Host: 'evil.example:8283' });
+    expect(read).toEqual({
+      status: 403,
+      body: expect.objectContaining({
+        code: 'HOST_NOT_ALLOWED',
+        message: expect.stringContaining('server.allowed_hosts'),
+        details: { setting: 'server.allowed_hosts' },
+      }),
+    });
+    const requestId = await pendingRequest(t);
+    const ws = await upgrade(t, { Host: 'evil.example:8283', Origin: 'http://evil.example:8283' });
+    expect(ws).toMatchObject({ status: 403, body: { code: 'HOST_NOT_ALLOWED' } });
+    expect((await api(t, 'GET', `/v1/consent/requests/${requestId}`)).body.status).toBe('pending');
   });
 
   it('REST: a cross-site form POST (multipart import, a bodiless POST) is refused with 403 before it runs; reads stay unreadable to the page and answer', async () => {
@@ -205,6 +219,40 @@ describe('security: the operator opens the server to named origins', () => {
     await expect(
       startApp({ overrides: { server: { allowed_origins: ['https://app.example.com/path'] } } }),
     ).rejects.toThrow(/server\.allowed_origins\[0\]/);
+  });
+});
+
+describe('security: open mode under names the operator gives', () => {
+  let named: TestApp;
+  let wide: TestApp;
+  beforeAll(async () => {
+    named = await startApp({
+      overrides: {
+        server: { allowed_hosts: ['agents.example.com', '*.internal'] },
+        webhooks: { public_url: 'https://hooks.example.net/base' },
+      },
+    });
+    wide = await startApp({ overrides: { server: { host: '0.0.0.0' } } });
+  });
+  afterAll(async () => {
+    await named.close();
+    await wide.close();
+  });
+
+  it('server.allowed_hosts and the public URL answer, other names do not; beyond the loopback with no names set, any name answers', async () => {
+    for (const h of ['agents.example.com', 'box.internal:8283', 'hooks.example.net', '127.0.0.1'])
+      expect((await raw(named, 'GET', '/v1/agents/', { Host: h })).status).toBe(200);
+    for (const h of ['evil.example', 'agents.example.com.evil.example'])
+      expect((await raw(named, 'GET', '/v1/agents/', { Host: h })).status).toBe(403);
+    for (const h of ['agent-server', 'box.lan:8283'])
+      expect((await raw(wide, 'GET', '/v1/agents/', { Host: h })).status).toBe(200);
+  });
+
+  it('a bad name stops the boot naming it', async () => {
+    for (const bad of ['https://agents.example.com', 'agents.example.com:8283', '10.0.0.0/8', '*'])
+      await expect(startApp({ overrides: { server: { allowed_hosts: [bad] } } })).rejects.toThrow(
+        /server\.allowed_hosts\[0\]/,
+      );
   });
 });
 

@@ -1,4 +1,9 @@
-import { clientOf, embeddedIPv4, HostPolicy } from '../../../../src/core/net/host-policy';
+import {
+  clientOf,
+  embeddedIPv4,
+  HostPolicy,
+  ServedNames,
+} from '../../../../src/core/net/host-policy';
 
 const METADATA = ['169.254.0.0/16', 'fd00:ec2::254'];
 const defaults = new HostPolicy([], METADATA);
@@ -124,5 +129,29 @@ describe('HostPolicy: every spelling of an address is the address', () => {
     ['', ''],
   ])('clientOf(%s) is %s: one count per IPv4 address or IPv6 /64', (address, client) => {
     expect(clientOf(address)).toBe(client);
+  });
+});
+
+describe('ServedNames: the names an open-mode server answers to (DNS rebinding)', () => {
+  const served = new ServedNames(['agents.example.com', '*.internal']);
+  it.each([
+    ['127.0.0.1:8283', null],
+    ['127.0.0.1', null],
+    ['[::1]:8283', null],
+    ['10.1.2.3:80', null],
+    ['localhost:8283', null],
+    ['LOCALHOST', null],
+    ['console.localhost:8283', null],
+    ['agents.example.com:443', null],
+    ['Agents.Example.Com.', null],
+    ['box.internal:8283', null],
+    [undefined, null], // HTTP/1.0, no page
+    ['evil.example:8283', 'evil.example'], // the rebound name
+    ['agents.example.com.evil.example', 'agents.example.com.evil.example'],
+    ['localhost.evil.example', 'localhost.evil.example'],
+    ['internal', 'internal'],
+    ['', ''],
+  ])('Host %s: refused name %s', (host, refused) => {
+    expect(served.refused(host)).toBe(refused);
   });
 });
