@@ -4,13 +4,14 @@ import { checkBatchRules, checkCooldowns, checkPassRules } from '../rules/rule-c
 import {
   canonicalKey,
   checkDedupe,
+  checkDedupeInTurn,
   dedupePolicy,
   DedupePolicy,
   isLive,
 } from '../rules/dedupe.rule';
 import { renderRefusal } from '../rules/render-refusal';
 import { RuleIndex, ruleIndexFor } from '../rules/rule-index';
-import { type Denial, lastExecution, type RuleView } from '../rules/verdict';
+import { type AwaitingCall, type Denial, lastExecution, type RuleView } from '../rules/verdict';
 import { requestsHeartbeat } from '../tools/heartbeat';
 import { DEFAULT_RETURN_CHAR_LIMIT, type ToolDefinition } from '../tools/tool-definition';
 import { ArgumentValidator } from './argument-validator';
@@ -176,16 +177,16 @@ export class ToolExecutor {
   }
 
   /**
-   * `awaiting`: the tools of this turn's earlier calls that wait for a person's consent. They count
-   * toward max-count and exclusive groups as if they ran, so nobody is asked to approve a call the rules
-   * would refuse once approved.
+   * `awaiting`: this turn's earlier calls that wait for a person's consent. The rules see them as run
+   * (max-count, exclusive groups, cooldowns, dedupe), so nobody is asked to approve a call the rules would
+   * refuse once the earlier ones are approved and run.
    */
   async execute(
     setup: AgentToolSetup,
     pass: PassState,
     call: ToolCallRequest,
     meta: ExecutionMeta,
-    awaiting: readonly string[] = [],
+    awaiting: readonly AwaitingCall[] = [],
   ): Promise<ToolOutcome> {
     try {
       const idx = ruleIndexFor(setup);
@@ -211,10 +212,10 @@ export class ToolExecutor {
   ): Promise<ToolOutcome[]> {
     const idx = ruleIndexFor(setup);
     const out: ToolOutcome[] = [];
-    const awaiting: string[] = [];
-    const push = (o: ToolOutcome) => {
+    const awaiting: AwaitingCall[] = [];
+    const push = (call: ToolCallRequest, o: ToolOutcome) => {
       out.push(o);
-      if (o.kind === 'consent_required') awaiting.push(o.toolName);
+      if (o.kind === 'consent_required') awaiting.push(awaitingCall(call, o));
     };
     let i = 0;
     while (i < calls.length) {
@@ -232,7 +233,7 @@ export class ToolExecutor {
         j++;
       }
       if (j - i < 2) {
-        push(await this.execute(setup, pass, calls[i], meta, awaiting));
+        push(calls[i], await this.execute(setup, pass, calls[i], meta, awaiting));
         i++;
         continue;
       }
@@ -241,7 +242,7 @@ export class ToolExecutor {
       for (const call of group) {
         try {
           const a = await this.admit(setup, idx, pass, call, meta, awaiting);
-          if (a.outcome?.kind === 'consent_required') awaiting.push(call.name);
+          if (a.outcome?.kind === 'consent_required') awaiting.push(awaitingCall(call, a.outcome));
           admissions.push(a);
         } catch (e) {
           admissions.push({ outcome: internalFailure(call, e) });
@@ -412,7 +413,7 @@ export class ToolExecutor {
     pass: PassState,
     call: ToolCallRequest,
     meta: ExecutionMeta,
-    awaiting: readonly string[],
+    awaiting: readonly AwaitingCall[],
   ): Promise<Admission> {
     const { store } = this.deps;
     const name = call.name;
@@ -460,6 +461,9 @@ export class ToolExecutor {
         const v = checkDedupe(policy, name, entry, now) as Denial;
         return this.refusal(setup, idx, pass, call, args, v.code, v.detail, v);
       }
+      const twin = awaiting.length ? checkDedupeInTurn(policy, name, key, awaiting) : undefined;
+      if (twin && !twin.allowed)
+        return this.refusal(setup, idx, pass, call, args, twin.code, twin.detail, twin);
     }
 
     // 2–4. pass rules, batch rules, cooldown
@@ -845,6 +849,13 @@ function pendingFor(idx: RuleIndex, batch: BatchState): string[] {
   for (const t of idx.requiredBeforeExit) if (!batch.succeeded?.[t]) out.push(t);
   for (const t of batch.mustFollow ?? []) if (!out.includes(t)) out.push(t);
   return out;
+}
+
+/** A call that waits for consent as the later calls of its turn see it (arguments that were not JSON: no dedupe key). */
+function awaitingCall(call: ToolCallRequest, o: ToolOutcome): AwaitingCall {
+  const w: AwaitingCall = { toolCallId: call.toolCallId, toolName: call.name };
+  if (typeof call.arguments !== 'string') w.key = canonicalKey(call.name, o.arguments);
+  return w;
 }
 
 function concurrencySafe(idx: RuleIndex, call: ToolCallRequest): boolean {

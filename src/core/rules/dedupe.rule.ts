@@ -2,7 +2,7 @@ import stableStringify from 'json-stable-stringify';
 import type { ExecutorSettings } from '../executor/contracts';
 import type { ToolDefinition } from '../tools/tool-definition';
 import type { DedupeMode } from './tool-rule';
-import { ALLOW, deny, RuleOf, Verdict } from './verdict';
+import { ALLOW, AwaitingCall, deny, RuleOf, Verdict } from './verdict';
 
 export type DedupeRule = RuleOf<'dedupe'>;
 
@@ -54,6 +54,25 @@ export function checkDedupe(
     entry.unknown
       ? `${tool} was called with these arguments ${ago}s ago and did not finish: its outcome is unknown (it may have taken effect), so it is not run again (${window}); check before calling it again, or change the arguments`
       : `${tool} already ran with these arguments ${ago}s ago (${window}); use its earlier result or change the arguments`,
+    policy.rule,
+  );
+}
+
+/**
+ * dedupe within one turn: an identical earlier call that waits for consent makes this one a duplicate once
+ * it runs (and there is no result yet to answer with), so this one is refused rather than asked about.
+ */
+export function checkDedupeInTurn(
+  policy: DedupePolicy,
+  tool: string,
+  key: string,
+  awaiting: readonly AwaitingCall[],
+): Verdict {
+  const twin = awaiting.find((w) => w.key === key);
+  if (twin === undefined) return ALLOW;
+  return deny(
+    'Deduplicated',
+    `${tool} was already called with these arguments in this turn (call ${twin.toolCallId}, waiting for consent; dedupe window ${policy.windowMs / 1000}s); use its result once it runs, or change the arguments`,
     policy.rule,
   );
 }

@@ -23,7 +23,8 @@ export function checkExclusiveGroup(
 ): Verdict {
   const other = (t: string) => t !== tool && rule.tools.includes(t);
   const ran = rule.tools.find((t) => t !== tool && (view.batch.callCounts[t] ?? 0) > 0);
-  const waiting = ran === undefined ? view.awaiting?.find(other) : undefined;
+  const waiting =
+    ran === undefined ? view.awaiting?.find((w) => other(w.toolName))?.toolName : undefined;
   if (ran === undefined && waiting === undefined) return ALLOW;
   return deny(
     'RuleViolation',

@@ -9,7 +9,7 @@ export type MaxCountRule = RuleOf<'max_count_per_step' | 'max_calls'>;
  */
 export function checkMaxCount(rule: MaxCountRule, tool: string, view: RuleView): Verdict {
   let waiting = 0;
-  if (view.awaiting) for (const t of view.awaiting) if (t === tool) waiting++;
+  if (view.awaiting) for (const w of view.awaiting) if (w.toolName === tool) waiting++;
   const used = (view.batch.callCounts[tool] ?? 0) + waiting;
   if (used < rule.max_count_limit) return ALLOW;
   return deny(

@@ -23,8 +23,19 @@ export interface RuleView {
   now: number;
   /** Last execution of the tool under check (cooldown), when loaded. */
   lastExecutionAt: number | null;
-  /** Tools of this turn's earlier calls that wait for consent (batch rules count them as used). */
-  awaiting?: readonly string[];
+  /**
+   * This turn's earlier calls that wait for consent: the rules see them as run (batch counts, cooldowns,
+   * dedupe), so nobody is asked to approve a call that would be refused once they run.
+   */
+  awaiting?: readonly AwaitingCall[];
+}
+
+/** A call of the current turn that waits for a person's consent. */
+export interface AwaitingCall {
+  toolCallId: string;
+  toolName: string;
+  /** Its dedupe key (`canonicalKey`), when its arguments were JSON. */
+  key?: string;
 }
 
 export type RuleOf<T extends ToolRule['type']> = Extract<ToolRule, { type: T }>;

@@ -246,3 +246,87 @@ describe('executor invariants over random rules and call sequences', () => {
     );
   });
 });
+
+describe('a person is only asked about calls that can run once approved', () => {
+  // the rules that see a turn's waiting calls; a grant covers calls with v 0, the rest wait for a person
+  const limiting = rule.filter((r) =>
+    ['max_count_per_step', 'max_calls', 'exclusive_group', 'cooldown', 'dedupe'].includes(r.type),
+  );
+  const turns = fc.array(
+    fc.oneof(
+      {
+        weight: 4,
+        arbitrary: fc.array(fc.record({ name: tool, arg: fc.integer({ min: 0, max: 2 }) }), {
+          minLength: 1,
+          maxLength: 5,
+        }),
+      },
+      { weight: 1, arbitrary: fc.constantFrom('wait' as const, 'batch' as const) },
+    ),
+    { minLength: 1, maxLength: 8 },
+  );
+
+  it('every call that waited for consent runs once approved, whatever the rules', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(limiting, { maxLength: 5 }),
+        turns,
+        fc.boolean(),
+        async (rules, steps, readOnly) => {
+          const clock = new FakeClock();
+          let approving = false;
+          const executor = new ToolExecutor({
+            clock,
+            store: new InMemoryStateStore(),
+            invoker: { invoke: () => Promise.resolve({ status: 'success', value: 'ok' }) },
+            consent: {
+              check: (req) =>
+                Promise.resolve(
+                  req.arguments.v === 0
+                    ? { kind: 'granted', grantId: 'g' }
+                    : approving
+                      ? { kind: 'approved', requestId: `req-${req.toolCallId}` }
+                      : { kind: 'pending', requestId: `req-${req.toolCallId}` },
+                ),
+            },
+            limits: { batchTtlMs: 1e9 },
+            timers: new ManualTimers(),
+          });
+          const setup = aSetup(
+            [{ type: 'requires_consent', tool_name: '*' }, ...rules],
+            TOOLS.map((n) => aTool(n, readOnly ? 'read_only' : 'side_effecting')),
+          );
+          let batchId = 'b1';
+          let pass = executor.newPass(setup, batchId);
+          const meta = () => ({ tenantId: 'default', agentId: setup.agentId, runId: 'r', batchId });
+          let n = 0;
+          for (const s of steps) {
+            if (s === 'wait') clock.advance(15_000);
+            else if (s === 'batch') {
+              await executor.completeBatch(batchId);
+              batchId = `b${n}`;
+              pass = executor.newPass(setup, batchId);
+            } else {
+              const calls = s.map((c) => ({
+                toolCallId: `call-${++n}`,
+                name: c.name,
+                arguments: { v: c.arg },
+              }));
+              approving = false;
+              const asked = (await executor.executeBatch(setup, pass, calls, meta()))
+                .filter((o) => o.kind === 'consent_required')
+                .map((o) => calls.find((c) => c.toolCallId === o.toolCallId)!);
+              // the person approves every request; the batch goes on with those calls, in order
+              approving = true;
+              const after = await executor.executeBatch(setup, pass, asked, meta());
+              expect(after.map((o) => `${o.toolCallId}:${o.kind}`)).toEqual(
+                asked.map((c) => `${c.toolCallId}:executed`),
+              );
+            }
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+});

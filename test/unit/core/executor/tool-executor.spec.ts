@@ -1,4 +1,5 @@
 import type { ToolRule } from '../../../../src/core/rules/tool-rule';
+import type { ToolSafety } from '../../../../src/core/tools/tool-definition';
 import { aSetup, aTool, code, Harness } from './executor-harness';
 
 describe('allowedTools: what the next model call may be offered', () => {
@@ -347,46 +348,148 @@ describe('consent', () => {
   });
 });
 
-describe('calls of one turn that wait for consent count toward batch rules', () => {
-  const turn = (h: Harness, names: string[]) =>
+describe('calls of one turn that wait for consent count toward batch rules, cooldowns and dedupe', () => {
+  /** `a` calls a with `{n: <position>}` (every call its own arguments); `a {"x":1}` with those arguments. */
+  const turn = (h: Harness, calls: string[]) =>
     h.executor.executeBatch(
       h.setup,
       h.pass,
-      names.map((name, i) => ({ toolCallId: `call-${i}`, name, arguments: { n: i } })),
+      calls.map((c, i) => {
+        const [name, args] = c.split(/ (.*)/);
+        return {
+          toolCallId: `call-${i}`,
+          name,
+          arguments: args ? (JSON.parse(args) as Record<string, unknown>) : { n: i },
+        };
+      }),
       h.meta(),
     );
 
-  it.each<[string, ToolRule[], string[], string]>([
+  it.each<[string, ToolRule[], string[], string, RegExp, ToolSafety?]>([
     [
       'max count: no request for a call past the limit',
       [{ type: 'max_count_per_step', tool_name: 'a', max_count_limit: 2 }],
       ['a', 'a', 'a'],
       'pending pending RuleViolation',
+      /\(counting 2 waiting for consent\)/,
     ],
     [
       'exclusive group: a waiting tool holds the group',
       [{ type: 'exclusive_group', tools: ['a', 'b'] }],
       ['a', 'b', 'a'],
       'pending RuleViolation pending',
+      /exclusive with a, which waits for consent/,
     ],
-  ])('%s', async (_s, extra, names, codes) => {
+    [
+      'cooldown: a second call would be cooling down once the first runs',
+      [{ type: 'cooldown', tool_name: 'a', seconds: 60 }],
+      ['a', 'b', 'a'],
+      'pending pending RuleViolation',
+      /^\[ToolRuleViolation\] a is cooling down \(60s between calls\): its call call-0 in this turn waits for consent/,
+    ],
+    [
+      'cooldown of a side-effecting tool (each call runs alone)',
+      [{ type: 'cooldown', tool_name: 'a', seconds: 60 }],
+      ['a', 'a'],
+      'pending RuleViolation',
+      /a is cooling down \(60s between calls\): its call call-0/,
+      'side_effecting',
+    ],
+    [
+      'dedupe (reject): an identical call would be a duplicate once the first runs',
+      [{ type: 'dedupe', tool_name: 'a', window_seconds: 60, mode: 'reject' }],
+      ['a {"x":1}', 'a {"x":1}', 'a {"x":2}'],
+      'pending Deduplicated pending',
+      /^\[ToolDeduplicated\] a was already called with these arguments in this turn \(call call-0, waiting for consent; dedupe window 60s\)/,
+    ],
+    [
+      'dedupe (return_cached): there is no result to answer with yet',
+      [{ type: 'dedupe', tool_name: 'a', window_seconds: 60, mode: 'return_cached' }],
+      ['a {"x":1}', 'a {"x":1}'],
+      'pending Deduplicated',
+      /call call-0, waiting for consent/,
+    ],
+    [
+      "dedupe by default (a side-effecting tool): request_heartbeat is not part of a call's identity",
+      [],
+      ['a {"x":1}', 'a {"x":1,"request_heartbeat":true}'],
+      'pending Deduplicated',
+      /call call-0, waiting for consent; dedupe window 300s/,
+      'side_effecting',
+    ],
+    [
+      'dedupe off: identical calls are each asked about',
+      [{ type: 'dedupe', tool_name: 'a', window_seconds: 60, mode: 'off' }],
+      ['a {"x":1}', 'a {"x":1}'],
+      'pending pending',
+      /^$/,
+    ],
+  ])('%s', async (_s, extra, calls, codes, text, safety = 'read_only') => {
+    const h = new Harness(
+      aSetup(
+        [
+          { type: 'requires_consent', tool_name: 'a' },
+          { type: 'requires_consent', tool_name: 'b' },
+          ...extra,
+        ],
+        ['a', 'b', 'c'].map((n) => aTool(n, safety)),
+      ),
+    );
+    h.consent.answer = (req) => ({ kind: 'pending', requestId: `req-${req.toolCallId}` });
+    const out = await turn(h, calls);
+    expect(out.map(code).join(' ')).toBe(codes);
+    // only the calls that may run once approved asked anyone
+    expect(h.consent.requests.map((r) => r.toolCallId)).toEqual(
+      out.filter((o) => o.kind === 'consent_required').map((o) => o.toolCallId),
+    );
+    expect(out.find((o) => o.kind === 'refused')?.returnValue ?? '').toMatch(text);
+    expect(h.invoker.calls).toHaveLength(0);
+  });
+
+  it.each<[string, ToolRule]>([
+    ['cooldown', { type: 'cooldown', tool_name: 'a', seconds: 60 }],
+    ['dedupe', { type: 'dedupe', tool_name: 'a', window_seconds: 60, mode: 'reject' }],
+  ])(
+    '%s: the waiting call denied, the refused one never runs (fails closed); approved, it runs alone',
+    async (_s, rule) => {
+      for (const approve of [false, true]) {
+        const h = new Harness(aSetup([{ type: 'requires_consent', tool_name: 'a' }, rule]));
+        h.consent.answer = (req) => ({ kind: 'pending', requestId: `req-${req.toolCallId}` });
+        expect((await turn(h, ['a {}', 'a {}'])).map(code)).toEqual([
+          'pending',
+          rule.type === 'cooldown' ? 'RuleViolation' : 'Deduplicated',
+        ]);
+        // the batch goes on with the parked call only: the refused one was answered for good
+        h.consent.answer = (req) =>
+          approve
+            ? { kind: 'approved', requestId: `req-${req.toolCallId}` }
+            : { kind: 'denied', reason: 'no', requestId: `req-${req.toolCallId}` };
+        expect((await turn(h, ['a {}'])).map(code)).toEqual([approve ? 'ok' : 'PermissionDenied']);
+        expect(h.invoker.calls).toHaveLength(approve ? 1 : 0);
+        expect(h.consent.requests.map((r) => r.toolCallId)).toEqual(['call-0', 'call-0']);
+      }
+    },
+  );
+
+  it('a standing grant covering a later call of a cooling tool: the earlier waiting call goes first', async () => {
+    // the grant's constraint covers small amounts: the big payment waits for a person, the small one is granted
     const h = new Harness(
       aSetup([
         { type: 'requires_consent', tool_name: 'a' },
-        { type: 'requires_consent', tool_name: 'b' },
-        ...extra,
+        { type: 'cooldown', tool_name: 'a', seconds: 60 },
       ]),
     );
-    h.consent.answer = (req) => ({ kind: 'pending', requestId: `req-${req.toolCallId}` });
-    const out = await turn(h, names);
-    expect(out.map(code).join(' ')).toBe(codes);
-    // only the calls that may run once approved asked anyone
-    expect(h.consent.requests).toHaveLength(
-      out.filter((o) => o.kind === 'consent_required').length,
-    );
-    expect(out.find((o) => o.kind === 'refused')!.returnValue).toMatch(
-      /waiting for consent|waits for consent/,
-    );
+    h.consent.answer = (req) =>
+      Number(req.arguments.amount) > 100
+        ? { kind: 'pending', requestId: `req-${req.toolCallId}` }
+        : { kind: 'granted', grantId: 'grant-small' };
+    const out = await turn(h, ['a {"amount":500}', 'a {"amount":5}']);
+    expect(out.map(code)).toEqual(['pending', 'RuleViolation']);
+    expect(out[1].returnValue).toMatch(/its call call-0 in this turn waits for consent/);
+    expect(h.invoker.calls).toHaveLength(0);
+    // the person's approval is not wasted: the call they approved runs
+    h.consent.answer = (req) => ({ kind: 'approved', requestId: `req-${req.toolCallId}` });
+    expect((await turn(h, ['a {"amount":500}'])).map(code)).toEqual(['ok']);
   });
 
   it('once approved, the waiting calls run: they no longer count against each other', async () => {

@@ -5,7 +5,12 @@ import {
 } from '../../../../src/core/rules/conditional.rule';
 import { checkConstrainChild } from '../../../../src/core/rules/constrain-child-tools.rule';
 import { checkCooldown } from '../../../../src/core/rules/cooldown.rule';
-import { canonicalKey, checkDedupe, dedupePolicy } from '../../../../src/core/rules/dedupe.rule';
+import {
+  canonicalKey,
+  checkDedupe,
+  checkDedupeInTurn,
+  dedupePolicy,
+} from '../../../../src/core/rules/dedupe.rule';
 import { checkExclusiveGroup } from '../../../../src/core/rules/exclusive-group.rule';
 import { checkMaxCount } from '../../../../src/core/rules/max-count.rule';
 import { checkParentLast } from '../../../../src/core/rules/parent-last-tool.rule';
@@ -238,6 +243,62 @@ describe('one table per rule: given rule, state, this call → verdict', () => {
         'a',
         view('', {}, { lastExecutionAt: 90_000 }),
       ),
+      'allowed',
+    ],
+    [
+      'cooldown: an earlier call of this turn waits for consent',
+      checkCooldown(
+        { type: 'cooldown', tool_name: 'a', seconds: 10 },
+        'a',
+        view('', {}, { awaiting: [{ toolCallId: 'call_7', toolName: 'a' }] }),
+      ),
+      'a is cooling down (10s between calls): its call call_7 in this turn waits for consent, and the cooldown starts when it runs',
+    ],
+    [
+      'cooldown: inside, and a call waits: the running cooldown is what the model is told',
+      checkCooldown(
+        { type: 'cooldown', tool_name: 'a', seconds: 10 },
+        'a',
+        view(
+          '',
+          {},
+          { lastExecutionAt: 95_500, awaiting: [{ toolCallId: 'call_7', toolName: 'a' }] },
+        ),
+      ),
+      'a is cooling down (10s between calls); it may run again in 6s',
+    ],
+    [
+      'cooldown: a call of another tool waits',
+      checkCooldown(
+        { type: 'cooldown', tool_name: 'a', seconds: 10 },
+        'a',
+        view('', {}, { awaiting: [{ toolCallId: 'call_7', toolName: 'b' }] }),
+      ),
+      'allowed',
+    ],
+    [
+      'max: a call of this turn waits for consent',
+      checkMaxCount(
+        { type: 'max_count_per_step', tool_name: 'a', max_count_limit: 2 },
+        'a',
+        view('', { callCounts: { a: 1 } }, { awaiting: [{ toolCallId: 'call_7', toolName: 'a' }] }),
+      ),
+      'a reached its limit of 2 calls in this batch (counting 1 waiting for consent)',
+    ],
+    [
+      'dedupe: an identical call of this turn waits for consent',
+      checkDedupeInTurn({ mode: 'reject', windowMs: 60_000 }, 'a', 'a|{"x":1}', [
+        { toolCallId: 'call_1', toolName: 'b', key: 'b|{"x":1}' },
+        { toolCallId: 'call_2', toolName: 'a', key: 'a|{"x":1}' },
+      ]),
+      'a was already called with these arguments in this turn (call call_2, waiting for consent; dedupe window 60s); use its result once it runs, or change the arguments',
+    ],
+    [
+      'dedupe: a call of this turn with other arguments waits',
+      checkDedupeInTurn({ mode: 'return_cached', windowMs: 60_000 }, 'a', 'a|{"x":1}', [
+        { toolCallId: 'call_2', toolName: 'a', key: 'a|{"x":2}' },
+        { toolCallId: 'call_3', toolName: 'a' },
+      ]),
       'allowed',
     ],
     [

@@ -1,0 +1,193 @@
+/* eslint-disable @typescript-eslint/no-explicit-any -- response bodies and frames are free-form JSON */
+import type { TestApp } from '../support/app-harness';
+import type { FakeModelServer } from '../support/fake-model-server';
+import {
+  api,
+  createAgent,
+  LoopEnv,
+  runEnded,
+  say,
+  startLoopEnv,
+  ToolServer,
+} from '../support/processing-fixtures';
+import { WsClient } from './consent-helpers';
+
+/**
+ * A model turn that holds two calls of a tool needing consent, where the second would be refused (cooldown,
+ * dedupe) once the first runs: a person is asked about the first only; the second is answered at once.
+ */
+describe('consent: a person is never asked about a call of the same turn that could not run', () => {
+  let env: LoopEnv;
+  let t: TestApp;
+  let fake: FakeModelServer;
+  let tools: ToolServer;
+  const sockets: WsClient[] = [];
+
+  beforeAll(async () => {
+    env = await startLoopEnv([['pay', { safety: 'side_effecting' }], 'lookup']);
+    ({ t, fake, tools } = env);
+  });
+  afterEach(() => Promise.all(sockets.splice(0).map((s) => s.close())));
+  afterAll(() => env.close());
+  beforeEach(() => env.reset());
+
+  const anAgent = (rules: any[]) =>
+    createAgent(t, fake, {
+      tools: ['pay', 'lookup'],
+      tool_rules: [{ type: 'requires_approval', tool_name: 'pay', scope: 'money' }, ...rules],
+      include_base_tools: false,
+    });
+
+  const requestsOf = async (agentId: string) =>
+    (await api(t, 'GET', `/v1/consent/requests?status=all&agent_id=${agentId}`)).body as any[];
+
+  /** The model's turn; the parked response, its approval request and the refused call's return. */
+  async function parkTurn(agentId: string, calls: any[], refusedId: string) {
+    fake.push({ tool_calls: calls }, { content: 'done' });
+    const res = (await api(t, 'POST', `/v1/agents/${agentId}/messages`, say('pay'))).body;
+    expect(res.stop_reason.stop_reason).toBe('requires_approval');
+    const approval = res.messages.find((m: any) => m.message_type === 'approval_request_message');
+    const refused = res.messages.find(
+      (m: any) => m.message_type === 'tool_return_message' && m.tool_call_id === refusedId,
+    );
+    return { res, approval, refused };
+  }
+
+  /** The continuation a decision started has ended. */
+  async function continued(parkedRunId: string): Promise<any> {
+    for (;;) {
+      const run = (await api(t, 'GET', `/v1/runs/${parkedRunId}`)).body;
+      if (run.continued_by) return runEnded(t, run.continued_by);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  }
+
+  it('two payments under a cooldown: one request over the WebSocket, the second refused at once; approved, the first runs', async () => {
+    const id = await anAgent([{ type: 'cooldown', tool_name: 'pay', seconds: 60 }]);
+    const ws = await WsClient.connect(t.baseUrl);
+    sockets.push(ws);
+    await ws.subscribe([id]);
+    const { res, approval, refused } = await parkTurn(
+      id,
+      [
+        { id: 'call_pay_1', name: 'pay', arguments: { q: '1' } },
+        { id: 'call_pay_2', name: 'pay', arguments: { q: '2' } },
+      ],
+      'call_pay_2',
+    );
+    expect(approval.tool_calls.map((c: any) => c.tool_call_id)).toEqual(['call_pay_1']);
+    expect(refused).toMatchObject({ status: 'error' });
+    expect(refused.tool_return).toContain(
+      'pay is cooling down (60s between calls): its call call_pay_1 in this turn waits for consent',
+    );
+    const pending = (await api(t, 'GET', `/v1/agents/${id}`)).body.pending_approval;
+    expect(pending.tool_calls.map((c: any) => c.tool_call_id)).toEqual(['call_pay_1']);
+    await ws.sync();
+    const asked = ws.ofType('consent.request').map((f) => f.request.tool_call_id);
+    expect(asked).toEqual(['call_pay_1']);
+
+    const request = ws.ofType('consent.request')[0].request;
+    ws.send({ type: 'consent.decision', request_id: request.id, decision: 'approve_once' });
+    expect(await continued(res.run_id)).toMatchObject({ stop_reason: 'end_turn' });
+    expect(tools.calls.map((c) => c.tool_call_id)).toEqual(['call_pay_1']);
+    expect((await requestsOf(id)).map((r) => [r.tool_call_id, r.status])).toEqual([
+      ['call_pay_1', 'approved'],
+    ]);
+    // the model saw the refusal of its second call beside the first call's result
+    const toolMsgs = fake.requests.at(-1)!.messages.filter((m: any) => m.role === 'tool');
+    expect(toolMsgs.map((m: any) => m.tool_call_id)).toEqual(['call_pay_1', 'call_pay_2']);
+  });
+
+  it("identical payments (the default dedupe of a side-effecting tool): Letta's in-band approval names the first only; its grant approves nothing else", async () => {
+    const id = await anAgent([]);
+    const { res, approval, refused } = await parkTurn(
+      id,
+      [
+        { id: 'call_same_1', name: 'pay', arguments: { q: '5' } },
+        { id: 'call_same_2', name: 'pay', arguments: { q: '5' } },
+      ],
+      'call_same_2',
+    );
+    expect(approval.tool_calls.map((c: any) => c.tool_call_id)).toEqual(['call_same_1']);
+    expect(refused.tool_return).toContain(
+      '[ToolDeduplicated] pay was already called with these arguments in this turn (call call_same_1, waiting for consent',
+    );
+    const answer = await api(t, 'POST', `/v1/agents/${id}/messages`, {
+      messages: [
+        {
+          type: 'approval',
+          approvals: [
+            {
+              type: 'approval',
+              tool_call_id: 'call_same_1',
+              approve: true,
+              grant: { decision: 'approve_for_duration', seconds: 600 },
+            },
+          ],
+        },
+      ],
+    });
+    expect(answer.status).toBe(200);
+    expect(answer.body.stop_reason.stop_reason).toBe('end_turn');
+    expect(answer.body.run_id).not.toBe(res.run_id);
+    expect(tools.calls.map((c) => c.tool_call_id)).toEqual(['call_same_1']);
+    expect((await requestsOf(id)).map((r) => r.tool_call_id)).toEqual(['call_same_1']);
+  });
+
+  it('the first one denied over REST: neither runs, and no one is asked about the second (fails closed)', async () => {
+    const id = await anAgent([{ type: 'cooldown', tool_name: 'pay', seconds: 60 }]);
+    const { res } = await parkTurn(
+      id,
+      [
+        { id: 'call_no_1', name: 'pay', arguments: { q: '1' } },
+        { id: 'call_no_2', name: 'pay', arguments: { q: '2' } },
+      ],
+      'call_no_2',
+    );
+    const [request] = await requestsOf(id);
+    const d = await api(t, 'POST', `/v1/consent/requests/${request.id}/decision`, {
+      decision: 'deny',
+      reason: 'not today',
+    });
+    expect(d.status).toBe(200);
+    expect(await continued(res.run_id)).toMatchObject({ stop_reason: 'end_turn' });
+    expect(tools.calls).toEqual([]);
+    expect((await requestsOf(id)).map((r) => [r.tool_call_id, r.status])).toEqual([
+      ['call_no_1', 'denied'],
+    ]);
+  });
+
+  it('a standing grant covers the later call: it does not run ahead of the waiting one, whose approval is not wasted', async () => {
+    // lookup shares the scope: approving it for the scope, within a constraint, grants small payments
+    const id = await anAgent([
+      { type: 'requires_approval', tool_name: 'lookup', scope: 'money' },
+      { type: 'cooldown', tool_name: 'pay', seconds: 60 },
+    ]);
+    fake.push({ tool_calls: [{ id: 'call_look', name: 'lookup', arguments: { q: 'x' } }] });
+    const looked = (await api(t, 'POST', `/v1/agents/${id}/messages`, say('look'))).body;
+    const [first] = await requestsOf(id);
+    fake.push({ content: 'looked' });
+    const grant = await api(t, 'POST', `/v1/consent/requests/${first.id}/decision`, {
+      decision: 'approve_for_scope',
+      constraint: { type: 'object', properties: { q: { type: 'string', maxLength: 1 } } },
+    });
+    expect(grant.body.grant).toMatchObject({ scope: 'money' });
+    await continued(looked.run_id);
+
+    const { res, approval, refused } = await parkTurn(
+      id,
+      [
+        { id: 'call_big', name: 'pay', arguments: { q: '500' } },
+        { id: 'call_small', name: 'pay', arguments: { q: '5' } },
+      ],
+      'call_small',
+    );
+    expect(approval.tool_calls.map((c: any) => c.tool_call_id)).toEqual(['call_big']);
+    expect(refused.tool_return).toContain('its call call_big in this turn waits for consent');
+    expect(tools.calls.map((c) => c.tool_call_id)).toEqual(['call_look']);
+    const big = (await requestsOf(id)).find((r) => r.tool_call_id === 'call_big');
+    await api(t, 'POST', `/v1/consent/requests/${big.id}/decision`, { decision: 'approve_once' });
+    expect(await continued(res.run_id)).toMatchObject({ stop_reason: 'end_turn' });
+    expect(tools.calls.map((c) => c.tool_call_id)).toEqual(['call_look', 'call_big']);
+  });
+});
