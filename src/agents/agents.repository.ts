@@ -3,7 +3,7 @@ import { keysetPage } from '../database/keyset-page';
 import { containsPattern } from '../database/like-pattern';
 import { InjectRepository } from '@nestjs/typeorm';
 import { EntityManager, In, Repository } from 'typeorm';
-import type { MemoryBlock } from '../core/agents/agent-record';
+import type { AgentSource, MemoryBlock } from '../core/agents/agent-record';
 import type { ListAgentsQuery } from '../core/agents/list-agents-query';
 import { GroupCommit } from '../database/group-commit';
 import { updateWhere } from '../database/raw-writes';
@@ -79,9 +79,14 @@ export class AgentsRepository {
     return new Set(rows.map((r) => r.id));
   }
 
-  async findOldestByName(tenantId: string, name: string): Promise<AgentEntity | null> {
+  /** The oldest agent of this name and origin (a file's agent is the only one: idx_agents_file_name). */
+  async findOldestByName(
+    tenantId: string,
+    name: string,
+    source: AgentSource,
+  ): Promise<AgentEntity | null> {
     const agent = await this.agents.findOne({
-      where: { tenant_id: tenantId, name },
+      where: { tenant_id: tenantId, name, source },
       order: { created_at: 'ASC', id: 'ASC' },
     });
     return this.withBlocks(this.agents.manager, agent);

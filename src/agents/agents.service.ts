@@ -517,7 +517,8 @@ export class AgentsService {
   ): Promise<{ agent: AgentEntity; changed: boolean }> {
     const tenantId = DEFAULT_TENANT;
     const draft = await this.validate(tenantId, doc, undefined, fileProblems);
-    const existing = await this.agents.findOldestByName(tenantId, draft.name);
+    // the file's own agent: one a tenant created over the API (or imported) is never the file's
+    const existing = await this.agents.findOldestByName(tenantId, draft.name, 'file');
     // Block ids are generated, so they are left out of the hash.
     const hash = createHash('sha256')
       .update(
@@ -525,18 +526,30 @@ export class AgentsService {
       )
       .digest('hex');
     if (existing?.source_hash === hash) return { agent: existing, changed: false };
-    if (!existing)
+    if (!existing) {
+      // neither taken over nor shadowed in silence: clients find agents by name (?name=)
+      const taken = await this.agents.findOldestByName(tenantId, draft.name, 'api');
+      if (taken)
+        throw validationFailed(
+          [
+            {
+              path: 'name',
+              message: `"${draft.name}" is the name of agent ${taken.id}, created over the API in tenant ${tenantId}; a file never takes over an agent it did not create: rename the file's agent, or rename or delete that one`,
+            },
+          ],
+          'agent file is invalid',
+        );
       return {
         agent: await this.agents.save(await this.newEntity(tenantId, draft, 'file', hash)),
         changed: true,
       };
+    }
     const blocks = draft.blocks.map((b) => ({
       ...b,
       id: existing.blocks.find((e) => e.label === b.label)?.id ?? b.id,
     }));
     Object.assign(existing, draft, {
       blocks,
-      source: 'file',
       source_hash: hash,
       updated_at: this.clock.now(),
     });

@@ -22,7 +22,10 @@ model_script:
   - tool_calls: [{ name: send_message, arguments: { message: hi } }]
 `;
 
-/** Agents in config/agents/*.yaml are upserted by name at boot; a broken file stops the boot. */
+/**
+ * Agents in config/agents/*.yaml are upserted by name at boot, among the agents files created; a broken file,
+ * or one naming an agent a tenant created over the API, stops the boot.
+ */
 describe('agent files', () => {
   const dirs: string[] = [];
   const newDir = () => {
@@ -138,6 +141,70 @@ describe('agent files', () => {
     writeFileSync(path.join(dir, 'agents', 'a.yaml'), 'name: same');
     writeFileSync(path.join(dir, 'agents', 'b.yaml'), 'name: same');
     await expect(startApp({ dir })).rejects.toThrow(/b\.yaml: name: "same" is also used by/);
+  });
+
+  /** A tenant's agent named like a file's, created over the API (open mode: tenant default). */
+  const createOverApi = async (baseUrl: string, name: string): Promise<Json> => {
+    const res = await fetch(`${baseUrl}/v1/agents/`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        name,
+        system: "the tenant's own prompt",
+        description: "the tenant's agent",
+        model: 'scripted/helper',
+        include_base_tools: false,
+      }),
+    });
+    expect(res.status).toBe(200);
+    return (await res.json()) as Json;
+  };
+
+  it("a file never takes over a tenant's API-created agent of its name: the boot stops naming both, nothing changed", async () => {
+    const dir = newDir();
+    let t = await startApp({ dir });
+    const tenants = await createOverApi(t.baseUrl, 'helper');
+    await t.close();
+
+    // the operator adds a file whose agent has that name
+    const file = path.join(dir, 'agents', 'helper.yaml');
+    writeFileSync(file, AGENT);
+    await expect(startApp({ dir })).rejects.toThrow(
+      `agent file ${file}: name: "helper" is the name of agent ${String(tenants.id)}, created over the API in tenant default`,
+    );
+
+    // renamed, the file's agent is created alongside; the tenant's is as it was
+    writeFileSync(file, AGENT.replace('name: helper', 'name: helper-ops'));
+    t = await startApp({ dir });
+    const agents = await listAll(t.baseUrl);
+    expect(agents.find((a) => a.id === tenants.id)).toEqual(tenants);
+    expect(agents.find((a) => a.name === 'helper-ops')).toMatchObject({ source: 'file' });
+    await t.close();
+  });
+
+  it("the file's agent is its own: an API agent of the same name made later is left alone, and re-boots change nothing", async () => {
+    const dir = newDir();
+    const file = path.join(dir, 'agents', 'helper.yaml');
+    writeFileSync(file, AGENT);
+    let t = await startApp({ dir });
+    const [fromFile] = await listAll(t.baseUrl);
+    // API agents may share names, as in Letta
+    const tenants = await createOverApi(t.baseUrl, 'helper');
+    await t.close();
+
+    t = await startApp({ dir });
+    const byId = async () => new Map((await listAll(t.baseUrl)).map((a) => [a.id, a]));
+    let now = await byId();
+    expect(now.get(fromFile.id as string)).toEqual(fromFile);
+    expect(now.get(tenants.id as string)).toEqual(tenants);
+    await t.close();
+
+    writeFileSync(file, AGENT.replace('first version', 'second version'));
+    t = await startApp({ dir });
+    now = await byId();
+    expect(now.get(fromFile.id as string)).toMatchObject({ description: 'second version' });
+    expect(now.get(tenants.id as string)).toEqual(tenants);
+    await t.close();
   });
 
   it('the shipped examples load, with their tools and rules', async () => {
