@@ -13,8 +13,8 @@ import {
 import { WsClient } from './consent-helpers';
 
 /**
- * A model turn that holds two calls of a tool needing consent, where the second would be refused (cooldown,
- * dedupe) once the first runs: a person is asked about the first only; the second is answered at once.
+ * A model turn that holds two calls needing consent, where the second would be refused (cooldown, dedupe,
+ * an ordering rule) once the first runs: a person is asked about the first only; the second is answered at once.
  */
 describe('consent: a person is never asked about a call of the same turn that could not run', () => {
   let env: LoopEnv;
@@ -24,7 +24,14 @@ describe('consent: a person is never asked about a call of the same turn that co
   const sockets: WsClient[] = [];
 
   beforeAll(async () => {
-    env = await startLoopEnv([['pay', { safety: 'side_effecting' }], 'lookup']);
+    env = await startLoopEnv([
+      ['pay', { safety: 'side_effecting' }],
+      'lookup',
+      ['draft', { safety: 'side_effecting' }],
+      ['send', { safety: 'side_effecting' }],
+      ['publish', { safety: 'side_effecting' }],
+      'check',
+    ]);
     ({ t, fake, tools } = env);
   });
   afterEach(() => Promise.all(sockets.splice(0).map((s) => s.close())));
@@ -189,5 +196,150 @@ describe('consent: a person is never asked about a call of the same turn that co
     await api(t, 'POST', `/v1/consent/requests/${big.id}/decision`, { decision: 'approve_once' });
     expect(await continued(res.run_id)).toMatchObject({ stop_reason: 'end_turn' });
     expect(tools.calls.map((c) => c.tool_call_id)).toEqual(['call_look', 'call_big']);
+  });
+  /** An agent whose tools each need consent (scope: the tool), with these ordering rules. */
+  const orderedAgent = (tools: string[], consent: string[], rules: any[]) =>
+    createAgent(t, fake, {
+      tools,
+      tool_rules: [
+        ...consent.map((name) => ({ type: 'requires_approval', tool_name: name })),
+        ...rules,
+      ],
+      include_base_tools: false,
+    });
+
+  it('constrain_child_tools: right after draft only send; publish is refused at once, draft and send asked over the WebSocket and approved in band, run in order', async () => {
+    const id = await orderedAgent(
+      ['draft', 'send', 'publish'],
+      ['draft', 'send', 'publish'],
+      [{ type: 'constrain_child_tools', tool_name: 'draft', children: ['send'] }],
+    );
+    const ws = await WsClient.connect(t.baseUrl);
+    sockets.push(ws);
+    await ws.subscribe([id]);
+    const { approval, refused } = await parkTurn(
+      id,
+      [
+        { id: 'call_draft', name: 'draft', arguments: { q: 'hello' } },
+        { id: 'call_publish', name: 'publish', arguments: { q: 'hello' } },
+        { id: 'call_send', name: 'send', arguments: { q: 'hello' } },
+      ],
+      'call_publish',
+    );
+    expect(approval.tool_calls.map((c: any) => c.tool_call_id)).toEqual([
+      'call_draft',
+      'call_send',
+    ]);
+    expect(refused).toMatchObject({ status: 'error' });
+    expect(refused.tool_return).toBe(
+      '[ToolRuleViolation] right after draft only send may run, not publish (its call call_draft in this turn waits for consent and runs first); allowed now: send',
+    );
+    await ws.sync();
+    expect(ws.ofType('consent.request').map((f) => f.request.tool_call_id)).toEqual([
+      'call_draft',
+      'call_send',
+    ]);
+    expect(tools.calls).toEqual([]);
+
+    const answer = await api(t, 'POST', `/v1/agents/${id}/messages`, {
+      messages: [
+        {
+          type: 'approval',
+          approvals: ['call_draft', 'call_send'].map((tool_call_id) => ({
+            type: 'approval',
+            tool_call_id,
+            approve: true,
+          })),
+        },
+      ],
+    });
+    expect(answer.status).toBe(200);
+    expect(answer.body.stop_reason.stop_reason).toBe('end_turn');
+    // as without consent: draft, then its child; publish never ran and no one was asked about it
+    expect(tools.calls.map((c) => c.tool_call_id)).toEqual(['call_draft', 'call_send']);
+    expect((await requestsOf(id)).map((r) => [r.tool_call_id, r.status])).toEqual([
+      ['call_draft', 'approved'],
+      ['call_send', 'approved'],
+    ]);
+    const toolMsgs = fake.requests.at(-1)!.messages.filter((m: any) => m.role === 'tool');
+    expect(toolMsgs.map((m: any) => m.tool_call_id)).toEqual([
+      'call_draft',
+      'call_publish',
+      'call_send',
+    ]);
+  });
+
+  it("conditional: the call after check waits on check's output, so it is refused at once; approved over REST, check runs and its output picks what the model is offered next", async () => {
+    tools.handle('check', () => ({ body: 'hold' }));
+    const id = await orderedAgent(
+      ['check', 'pay', 'lookup'],
+      ['check', 'pay'],
+      [
+        {
+          type: 'conditional',
+          tool_name: 'check',
+          child_output_mapping: { ok: 'pay', hold: 'lookup' },
+        },
+      ],
+    );
+    fake.push(
+      {
+        tool_calls: [
+          { id: 'call_check', name: 'check', arguments: { q: 'order 7' } },
+          { id: 'call_pay', name: 'pay', arguments: { q: '70' } },
+        ],
+      },
+      { tool_calls: [{ id: 'call_look', name: 'lookup', arguments: { q: 'order 7' } }] },
+      { content: 'done' },
+    );
+    const res = (await api(t, 'POST', `/v1/agents/${id}/messages`, say('pay order 7'))).body;
+    expect(res.stop_reason.stop_reason).toBe('requires_approval');
+    const approval = res.messages.find((m: any) => m.message_type === 'approval_request_message');
+    expect(approval.tool_calls.map((c: any) => c.tool_call_id)).toEqual(['call_check']);
+    const refused = res.messages.find(
+      (m: any) => m.message_type === 'tool_return_message' && m.tool_call_id === 'call_pay',
+    );
+    expect(refused.tool_return).toContain(
+      'the tool that may run after check depends on its output, not known yet: its call call_check in this turn waits for consent; call pay again once check has run',
+    );
+    const [request] = await requestsOf(id);
+    expect(request.tool_call_id).toBe('call_check');
+    const d = await api(t, 'POST', `/v1/consent/requests/${request.id}/decision`, {
+      decision: 'approve_once',
+    });
+    expect(d.status).toBe(200);
+    expect(await continued(res.run_id)).toMatchObject({ stop_reason: 'end_turn' });
+    // check answered "hold": the next model call was offered lookup only, and forced to it
+    expect(fake.requests[1].toolNames).toEqual(['lookup']);
+    expect(tools.calls.map((c) => c.tool_call_id)).toEqual(['call_check', 'call_look']);
+    expect((await requestsOf(id)).map((r) => r.tool_call_id)).toEqual(['call_check']);
+  });
+
+  it('a child that needs no consent does not run ahead of its waiting parent; the parent denied, nothing runs', async () => {
+    const id = await orderedAgent(
+      ['draft', 'lookup'],
+      ['draft'],
+      [{ type: 'constrain_child_tools', tool_name: 'draft', children: ['lookup'] }],
+    );
+    const { res, approval, refused } = await parkTurn(
+      id,
+      [
+        { id: 'call_d', name: 'draft', arguments: { q: 'x' } },
+        { id: 'call_l', name: 'lookup', arguments: { q: 'x' } },
+      ],
+      'call_l',
+    );
+    expect(approval.tool_calls.map((c: any) => c.tool_call_id)).toEqual(['call_d']);
+    expect(refused.tool_return).toContain(
+      "lookup did not run: it comes after draft in this turn, whose call call_d waits for consent, and this agent's ordering rules run a turn's calls in order; call lookup again once draft has run",
+    );
+    expect(tools.calls).toEqual([]);
+    const [request] = await requestsOf(id);
+    await api(t, 'POST', `/v1/consent/requests/${request.id}/decision`, {
+      decision: 'deny',
+      reason: 'no drafts today',
+    });
+    expect(await continued(res.run_id)).toMatchObject({ stop_reason: 'end_turn' });
+    expect(tools.calls).toEqual([]);
   });
 });

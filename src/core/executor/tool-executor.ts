@@ -11,7 +11,7 @@ import {
 } from '../rules/dedupe.rule';
 import { renderRefusal } from '../rules/render-refusal';
 import { RuleIndex, ruleIndexFor } from '../rules/rule-index';
-import { type AwaitingCall, type Denial, lastExecution, type RuleView } from '../rules/verdict';
+import { type AwaitingCall, type Denial, deny, lastCall, type RuleView } from '../rules/verdict';
 import { requestsHeartbeat } from '../tools/heartbeat';
 import { DEFAULT_RETURN_CHAR_LIMIT, type ToolDefinition } from '../tools/tool-definition';
 import { ArgumentValidator } from './argument-validator';
@@ -156,8 +156,18 @@ export class ToolExecutor {
    * tool), and the one to force when rules narrow the choice to exactly one.
    */
   async allowedTools(setup: AgentToolSetup, pass: PassState): Promise<AllowedTools> {
+    return this.allowedAfter(setup, pass, []);
+  }
+
+  /** allowedTools once `awaiting` (calls of this turn that wait for consent) have run. */
+  private async allowedAfter(
+    setup: AgentToolSetup,
+    pass: PassState,
+    awaiting: readonly AwaitingCall[],
+  ): Promise<AllowedTools> {
     const idx = ruleIndexFor(setup);
     const view = this.view(pass, pass.batch ?? (await this.loadBatch(pass)));
+    view.awaiting = awaiting;
     const tools: string[] = [];
     for (const name of idx.toolNames) {
       if (!checkPassRules(idx, name, view).allowed) continue;
@@ -177,9 +187,10 @@ export class ToolExecutor {
   }
 
   /**
-   * `awaiting`: this turn's earlier calls that wait for a person's consent. The rules see them as run
-   * (max-count, exclusive groups, cooldowns, dedupe), so nobody is asked to approve a call the rules would
-   * refuse once the earlier ones are approved and run.
+   * `awaiting`: this turn's earlier calls that wait for a person's consent. The rules see them as run, in
+   * order (max-count, exclusive groups, cooldowns, dedupe, and the pass rules: the last of them is the last
+   * call), so nobody is asked to approve a call the rules would refuse once the earlier ones are approved
+   * and run; with ordering rules, no call runs ahead of them.
    */
   async execute(
     setup: AgentToolSetup,
@@ -418,10 +429,25 @@ export class ToolExecutor {
     const { store } = this.deps;
     const name = call.name;
     const badJson = typeof call.arguments === 'string';
-    const { args, heartbeat } = admittedArgs(idx, call, lastExecution(pass)?.toolName);
+    // the child args of a parent that waits for consent are shown to the person, as they will run
+    const lastTool = lastCall({ history: pass.history, awaiting })?.toolName;
+    const { args, heartbeat } = admittedArgs(idx, call, lastTool);
+    /** A refused call: never executed, nothing recorded; the text says what is allowed now (`listAllowed`). */
+    const refuse = async (
+      code: ToolErrorType,
+      detail: string,
+      d?: Denial,
+      listAllowed = true,
+    ): Promise<Admission> => {
+      const allowedNow = !listAllowed
+        ? undefined
+        : code === 'NotFound'
+          ? idx.toolNames
+          : (await this.allowedAfter(setup, pass, awaiting)).tools;
+      return { outcome: refused(call, args, code, detail, d, allowedNow) };
+    };
     const tool = idx.tools.get(name);
-    if (!tool)
-      return this.refusal(setup, idx, pass, call, args, 'NotFound', `no tool named ${name}`);
+    if (!tool) return refuse('NotFound', `no tool named ${name}`);
     const now = this.deps.clock.now();
 
     // 1. dedupe (persistent), first (issue 3's order): a duplicate executes nothing, whatever the rules say now
@@ -435,6 +461,8 @@ export class ToolExecutor {
       if (isPromise(entry)) entry = await entry;
       if (entry && isLive(policy, entry, now)) {
         if (policy.mode === 'return_cached' && !entry.unknown) {
+          const ahead = runsAhead(idx, name, awaiting);
+          if (ahead) return refuse(ahead.code, ahead.detail);
           // The model got the result, so ordering rules see it (as the last call, a start tool, an exit),
           // but it satisfies no prerequisite; nothing ran, so nothing is counted.
           pass.history.push({
@@ -459,11 +487,10 @@ export class ToolExecutor {
           };
         }
         const v = checkDedupe(policy, name, entry, now) as Denial;
-        return this.refusal(setup, idx, pass, call, args, v.code, v.detail, v);
+        return refuse(v.code, v.detail, v);
       }
       const twin = awaiting.length ? checkDedupeInTurn(policy, name, key, awaiting) : undefined;
-      if (twin && !twin.allowed)
-        return this.refusal(setup, idx, pass, call, args, twin.code, twin.detail, twin);
+      if (twin && !twin.allowed) return refuse(twin.code, twin.detail, twin);
     }
 
     // 2–4. pass rules, batch rules, cooldown
@@ -478,7 +505,7 @@ export class ToolExecutor {
       view.lastExecutionAt = last;
       v = checkCooldowns(idx, name, view);
     }
-    if (!v.allowed) return this.refusal(setup, idx, pass, call, args, v.code, v.detail, v);
+    if (!v.allowed) return refuse(v.code, v.detail, v);
 
     // 5. consent (fails closed: a broken broker is a denial)
     let grantId: string | undefined;
@@ -509,21 +536,12 @@ export class ToolExecutor {
         case 'approved':
           break;
         case 'denied':
-          return this.refusal(
-            setup,
-            idx,
-            pass,
-            call,
-            args,
-            'PermissionDenied',
-            `${name} was denied: ${c.reason}`,
-            {
-              allowed: false,
-              code: 'PermissionDenied',
-              rule: consentRule,
-              detail: c.reason,
-            },
-          );
+          return refuse('PermissionDenied', `${name} was denied: ${c.reason}`, {
+            allowed: false,
+            code: 'PermissionDenied',
+            rule: consentRule,
+            detail: c.reason,
+          });
         case 'pending': {
           const text = `[ToolConsentRequired] ${name} waits for a person's approval (request ${c.requestId})`;
           return {
@@ -540,14 +558,13 @@ export class ToolExecutor {
       }
     }
 
+    // the rules judged it as coming after the turn's calls that wait for consent: it may not run before them
+    const ahead = runsAhead(idx, name, awaiting);
+    if (ahead) return refuse(ahead.code, ahead.detail);
+
     // 6. arguments against the tool's JSON Schema
     if (badJson)
-      return this.refusal(
-        setup,
-        idx,
-        pass,
-        call,
-        args,
+      return refuse(
         'InvalidArguments',
         `the arguments for ${name} are not valid JSON`,
         undefined,
@@ -555,24 +572,14 @@ export class ToolExecutor {
       );
     const problem = this.validator.validate(tool.parameters, args);
     if (problem !== null)
-      return this.refusal(
-        setup,
-        idx,
-        pass,
-        call,
-        args,
+      return refuse(
         'InvalidArguments',
         `invalid arguments for ${name}: ${problem}`,
         undefined,
         false,
       );
     if (meta.signal?.aborted)
-      return this.refusal(
-        setup,
-        idx,
-        pass,
-        call,
-        args,
+      return refuse(
         'Cancelled',
         `${name} was not started: the run was cancelled`,
         undefined,
@@ -589,12 +596,7 @@ export class ToolExecutor {
     );
     if (isPromise(claimed)) claimed = await claimed;
     if (!claimed)
-      return this.refusal(
-        setup,
-        idx,
-        pass,
-        call,
-        args,
+      return refuse(
         'AlreadyExecuted',
         `tool call ${call.toolCallId} was already executed`,
         undefined,
@@ -812,31 +814,6 @@ export class ToolExecutor {
     if (isPromise(put)) await put;
   }
 
-  /** A refused call: never executed, nothing recorded; the text says what is allowed now. */
-  private async refusal(
-    setup: AgentToolSetup,
-    idx: RuleIndex,
-    pass: PassState,
-    call: ToolCallRequest,
-    args: Record<string, unknown>,
-    code: ToolErrorType,
-    detail: string,
-    d?: Denial,
-    listAllowed = true,
-  ): Promise<Admission> {
-    const allowedNow = listAllowed ? await this.allowedNames(setup, idx, pass, code) : undefined;
-    return { outcome: refused(call, args, code, detail, d, allowedNow) };
-  }
-
-  private async allowedNames(
-    setup: AgentToolSetup,
-    idx: RuleIndex,
-    pass: PassState,
-    code: ToolErrorType,
-  ): Promise<string[]> {
-    return code === 'NotFound' ? idx.toolNames : (await this.allowedTools(setup, pass)).tools;
-  }
-
   private newCallId(): string {
     return this.deps.ids?.prefixed('call') ?? `call-${randomUUID()}`;
   }
@@ -849,6 +826,24 @@ function pendingFor(idx: RuleIndex, batch: BatchState): string[] {
   for (const t of idx.requiredBeforeExit) if (!batch.succeeded?.[t]) out.push(t);
   for (const t of batch.mustFollow ?? []) if (!out.includes(t)) out.push(t);
   return out;
+}
+
+/**
+ * With ordering rules, a call that would run now (or be answered from the dedupe cache, which the pass
+ * history records) after an earlier call of its turn that waits for consent would run out of the order the
+ * rules judged it in, and could change what they say of the waiting one once approved: refused.
+ */
+function runsAhead(
+  idx: RuleIndex,
+  name: string,
+  awaiting: readonly AwaitingCall[],
+): Denial | undefined {
+  if (awaiting.length === 0 || !idx.hasOrderingRules) return undefined;
+  const w = awaiting[awaiting.length - 1];
+  return deny(
+    'RuleViolation',
+    `${name} did not run: it comes after ${w.toolName} in this turn, whose call ${w.toolCallId} waits for consent, and this agent's ordering rules run a turn's calls in order; call ${name} again once ${w.toolName} has run`,
+  );
 }
 
 /** A call that waits for consent as the later calls of its turn see it (arguments that were not JSON: no dedupe key). */

@@ -1,4 +1,4 @@
-import { ALLOW, deny, lastExecution, RuleOf, RuleView, Verdict } from './verdict';
+import { ALLOW, deny, isWaiting, lastCall, RuleOf, RuleView, Verdict, waits } from './verdict';
 
 export type ConditionalRule = RuleOf<'conditional'>;
 
@@ -19,10 +19,22 @@ export function selectConditionalChild(
   return rule.require_output_mapping ? null : undefined;
 }
 
-/** conditional (pass): right after tool_name, its output selects the tool that may run next. */
+/**
+ * conditional (pass): right after tool_name, its output selects the tool that may run next. Right after a
+ * call of tool_name that waits for consent in this turn the output is not known: only a tool every output
+ * would allow may follow it (fails closed).
+ */
 export function checkConditional(rule: ConditionalRule, tool: string, view: RuleView): Verdict {
-  const last = lastExecution(view);
+  const last = lastCall(view);
   if (!last || last.toolName !== rule.tool_name) return ALLOW;
+  if (isWaiting(last)) {
+    if (possibleChildren(rule).every((c) => c === undefined || c === tool)) return ALLOW;
+    return deny(
+      'RuleViolation',
+      `the tool that may run after ${rule.tool_name} depends on its output, not known yet: ${waits(last)}; call ${tool} again once ${rule.tool_name} has run, if its output allows it`,
+      rule,
+    );
+  }
   const child = selectConditionalChild(rule, last.returnValue);
   if (child === undefined || child === tool) return ALLOW;
   if (child === null) {
@@ -37,6 +49,12 @@ export function checkConditional(rule: ConditionalRule, tool: string, view: Rule
     `the output of ${rule.tool_name} selects ${child} as the next tool, not ${tool}`,
     rule,
   );
+}
+
+/** What an output could select: each mapping's child, and what no match gives (as selectConditionalChild). */
+function possibleChildren(rule: ConditionalRule): (string | null | undefined)[] {
+  const none = rule.default_child || (rule.require_output_mapping ? null : undefined);
+  return [...Object.values(rule.child_output_mapping), none];
 }
 
 function outputValue(output: string): unknown {

@@ -1,4 +1,4 @@
-import { ALLOW, deny, RuleOf, RuleView, Verdict } from './verdict';
+import { ALLOW, deny, RuleOf, RuleView, Verdict, waitingCallOf, waits } from './verdict';
 
 export type CooldownRule = RuleOf<'cooldown'>;
 
@@ -18,11 +18,11 @@ export function checkCooldown(rule: CooldownRule, tool: string, view: RuleView):
       );
     }
   }
-  const waiting = view.awaiting?.find((w) => w.toolName === tool);
+  const waiting = waitingCallOf(view, tool);
   if (waiting === undefined) return ALLOW;
   return deny(
     'RuleViolation',
-    `${tool} is cooling down (${rule.seconds}s between calls): its call ${waiting.toolCallId} in this turn waits for consent, and the cooldown starts when it runs`,
+    `${tool} is cooling down (${rule.seconds}s between calls): ${waits(waiting)}, and the cooldown starts when it runs`,
     rule,
   );
 }

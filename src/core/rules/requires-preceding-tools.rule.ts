@@ -1,8 +1,21 @@
-import { ALLOW, deny, hasRun, list, RuleOf, RuleView, Verdict } from './verdict';
+import {
+  ALLOW,
+  deny,
+  hasRun,
+  list,
+  RuleOf,
+  RuleView,
+  Verdict,
+  waitingCallOf,
+  waits,
+} from './verdict';
 
 export type RequiresPrecedingRule = RuleOf<'requires_preceding_tools'>;
 
-/** requires_preceding_tools (pass): tool_name runs only after each of `tools` ran successfully in this pass. */
+/**
+ * requires_preceding_tools (pass): tool_name runs only after each of `tools` ran successfully in this pass.
+ * A call of one of them that waits for consent in this turn has no status yet: not met (fails closed).
+ */
 export function checkRequiresPreceding(
   rule: RequiresPrecedingRule,
   tool: string,
@@ -10,5 +23,11 @@ export function checkRequiresPreceding(
 ): Verdict {
   const missing = rule.tools.filter((t) => !hasRun(view, t, true));
   if (missing.length === 0) return ALLOW;
-  return deny('RuleViolation', `${tool} requires ${list(missing)} earlier in this pass`, rule);
+  let w;
+  for (const t of missing) if ((w = waitingCallOf(view, t))) break;
+  return deny(
+    'RuleViolation',
+    `${tool} requires ${list(missing)} earlier in this pass${w ? `; whether ${w.toolName} succeeds is not known yet: ${waits(w)}; call ${tool} again once it has run` : ''}`,
+    rule,
+  );
 }

@@ -8,13 +8,16 @@ import { checkRequiresFollowing } from './requires-following-tools.rule';
 import { checkRequiresPreceding } from './requires-preceding-tools.rule';
 import type { RuleIndex } from './rule-index';
 import { checkRunFirst } from './run-first.rule';
-import { ALLOW, lastExecution, RuleView, Verdict } from './verdict';
+import { ALLOW, lastCall, RuleView, Verdict } from './verdict';
 
-/** Pass rules (ordering), in a fixed order; the first denial wins. */
+/**
+ * Pass rules (ordering), in a fixed order; the first denial wins. This turn's calls that wait for consent
+ * (`view.awaiting`) count as run in order, the last of them as the last call.
+ */
 export function checkPassRules(idx: RuleIndex, tool: string, view: RuleView): Verdict {
   let v = checkRunFirst(idx.startTools, tool, view);
   if (!v.allowed) return v;
-  const last = lastExecution(view)?.toolName;
+  const last = lastCall(view)?.toolName;
   if (last !== undefined) {
     const children = idx.childConstraints.get(last);
     if (children)

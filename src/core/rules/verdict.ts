@@ -24,8 +24,9 @@ export interface RuleView {
   /** Last execution of the tool under check (cooldown), when loaded. */
   lastExecutionAt: number | null;
   /**
-   * This turn's earlier calls that wait for consent: the rules see them as run (batch counts, cooldowns,
-   * dedupe), so nobody is asked to approve a call that would be refused once they run.
+   * This turn's earlier calls that wait for consent, in order: the rules see them as run (batch counts,
+   * cooldowns, dedupe, and the pass rules: the last of them is the last call), so nobody is asked to approve
+   * a call that would be refused once they run. What depends on their output or status is not known yet.
    */
   awaiting?: readonly AwaitingCall[];
 }
@@ -46,6 +47,28 @@ export function lastExecution(view: Pick<RuleView, 'history'>): ToolExecution | 
     if (!view.history[i].cached) return view.history[i];
   return undefined;
 }
+
+/**
+ * The call a new one comes right after: this turn's last call that waits for consent (once approved it runs
+ * first), else the pass's last execution.
+ */
+export function lastCall(
+  view: Pick<RuleView, 'history' | 'awaiting'>,
+): ToolExecution | AwaitingCall | undefined {
+  const w = view.awaiting;
+  return w?.length ? w[w.length - 1] : lastExecution(view);
+}
+
+export const isWaiting = (c: ToolExecution | AwaitingCall): c is AwaitingCall => !('status' in c);
+
+/** This turn's first call of the tool that waits for consent. */
+export function waitingCallOf(view: RuleView, tool: string): AwaitingCall | undefined {
+  return view.awaiting?.find((w) => w.toolName === tool);
+}
+
+/** How a refusal names the waiting call it depends on. */
+export const waits = (w: AwaitingCall): string =>
+  `its call ${w.toolCallId} in this turn waits for consent`;
 
 export function hasRun(view: RuleView, tool: string, successOnly: boolean): boolean {
   for (const h of view.history) {

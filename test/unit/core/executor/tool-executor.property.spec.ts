@@ -35,6 +35,27 @@ const rule: fc.Arbitrary<ToolRule> = fc.oneof(
   }),
   fc.record({ type: fc.constant('run_first' as const), tool_name: tool }),
   fc.record({
+    type: fc.constant('parent_last_tool' as const),
+    tool_name: tool,
+    children: fc.uniqueArray(tool, { minLength: 1, maxLength: 3 }),
+  }),
+  fc.record({
+    type: fc.constant('requires_following_tools' as const),
+    tool_name: tool,
+    tools: fc.uniqueArray(tool, { minLength: 1, maxLength: 2 }),
+  }),
+  fc.record(
+    {
+      type: fc.constant('conditional' as const),
+      tool_name: tool,
+      // the tools answer `yes`, `no` or `other` (or fail)
+      child_output_mapping: fc.dictionary(fc.constantFrom('yes', 'no'), tool, { minKeys: 1 }),
+      default_child: tool,
+      require_output_mapping: fc.boolean(),
+    },
+    { requiredKeys: ['type', 'tool_name', 'child_output_mapping'] },
+  ),
+  fc.record({
     type: fc.constant('dedupe' as const),
     tool_name: fc.constantFrom(...TOOLS, '*'),
     window_seconds: fc.integer({ min: 1, max: 30 }),
@@ -248,18 +269,20 @@ describe('executor invariants over random rules and call sequences', () => {
 });
 
 describe('a person is only asked about calls that can run once approved', () => {
-  // the rules that see a turn's waiting calls; a grant covers calls with v 0, the rest wait for a person
-  const limiting = rule.filter((r) =>
-    ['max_count_per_step', 'max_calls', 'exclusive_group', 'cooldown', 'dedupe'].includes(r.type),
-  );
+  // every rule sees a turn's waiting calls; a grant covers calls with v 0, the rest wait for a person
   const turns = fc.array(
     fc.oneof(
       {
         weight: 4,
-        arbitrary: fc.array(fc.record({ name: tool, arg: fc.integer({ min: 0, max: 2 }) }), {
-          minLength: 1,
-          maxLength: 5,
-        }),
+        arbitrary: fc.array(
+          fc.record({
+            name: tool,
+            arg: fc.integer({ min: 0, max: 2 }),
+            // what the tool answers when it runs (conditional rules read it), or that it fails
+            output: fc.constantFrom('yes', 'no', 'other', 'fails'),
+          }),
+          { minLength: 1, maxLength: 5 },
+        ),
       },
       { weight: 1, arbitrary: fc.constantFrom('wait' as const, 'batch' as const) },
     ),
@@ -269,16 +292,25 @@ describe('a person is only asked about calls that can run once approved', () => 
   it('every call that waited for consent runs once approved, whatever the rules', async () => {
     await fc.assert(
       fc.asyncProperty(
-        fc.array(limiting, { maxLength: 5 }),
+        fc.array(rule, { maxLength: 5 }),
         turns,
         fc.boolean(),
         async (rules, steps, readOnly) => {
           const clock = new FakeClock();
           let approving = false;
+          const outputs = new Map<string, string>();
           const executor = new ToolExecutor({
             clock,
             store: new InMemoryStateStore(),
-            invoker: { invoke: () => Promise.resolve({ status: 'success', value: 'ok' }) },
+            invoker: {
+              invoke: (_t, _args, ctx) => {
+                const value = outputs.get(ctx.toolCallId)!;
+                return Promise.resolve({
+                  status: value === 'fails' ? 'error' : 'success',
+                  value,
+                });
+              },
+            },
             consent: {
               check: (req) =>
                 Promise.resolve(
@@ -307,11 +339,11 @@ describe('a person is only asked about calls that can run once approved', () => 
               batchId = `b${n}`;
               pass = executor.newPass(setup, batchId);
             } else {
-              const calls = s.map((c) => ({
-                toolCallId: `call-${++n}`,
-                name: c.name,
-                arguments: { v: c.arg },
-              }));
+              const calls = s.map((c) => {
+                const toolCallId = `call-${++n}`;
+                outputs.set(toolCallId, c.output);
+                return { toolCallId, name: c.name, arguments: { v: c.arg } };
+              });
               approving = false;
               const asked = (await executor.executeBatch(setup, pass, calls, meta()))
                 .filter((o) => o.kind === 'consent_required')
@@ -319,6 +351,7 @@ describe('a person is only asked about calls that can run once approved', () => 
               // the person approves every request; the batch goes on with those calls, in order
               approving = true;
               const after = await executor.executeBatch(setup, pass, asked, meta());
+              // (a call that runs and fails has run: its status is the tool's)
               expect(after.map((o) => `${o.toolCallId}:${o.kind}`)).toEqual(
                 asked.map((c) => `${c.toolCallId}:executed`),
               );

@@ -1,3 +1,8 @@
+import type {
+  ConsentCheck,
+  ConsentCheckRequest,
+  ToolCallRequest,
+} from '../../../../src/core/executor/contracts';
 import type { ToolRule } from '../../../../src/core/rules/tool-rule';
 import type { ToolSafety } from '../../../../src/core/tools/tool-definition';
 import { aSetup, aTool, code, Harness } from './executor-harness';
@@ -504,6 +509,266 @@ describe('calls of one turn that wait for consent count toward batch rules, cool
     h.consent.answer = (req) => ({ kind: 'approved', requestId: `req-${req.toolCallId}` });
     expect((await turn(h, ['a', 'a'])).map(code)).toEqual(['ok', 'ok']);
     expect((await turn(h, ['a'])).map(code)).toEqual(['RuleViolation']);
+  });
+});
+
+describe('calls of one turn that wait for consent: the ordering rules see them as run, in order', () => {
+  /** `a` calls a with `{}`, `a {"x":1}` with those arguments; ids `call-<position>`. */
+  const calls = (specs: string[]): ToolCallRequest[] =>
+    specs.map((c, i) => {
+      const [name, args] = c.split(/ (.*)/);
+      return {
+        toolCallId: `call-${i}`,
+        name,
+        arguments: args ? (JSON.parse(args) as Record<string, unknown>) : {},
+      };
+    });
+  const pending = (req: ConsentCheckRequest): ConsentCheck => ({
+    kind: 'pending',
+    requestId: `req-${req.toolCallId}`,
+  });
+  const approved = (req: ConsentCheckRequest): ConsentCheck => ({
+    kind: 'approved',
+    requestId: `req-${req.toolCallId}`,
+  });
+  /** a, b and c need consent; d and e do not. */
+  const anAgent = (rules: ToolRule[]) =>
+    new Harness(
+      aSetup([
+        { type: 'requires_consent', tool_name: 'a' },
+        { type: 'requires_consent', tool_name: 'b' },
+        { type: 'requires_consent', tool_name: 'c' },
+        ...rules,
+      ]),
+    );
+  const turn = (h: Harness, sent: ToolCallRequest[]) =>
+    h.executor.executeBatch(h.setup, h.pass, sent, h.meta());
+  const child = (parent: string, children: string[]): ToolRule => ({
+    type: 'constrain_child_tools',
+    tool_name: parent,
+    children,
+  });
+
+  it.each<[string, ToolRule[], string[], string, RegExp]>([
+    [
+      'constrain_child_tools: right after a only c, so b is refused and c asked about',
+      [child('a', ['c'])],
+      ['a', 'b', 'c'],
+      'pending RuleViolation pending',
+      /^\[ToolRuleViolation\] right after a only c may run, not b \(its call call-0 in this turn waits for consent and runs first\); allowed now: c$/,
+    ],
+    [
+      'parent_last_tool, the parent side: right after a only b',
+      [{ type: 'parent_last_tool', tool_name: 'a', children: ['b'] }],
+      ['a', 'c', 'b'],
+      'pending RuleViolation pending',
+      /right after a only b may run, not c \(its call call-0 in this turn waits for consent/,
+    ],
+    [
+      'parent_last_tool, the child side: another waiting call comes between the parent and b',
+      [{ type: 'parent_last_tool', tool_name: 'a', children: ['b', 'c'] }],
+      ['a', 'c', 'b'],
+      'pending pending RuleViolation',
+      /b may run only right after a, and it comes right after c \(its call call-1 in this turn waits for consent\)/,
+    ],
+    [
+      "conditional: the next tool depends on a's output, unknown while a waits (fails closed)",
+      [
+        {
+          type: 'conditional',
+          tool_name: 'a',
+          child_output_mapping: { yes: 'b', no: 'c' },
+        },
+      ],
+      ['a', 'b'],
+      'pending RuleViolation',
+      /^\[ToolRuleViolation\] the tool that may run after a depends on its output, not known yet: its call call-0 in this turn waits for consent; call b again once a has run, if its output allows it; allowed now: none$/,
+    ],
+    [
+      'conditional: every output of a selects b',
+      [
+        {
+          type: 'conditional',
+          tool_name: 'a',
+          child_output_mapping: { yes: 'b' },
+          default_child: 'b',
+        },
+      ],
+      ['a', 'b'],
+      'pending pending',
+      /^$/,
+    ],
+    [
+      'requires_preceding_tools: whether a succeeds is not known while it waits',
+      [{ type: 'requires_preceding_tools', tool_name: 'b', tools: ['a'] }],
+      ['a', 'b'],
+      'pending RuleViolation',
+      /b requires a earlier in this pass; whether a succeeds is not known yet: its call call-0 in this turn waits for consent; call b again once it has run/,
+    ],
+    [
+      'requires_following_tools: b must run before a, which comes first once approved',
+      [{ type: 'requires_following_tools', tool_name: 'b', tools: ['a'] }],
+      ['a', 'b'],
+      'pending RuleViolation',
+      /b must run before a, which comes before it \(its call call-0 in this turn waits for consent and runs first\)/,
+    ],
+    [
+      'run_first: a start tool that waits meets the rule for the calls after it',
+      [{ type: 'run_first', tool_name: 'a' }],
+      ['a', 'b'],
+      'pending pending',
+      /^$/,
+    ],
+    [
+      'a child that needs no consent does not run ahead of its waiting parent',
+      [child('a', ['d'])],
+      ['a', 'd'],
+      'pending RuleViolation',
+      /^\[ToolRuleViolation\] d did not run: it comes after a in this turn, whose call call-0 waits for consent, and this agent's ordering rules run a turn's calls in order; call d again once a has run; allowed now: d$/,
+    ],
+    [
+      'with ordering rules, no call runs ahead of a waiting one; calls before it run',
+      [{ type: 'run_first', tool_name: 'e' }],
+      ['e', 'a', 'd'],
+      'ok pending RuleViolation',
+      /d did not run: it comes after a in this turn, whose call call-1 waits for consent/,
+    ],
+    [
+      'without ordering rules, a call that needs no consent runs at once (unchanged)',
+      [],
+      ['a', 'd'],
+      'pending ok',
+      /^$/,
+    ],
+  ])('%s', async (_s, rules, specs, codes, text) => {
+    const h = anAgent(rules);
+    h.consent.answer = pending;
+    const sent = calls(specs);
+    const out = await turn(h, sent);
+    expect(out.map(code).join(' ')).toBe(codes);
+    // only the calls that can run once approved asked anyone
+    expect(h.consent.requests.map((r) => r.toolCallId)).toEqual(
+      out.filter((o) => o.kind === 'consent_required').map((o) => o.toolCallId),
+    );
+    expect(out.find((o) => o.kind === 'refused')?.returnValue ?? '').toMatch(text);
+    const ranFirst = sent.filter((_c, i) => out[i].kind === 'executed').map((c) => c.name);
+    expect(h.invoker.calls.map((c) => c.name)).toEqual(ranFirst);
+
+    // every request approved: the batch goes on with the waiting calls, in order, and each runs
+    h.consent.answer = approved;
+    const asked = sent.filter((_c, i) => out[i].kind === 'consent_required');
+    expect((await turn(h, asked)).map(code)).toEqual(asked.map(() => 'ok'));
+    expect(h.invoker.calls.map((c) => c.name)).toEqual([...ranFirst, ...asked.map((c) => c.name)]);
+  });
+
+  it('approved: the parent and its child run in order, the refused call stays refused, nothing runs twice', async () => {
+    const h = anAgent([child('a', ['c'])]);
+    h.consent.answer = pending;
+    const sent = calls(['a', 'b', 'c']);
+    expect((await turn(h, sent)).map(code)).toEqual(['pending', 'RuleViolation', 'pending']);
+    // the next model call is offered what it was before the turn: a has not run yet
+    expect(await h.executor.allowedTools(h.setup, h.pass)).toEqual({
+      tools: ['a', 'b', 'c', 'd', 'e'],
+    });
+    h.consent.answer = approved;
+    const resumed = [sent[0], sent[2]];
+    expect((await turn(h, resumed)).map(code)).toEqual(['ok', 'ok']);
+    expect(h.invoker.calls.map((c) => c.name)).toEqual(['a', 'c']);
+    // the batch goes on after c, as it would have without consent
+    expect(await h.executor.allowedTools(h.setup, h.pass)).toEqual({
+      tools: ['a', 'b', 'c', 'd', 'e'],
+    });
+    // the continuation replayed (a restart, a second decision): nothing runs twice
+    expect((await turn(h, resumed)).map(code)).toEqual(['AlreadyExecuted', 'AlreadyExecuted']);
+    expect(h.invoker.calls).toHaveLength(2);
+    expect(h.consent.requests.map((r) => r.toolCallId)).toEqual([
+      'call-0',
+      'call-2',
+      'call-0',
+      'call-2',
+      'call-0',
+      'call-2',
+    ]);
+  });
+
+  it('after the approved parent runs, the next model call is offered only its children', async () => {
+    const h = anAgent([child('a', ['c', 'd'])]);
+    h.consent.answer = pending;
+    const sent = calls(['a', 'c']);
+    expect((await turn(h, sent)).map(code)).toEqual(['pending', 'pending']);
+    h.consent.answer = approved;
+    expect((await turn(h, [sent[0]])).map(code)).toEqual(['ok']);
+    expect(await h.executor.allowedTools(h.setup, h.pass)).toEqual({ tools: ['c', 'd'] });
+  });
+
+  it.each<[string, ToolRule, string]>([
+    [
+      'parent_last_tool: b may run only right after a, which did not run (fails closed)',
+      { type: 'parent_last_tool', tool_name: 'a', children: ['b'] },
+      'RuleViolation',
+    ],
+    [
+      'constrain_child_tools: without a, nothing constrains b: the approved call runs',
+      child('a', ['b']),
+      'ok',
+    ],
+  ])('the parent denied, the child approved: %s', async (_s, rule, childCode) => {
+    const h = anAgent([rule]);
+    h.consent.answer = pending;
+    const sent = calls(['a', 'b']);
+    expect((await turn(h, sent)).map(code)).toEqual(['pending', 'pending']);
+    h.consent.answer = (req) =>
+      req.toolName === 'a'
+        ? { kind: 'denied', reason: 'no', requestId: `req-${req.toolCallId}` }
+        : approved(req);
+    expect((await turn(h, sent)).map(code)).toEqual(['PermissionDenied', childCode]);
+    expect(h.invoker.calls.map((c) => c.name)).toEqual(childCode === 'ok' ? ['b'] : []);
+  });
+
+  it("a child's arguments from child_arg_nodes are shown to the person as it will run", async () => {
+    const h = anAgent([
+      {
+        type: 'constrain_child_tools',
+        tool_name: 'a',
+        children: ['c'],
+        child_arg_nodes: [{ name: 'c', args: { mode: 'safe' } }],
+      },
+    ]);
+    h.consent.answer = pending;
+    const sent = calls(['a', 'c {"mode":"fast","x":1}']);
+    expect((await turn(h, sent)).map(code)).toEqual(['pending', 'pending']);
+    expect(h.consent.requests[1].arguments).toEqual({ mode: 'safe', x: 1 });
+    h.consent.answer = approved;
+    expect((await turn(h, sent)).map(code)).toEqual(['ok', 'ok']);
+    expect(h.invoker.calls[1].args).toEqual({ mode: 'safe', x: 1 });
+  });
+
+  it('a standing grant covering a later child: it does not run ahead of the waiting parent', async () => {
+    const h = anAgent([child('a', ['c'])]);
+    h.consent.answer = (req) =>
+      req.toolName === 'c' ? { kind: 'granted', grantId: 'grant-c' } : pending(req);
+    const sent = calls(['a', 'c']);
+    const out = await turn(h, sent);
+    expect(out.map(code)).toEqual(['pending', 'RuleViolation']);
+    expect(out[1].returnValue).toMatch(/c did not run: it comes after a in this turn/);
+    expect(h.invoker.calls).toHaveLength(0);
+    h.consent.answer = approved;
+    expect((await turn(h, [sent[0]])).map(code)).toEqual(['ok']);
+  });
+
+  it('a call the dedupe cache would answer is not answered ahead of a waiting call', async () => {
+    const h = anAgent([
+      child('e', ['a', 'd']),
+      { type: 'dedupe', tool_name: 'd', window_seconds: 60, mode: 'return_cached' },
+    ]);
+    expect(await h.run(['d {"x":1}'])).toBe('ok');
+    h.consent.answer = pending;
+    const out = await turn(h, calls(['a', 'd {"x":1}']));
+    expect(out.map(code)).toEqual(['pending', 'RuleViolation']);
+    expect(out[1].returnValue).toMatch(/d did not run: it comes after a in this turn/);
+    expect(h.pass.history.map((e) => e.toolName)).toEqual(['d']);
+    // with nothing waiting, the cache answers
+    expect(await h.run(['d {"x":1}'])).toBe('cached');
   });
 });
 

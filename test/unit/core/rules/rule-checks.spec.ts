@@ -13,7 +13,10 @@ import {
 } from '../../../../src/core/rules/dedupe.rule';
 import { checkExclusiveGroup } from '../../../../src/core/rules/exclusive-group.rule';
 import { checkMaxCount } from '../../../../src/core/rules/max-count.rule';
-import { checkParentLast } from '../../../../src/core/rules/parent-last-tool.rule';
+import {
+  checkAfterParent,
+  checkParentLast,
+} from '../../../../src/core/rules/parent-last-tool.rule';
 import { renderRefusal } from '../../../../src/core/rules/render-refusal';
 import { checkRequiresFollowing } from '../../../../src/core/rules/requires-following-tools.rule';
 import { checkRequiresPreceding } from '../../../../src/core/rules/requires-preceding-tools.rule';
@@ -48,6 +51,13 @@ function view(
   };
 }
 const show = (v: Verdict) => (v.allowed ? 'allowed' : v.detail);
+/** `view(history)` with these calls of the turn waiting for consent (`call_7`, `call_8`, … in order). */
+const waiting = (history: string, ...tools: string[]): RuleView =>
+  view(
+    history,
+    {},
+    { awaiting: tools.map((toolName, i) => ({ toolCallId: `call_${7 + i}`, toolName })) },
+  );
 
 describe('one table per rule: given rule, state, this call → verdict', () => {
   test.each<[string, Verdict, string]>([
@@ -318,6 +328,176 @@ describe('one table per rule: given rule, state, this call → verdict', () => {
         'a',
         { at: 30_000, expiresAt: 90_000 },
         100_000,
+      ),
+      'allowed',
+    ],
+  ])('%s', (_s, verdict, expected) => {
+    expect(show(verdict)).toBe(expected);
+  });
+});
+
+describe('pass rules: a call of this turn that waits for consent counts as run, in order', () => {
+  const startTools = compileRules([], [{ type: 'run_first', tool_name: 'init' }]).startTools;
+  const mapping = (m: Record<string, string>, extra: object = {}) => ({
+    type: 'conditional' as const,
+    tool_name: 'a',
+    child_output_mapping: m,
+    ...extra,
+  });
+  test.each<[string, Verdict, string]>([
+    [
+      'run_first: a start tool waits',
+      checkRunFirst(startTools, 'x', waiting('', 'init')),
+      'allowed',
+    ],
+    [
+      'run_first: another tool waits',
+      checkRunFirst(startTools, 'x', waiting('', 'a')),
+      'x may not run before a start tool (init) has run in this pass',
+    ],
+    [
+      'child: the parent waits, not a child',
+      checkConstrainChild(
+        { type: 'constrain_child_tools', tool_name: 'p', children: ['x'] },
+        'y',
+        waiting('', 'p'),
+      ),
+      'right after p only x may run, not y (its call call_7 in this turn waits for consent and runs first)',
+    ],
+    [
+      'child: the parent waits, a child',
+      checkConstrainChild(
+        { type: 'constrain_child_tools', tool_name: 'p', children: ['x'] },
+        'x',
+        waiting('', 'p'),
+      ),
+      'allowed',
+    ],
+    [
+      'child: the parent ran, another call waits after it',
+      checkConstrainChild(
+        { type: 'constrain_child_tools', tool_name: 'p', children: ['x'] },
+        'y',
+        waiting('p', 'a'),
+      ),
+      'allowed',
+    ],
+    [
+      'child: the parent waits before another waiting call',
+      checkConstrainChild(
+        { type: 'constrain_child_tools', tool_name: 'p', children: ['x'] },
+        'y',
+        waiting('', 'p', 'x'),
+      ),
+      'allowed',
+    ],
+    [
+      'parent_last: the parent waits',
+      checkParentLast(
+        [{ type: 'parent_last_tool', tool_name: 'p', children: ['x'] }],
+        'x',
+        waiting('', 'p'),
+      ),
+      'allowed',
+    ],
+    [
+      'parent_last: the parent ran, another call waits after it',
+      checkParentLast(
+        [{ type: 'parent_last_tool', tool_name: 'p', children: ['x'] }],
+        'x',
+        waiting('p', 'a'),
+      ),
+      'x may run only right after p, and it comes right after a (its call call_7 in this turn waits for consent)',
+    ],
+    [
+      'parent_last, the parent side: the parent waits, not a child',
+      checkAfterParent(
+        { type: 'parent_last_tool', tool_name: 'p', children: ['x'] },
+        'y',
+        waiting('', 'p'),
+      ),
+      'right after p only x may run, not y (its call call_7 in this turn waits for consent and runs first)',
+    ],
+    [
+      'conditional: the parent waits, its output selects one or another',
+      checkConditional(mapping({ yes: 'x', no: 'y' }), 'y', waiting('', 'a')),
+      'the tool that may run after a depends on its output, not known yet: its call call_7 in this turn waits for consent; call y again once a has run, if its output allows it',
+    ],
+    [
+      'conditional: the parent waits, no match lets any tool run but a match selects x',
+      checkConditional(mapping({ yes: 'x' }), 'y', waiting('', 'a')),
+      'the tool that may run after a depends on its output, not known yet: its call call_7 in this turn waits for consent; call y again once a has run, if its output allows it',
+    ],
+    [
+      'conditional: the parent waits, every output selects y',
+      checkConditional(
+        mapping({ yes: 'y', no: 'y' }, { default_child: 'y' }),
+        'y',
+        waiting('', 'a'),
+      ),
+      'allowed',
+    ],
+    [
+      'conditional: the parent waits, every match selects y and no match lets any tool run',
+      checkConditional(mapping({ yes: 'y' }), 'y', waiting('', 'a')),
+      'allowed',
+    ],
+    [
+      'conditional: the parent waits, a required mapping that may match nothing',
+      checkConditional(
+        mapping({ yes: 'y' }, { require_output_mapping: true }),
+        'y',
+        waiting('', 'a'),
+      ),
+      'the tool that may run after a depends on its output, not known yet: its call call_7 in this turn waits for consent; call y again once a has run, if its output allows it',
+    ],
+    [
+      'conditional: the parent ran (its output known), another call waits after it',
+      checkConditional(mapping({ 'a ok': 'x' }), 'y', waiting('a', 'b')),
+      'allowed',
+    ],
+    [
+      'preceding: the required tool waits (whether it succeeds is not known)',
+      checkRequiresPreceding(
+        { type: 'requires_preceding_tools', tool_name: 'd', tools: ['a'] },
+        'd',
+        waiting('', 'a'),
+      ),
+      'd requires a earlier in this pass; whether a succeeds is not known yet: its call call_7 in this turn waits for consent; call d again once it has run',
+    ],
+    [
+      'preceding: it ran successfully earlier, and a call of it waits again',
+      checkRequiresPreceding(
+        { type: 'requires_preceding_tools', tool_name: 'd', tools: ['a'] },
+        'd',
+        waiting('a', 'a'),
+      ),
+      'allowed',
+    ],
+    [
+      'preceding: another tool waits',
+      checkRequiresPreceding(
+        { type: 'requires_preceding_tools', tool_name: 'd', tools: ['a'] },
+        'd',
+        waiting('', 'b'),
+      ),
+      'd requires a earlier in this pass',
+    ],
+    [
+      'following: a follower waits (it runs first once approved)',
+      checkRequiresFollowing(
+        { type: 'requires_following_tools', tool_name: 'd', tools: ['a'] },
+        'd',
+        waiting('', 'b', 'a'),
+      ),
+      'd must run before a, which comes before it (its call call_8 in this turn waits for consent and runs first)',
+    ],
+    [
+      'following: another tool waits',
+      checkRequiresFollowing(
+        { type: 'requires_following_tools', tool_name: 'd', tools: ['a'] },
+        'd',
+        waiting('', 'b'),
       ),
       'allowed',
     ],
