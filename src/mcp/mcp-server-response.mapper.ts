@@ -1,16 +1,22 @@
+import { shownArgs } from '../core/secrets/declared-values';
 import { redactHeaders } from '../tools/tool-declaration';
 import type { McpServerEntity } from './mcp-server.entity';
 
 /**
  * An MCP server in Letta's flat response shape (`StdioMCPServer` / `StreamableHTTPMCPServer`), plus our
  * `tool_safety`, `source` and times. Values are shown as declared: `${SECRET}` references stay, and a
- * literal (only an operator file may hold one) is shown as `[redacted]`.
+ * literal (only an operator file may hold one) is shown as `[redacted]`, as are the values of an operator
+ * command's credential flags (`--api-key …`): every tenant sees the operator's servers.
  */
 export function toMcpServerResponse(s: McpServerEntity): Record<string, unknown> {
   const c = s.config;
   const transport =
     c.mcp_server_type === 'stdio'
-      ? { command: c.command, args: c.args, env: redactHeaders(c.env) ?? {} }
+      ? {
+          command: c.command,
+          args: s.source === 'file' ? shownArgs(c.args) : c.args,
+          env: redactHeaders(c.env) ?? {},
+        }
       : {
           server_url: c.server_url,
           auth_header: c.auth_header,

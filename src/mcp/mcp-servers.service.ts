@@ -13,6 +13,8 @@ import {
   validateMcpServer,
 } from '../core/mcp/mcp-server-spec';
 import { mcpToolDefinitions, mcpToolReturn } from '../core/mcp/mcp-tools';
+import { secretArgsOf, secretValuesOf } from '../core/secrets/declared-values';
+import { Redact, redactor } from '../core/secrets/redactor';
 import type { Clock, IdGenerator } from '../core/ports';
 import type { ToolDefinition } from '../core/tools/tool-definition';
 import { parametersProblem, resolveHeaders } from '../tools/tool-declaration';
@@ -188,10 +190,13 @@ export class McpServersService implements OnModuleInit {
 
   private async listAndSync(server: McpServerEntity): Promise<McpToolSync> {
     const m = this.config.mcp;
-    const listed = await this.connections.listTools(
-      await this.endpoint(server),
-      m.max_tools_per_server,
-    );
+    const { endpoint, redact } = await this.endpoint(server);
+    const listed = await this.connections
+      .listTools(endpoint, m.max_tools_per_server)
+      .catch((e: unknown) => {
+        // answered to the tenant (refresh) and logged: a server's error text may echo its settings
+        throw new Error(redact(describe(e)));
+      });
     const { tools, skipped } = mcpToolDefinitions(
       listed,
       { server_id: server.id, server_name: server.server_name },
@@ -202,6 +207,7 @@ export class McpServersService implements OnModuleInit {
         maxDescriptionChars: m.max_description_chars,
       },
       parametersProblem,
+      redact,
     );
     const sync = await this.tools.syncMcpTools(server.tenant_id, server.id, tools);
     sync.skipped.unshift(...skipped);
@@ -226,21 +232,26 @@ export class McpServersService implements OnModuleInit {
       value: `[McpServerUnavailable] MCP server "${name}" is not available: ${why}`,
     });
     if (!server) return down('it was deleted');
+    // what the call returns, its errors included, never carries a secret value the connection used
+    let redact: Redact = (text) => text;
     try {
+      const connection = await this.endpoint(server);
+      redact = connection.redact;
       const result = await this.connections.callTool(
-        await this.endpoint(server),
+        connection.endpoint,
         ref.tool,
         args,
         { tool_call_id: ctx.toolCallId, agent_id: ctx.agentId, run_id: ctx.runId },
         ctx.signal,
       );
-      return mcpToolReturn(result, this.config.mcp.max_result_bytes);
+      return mcpToolReturn(result, this.config.mcp.max_result_bytes, redact);
     } catch (e) {
       if (ctx.signal.aborted) return { status: 'error', value: 'cancelled' };
-      if (e instanceof McpUnavailableError || e instanceof McpSecretMissing) return down(e.message);
+      if (e instanceof McpUnavailableError || e instanceof McpSecretMissing)
+        return down(redact(e.message));
       return {
         status: 'error',
-        value: `[McpError] MCP server "${name}" failed the call: ${describe(e)}`,
+        value: `[McpError] MCP server "${name}" failed the call: ${redact(describe(e))}`,
       };
     }
   }
@@ -248,8 +259,12 @@ export class McpServersService implements OnModuleInit {
   /**
    * The connection settings with `${NAME}` resolved at the last moment: a tenant's server from the
    * tenant's secrets only; an operator file from the operator's environment (as http tool headers are).
+   * With them, what removes their secret material from anything the server answers: the resolved
+   * values, credential-named literals (`API_KEY: sk-…`) and credential flags' arguments.
    */
-  private async endpoint(server: McpServerEntity): Promise<McpEndpoint> {
+  private async endpoint(
+    server: McpServerEntity,
+  ): Promise<{ endpoint: McpEndpoint; redact: Redact }> {
     const c = server.config;
     const secrets =
       server.source === 'file'
@@ -270,20 +285,31 @@ export class McpServersService implements OnModuleInit {
     };
     if (c.mcp_server_type === 'stdio')
       return {
-        ...base,
-        transport: { type: 'stdio', command: c.command, args: c.args, env: resolve(c.env, 'env') },
+        endpoint: {
+          ...base,
+          transport: {
+            type: 'stdio',
+            command: c.command,
+            args: c.args,
+            env: resolve(c.env, 'env'),
+          },
+        },
+        redact: redactor([...secretValuesOf(c.env, secrets), ...secretArgsOf(c.args)]),
       };
     const headers = {
       ...c.custom_headers,
       ...(c.auth_header && c.auth_token ? { [c.auth_header]: c.auth_token } : {}),
     };
     return {
-      ...base,
-      transport: {
-        type: 'streamable_http',
-        url: c.server_url,
-        headers: resolve(headers, 'header'),
+      endpoint: {
+        ...base,
+        transport: {
+          type: 'streamable_http',
+          url: c.server_url,
+          headers: resolve(headers, 'header'),
+        },
       },
+      redact: redactor(secretValuesOf(headers, secrets)),
     };
   }
 

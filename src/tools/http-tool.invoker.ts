@@ -3,6 +3,8 @@ import * as http from 'node:http';
 import * as https from 'node:https';
 import { isIP, LookupFunction } from 'node:net';
 import { HostPolicy } from '../core/net/host-policy';
+import { secretValuesOf } from '../core/secrets/declared-values';
+import { redactor } from '../core/secrets/redactor';
 import type { HttpToolSpec } from '../core/tools/tool-definition';
 import { resolveHeaders } from './tool-declaration';
 
@@ -33,7 +35,8 @@ class TooLarge extends Error {}
 /**
  * Calls an http tool: `{arguments, agent_id, run_id, tool_call_id}` as JSON (query parameters for GET),
  * the tool_call_id also as `Idempotency-Key`. A 2xx body is the result; anything else is an error return.
- * `${NAME}` header values are resolved here and nowhere else; no resolved value reaches a result or a log.
+ * `${NAME}` header values are resolved here and nowhere else; no resolved value reaches a result or a log:
+ * an answer that echoes one (or a credential header's literal value) shows `[redacted:NAME]` instead.
  * Every connection (the first and each redirect) is checked against the outbound policy after DNS
  * resolution; the body is read as it streams and dropped past `maxResponseBytes`.
  */
@@ -51,6 +54,8 @@ export async function invokeHttpTool(
       value: `tool is misconfigured: header ${resolved.header} names \${${resolved.missing}}, which is not set`,
     };
   }
+  // the body, the error text: nothing the tenant or the model sees carries what the call sent
+  const redact = redactor(secretValuesOf(spec.headers ?? {}, secrets));
   const payload = {
     arguments: args,
     agent_id: ctx.agentId,
@@ -105,7 +110,7 @@ export async function invokeHttpTool(
         }
         continue;
       }
-      const text = await readCapped(res, limits.maxResponseBytes);
+      const text = redact(await readCapped(res, limits.maxResponseBytes));
       const status = res.statusCode ?? 0;
       if (status >= 200 && status < 300) return { status: 'success', value: text };
       return {
@@ -123,7 +128,7 @@ export async function invokeHttpTool(
     const err = e as NodeJS.ErrnoException;
     return {
       status: 'error',
-      value: `request failed: ${scrub(err.code ?? err.message, resolved.headers)}`,
+      value: `request failed: ${redact(err.code ?? err.message)}`,
     };
   }
 }
@@ -245,11 +250,4 @@ function readCapped(res: http.IncomingMessage, max: number): Promise<string> {
       if (!res.complete && bytes <= max) reject(new Error('ECONNRESET'));
     });
   });
-}
-
-/** An error text must not echo a resolved header value. */
-function scrub(text: string, headers: Record<string, string>): string {
-  let out = text;
-  for (const v of Object.values(headers)) if (v.length >= 4) out = out.split(v).join('[redacted]');
-  return out;
 }

@@ -7,7 +7,9 @@
  * Tools: echo (read-only; answers the text and the request `_meta`), slow_read (read-only, 150 ms,
  * reports how many calls overlapped), add (structured result), fail (isError), delete_everything
  * (destructive), pid, die (SIGKILLs its own process mid-call), hang (never answers; counts cancellations),
- * big (a large text), add_tool (adds `late_tool` and sends tools/list_changed). Over stdio the names
+ * big (a large text), add_tool (adds `late_tool` and sends tools/list_changed), env (an environment
+ * variable, as a text, an error result or a thrown error), argv (its command-line arguments), headers (over
+ * HTTP, the request's headers), note (described by its TOOL_NOTE variable). Over stdio the names
  * carry the prefix in `TOOL_PREFIX` (so both servers' tools can sit side by side in one tenant), and
  * only there is `die` listed.
  */
@@ -73,6 +75,14 @@ function toolList(state: McpTestState, prefix: string) {
     { name: 'hang', description: 'Never answers.', inputSchema: obj() },
     { name: 'big', description: 'A large text.', inputSchema: obj({ bytes: { type: 'number' } }) },
     { name: 'add_tool', description: 'Adds late_tool.', inputSchema: obj() },
+    {
+      name: 'env',
+      description: 'An environment variable.',
+      inputSchema: obj({ name: { type: 'string' }, as: { enum: ['text', 'error', 'throw'] } }),
+    },
+    { name: 'argv', description: 'Its command-line arguments.', inputSchema: obj() },
+    { name: 'headers', description: 'The request’s headers.', inputSchema: obj() },
+    { name: 'note', description: process.env.TOOL_NOTE ?? 'A note.', inputSchema: obj() },
     { name: 'drop', description: 'Over HTTP, the connection drops mid-call.', inputSchema: obj() },
     { name: 'bad.name', description: 'Not a function name.', inputSchema: obj() },
     ...state.extraTools.map((name) => ({ name, description: 'Added late.', inputSchema: obj() })),
@@ -128,6 +138,15 @@ export function createTestMcpServer(state: McpTestState, prefix = ''): Server {
         });
       case 'big':
         return text('x'.repeat(Number(args.bytes ?? 10)));
+      case 'env': {
+        const value = process.env[String(args.name)] ?? '';
+        if (args.as === 'throw') throw new Error(`no access with ${value}`);
+        return { content: [{ type: 'text', text: value }], isError: args.as === 'error' };
+      }
+      case 'argv':
+        return text(process.argv.slice(2).join(' '));
+      case 'headers':
+        return text(JSON.stringify(extra.requestInfo?.headers ?? {}));
       case 'add_tool':
         if (!state.extraTools.includes('late_tool')) state.extraTools.push('late_tool');
         await server.sendToolListChanged();

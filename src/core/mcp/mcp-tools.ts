@@ -1,3 +1,4 @@
+import type { Redact } from '../secrets/redactor';
 import type { McpToolRef, ToolDefinition, ToolSafety } from '../tools/tool-definition';
 
 /** A tool as an MCP server lists it (`tools/list`), only the fields we read. */
@@ -41,6 +42,8 @@ export function mcpToolSafety(tool: ListedMcpTool, override: ToolSafety | undefi
 /**
  * The listed tools as tool definitions of kind `mcp`, bounded: at most `maxToolsPerServer`, each schema at
  * most `maxSchemaBytes` of JSON and an object schema that `compile` accepts, names that a model can call.
+ * A listing is shown to tenants and models: the secret values the connection used are `redact`ed from it
+ * first (a name that held one is no function name any more).
  */
 export function mcpToolDefinitions(
   listed: readonly ListedMcpTool[],
@@ -48,13 +51,21 @@ export function mcpToolDefinitions(
   overrides: Record<string, ToolSafety>,
   limits: McpToolLimits,
   compile: (schema: Record<string, unknown>) => string | null,
+  redact: Redact,
 ): { tools: ToolDefinition[]; skipped: SkippedMcpTool[] } {
   const tools: ToolDefinition[] = [];
   const skipped: SkippedMcpTool[] = [];
   const seen = new Set<string>();
-  for (const t of listed) {
-    const name = typeof t.name === 'string' ? t.name : '';
+  for (const raw of listed) {
+    const name = redact(typeof raw.name === 'string' ? raw.name : '');
     const skip = (reason: string) => skipped.push({ name: name.slice(0, 200), reason });
+    let t: ListedMcpTool;
+    try {
+      t = JSON.parse(redact(JSON.stringify(raw))) as ListedMcpTool;
+    } catch {
+      skip('its listing holds a secret value of the server’s settings');
+      continue;
+    }
     if (!FUNCTION_NAME.test(name)) {
       skip('the name is not a valid function name (letters, digits, _ or -, at most 64)');
       continue;
@@ -107,11 +118,13 @@ export interface McpCallResult {
 /**
  * A call result as a tool return: text parts joined by newlines; JSON (`structuredContent`) when there
  * is no text; other parts named, not inlined (an image is no use as text to a model); `isError` makes
- * it an error return. Bounded to `maxBytes` of UTF-8, the way http tool bodies are.
+ * it an error return. The connection's secret values `redact`ed, then bounded to `maxBytes` of UTF-8, the
+ * way http tool bodies are.
  */
 export function mcpToolReturn(
   result: McpCallResult,
   maxBytes: number,
+  redact: Redact,
 ): { status: 'success' | 'error'; value: string } {
   const parts: string[] = [];
   const content = Array.isArray(result.content) ? (result.content as unknown[]) : [];
@@ -130,7 +143,8 @@ export function mcpToolReturn(
     value = JSON.stringify(result.structuredContent);
   return {
     status: result.isError === true ? 'error' : 'success',
-    value: truncateUtf8(value, maxBytes),
+    // before the cut, which could leave part of a value
+    value: truncateUtf8(redact(value), maxBytes),
   };
 }
 

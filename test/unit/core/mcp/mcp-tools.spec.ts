@@ -5,6 +5,10 @@ import {
   mcpToolSafety,
   truncateUtf8,
 } from '../../../../src/core/mcp/mcp-tools';
+import { redactor } from '../../../../src/core/secrets/redactor';
+
+const asListed = (text: string) => text;
+const KEY = redactor([{ label: 'KEY', value: 'key-0451aa' }]);
 
 describe('mcpToolSafety', () => {
   // annotations, override → safety
@@ -46,6 +50,7 @@ describe('mcpToolDefinitions', () => {
       {},
       limits,
       compile,
+      asListed,
     );
     expect(tools).toEqual([
       {
@@ -67,6 +72,31 @@ describe('mcpToolDefinitions', () => {
       'third',
     ]);
     expect(skipped[5].reason).toContain('max_tools_per_server');
+  });
+
+  it('a listing that echoes a secret value of the connection: redacted; a name holding one is skipped', () => {
+    const { tools, skipped } = mcpToolDefinitions(
+      [
+        {
+          name: 'leaky',
+          description: 'uses key-0451aa',
+          inputSchema: { type: 'object', properties: { k: { default: 'key-0451aa' } } },
+        },
+        { name: 'key-0451aa' },
+      ],
+      server,
+      {},
+      { ...limits, maxDescriptionChars: 100 },
+      compile,
+      KEY,
+    );
+    expect(tools).toEqual([
+      expect.objectContaining({
+        description: 'uses [redacted:KEY]',
+        parameters: { type: 'object', properties: { k: { default: '[redacted:KEY]' } } },
+      }),
+    ]);
+    expect(skipped).toEqual([{ name: '[redacted:KEY]', reason: expect.stringContaining('name') }]);
   });
 });
 
@@ -110,8 +140,15 @@ describe('mcpToolReturn', () => {
     ],
   ];
   it.each(rows)('%s', (_n, result, expected) =>
-    expect(mcpToolReturn(result, 1000)).toEqual(expected),
+    expect(mcpToolReturn(result, 1000, asListed)).toEqual(expected),
   );
+
+  it('redacts the connection’s secret values before the cut, which could leave part of one', () => {
+    const text = `${'a'.repeat(30)}key-0451aa${'b'.repeat(40)}`;
+    const cut = mcpToolReturn({ content: [{ type: 'text', text }] }, 80, KEY).value;
+    expect(cut).toBe(`${'a'.repeat(30)}[redacte\n[truncated: the result was over 80 bytes]`);
+    expect(cut).not.toContain('key-');
+  });
 
   it('bounds the text in bytes, on a character boundary, with a note', () => {
     const out = truncateUtf8('é'.repeat(100), 60);

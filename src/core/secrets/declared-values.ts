@@ -1,0 +1,84 @@
+import type { SecretValue } from './redactor';
+
+/**
+ * Values declared for a call (http tool headers, an MCP server's env, headers and arguments): what of
+ * them may be shown, and which of their text is secret material a call's output must not carry. A
+ * `${NAME}` reference is a name, never a value, so it is shown as written; literal text beside it is
+ * shown only when it cannot be a credential (punctuation, a leading auth scheme such as `Bearer `).
+ */
+
+/** `${NAME}`; in `split`, the references land at the odd indices. */
+const REF = /(\$\{[A-Za-z_][A-Za-z0-9_]*\})/;
+/** An auth scheme before the first reference (`Bearer `, `Basic `, `Token `). */
+const SCHEME = /^[A-Za-z]{1,16} +$/;
+/** Literal text with no letter or digit: separators (`:`, `/`, `; `), never a credential. */
+const NO_TEXT = /^[^A-Za-z0-9]*$/;
+/** Entries whose literal value is a credential (its text is scrubbed from outputs). */
+const CREDENTIAL_NAME =
+  /auth|key|token|secret|pass|pwd|cookie|credential|signature|session|private/i;
+
+const MASK = '[redacted]';
+
+const plain = (text: string, index: number) =>
+  NO_TEXT.test(text) || (index === 0 && SCHEME.test(text));
+
+/**
+ * Command-line arguments as they may be shown to other parties: the value of a credential-named flag
+ * (`--api-key X`, `--token=X`) is `[redacted]`.
+ */
+export function shownArgs(args: readonly string[]): string[] {
+  return args.map((a, i) => {
+    const inline = /^(--?[\w.-]+=)/.exec(a);
+    if (inline && CREDENTIAL_NAME.test(inline[1])) return inline[1] + MASK;
+    const flag = i > 0 ? args[i - 1] : '';
+    return /^--?[\w.-]+$/.test(flag) && CREDENTIAL_NAME.test(flag) && !a.startsWith('-') ? MASK : a;
+  });
+}
+
+/** The literal text a value hides when shown; after a leading auth scheme, also the rest alone. */
+function hiddenText(value: string): string[] {
+  const out: string[] = [];
+  value.split(REF).forEach((p, i) => {
+    if (i % 2 === 1 || plain(p, i)) return;
+    const text = p.trim();
+    out.push(text);
+    const afterScheme = i === 0 ? /^[A-Za-z]{1,16} +(\S.*)$/.exec(text) : null;
+    if (afterScheme) out.push(afterScheme[1]);
+  });
+  return out;
+}
+
+/**
+ * The secret material a call sends with these declared values: each `${NAME}` value it resolved
+ * (labelled NAME), and the hidden literal text of credential-named entries (`Authorization`,
+ * `X-Api-Key`, `GITHUB_TOKEN`; labelled by the entry's name).
+ */
+export function secretValuesOf(
+  declared: Record<string, string>,
+  resolved: Record<string, string>,
+): SecretValue[] {
+  const refs: SecretValue[] = [];
+  const literals: SecretValue[] = [];
+  for (const [name, v] of Object.entries(declared)) {
+    v.split(REF).forEach((p, i) => {
+      const ref = i % 2 === 1 ? p.slice(2, -1) : null;
+      if (ref !== null && Object.hasOwn(resolved, ref))
+        refs.push({ label: ref, value: resolved[ref] });
+    });
+    if (CREDENTIAL_NAME.test(name))
+      for (const text of hiddenText(v)) literals.push({ label: name, value: text });
+  }
+  return [...refs, ...literals];
+}
+
+/** The values of credential-named flags in command-line arguments (labelled by the flag). */
+export function secretArgsOf(args: readonly string[]): SecretValue[] {
+  const shown = shownArgs(args);
+  return args.flatMap((a, i) => {
+    if (shown[i] === a) return [];
+    const inline = /^(--?[\w.-]+)=(.*)$/.exec(a);
+    return inline
+      ? [{ label: inline[1].replace(/^-+/, ''), value: inline[2] }]
+      : [{ label: args[i - 1].replace(/^-+/, ''), value: a }];
+  });
+}

@@ -1,0 +1,60 @@
+import {
+  secretArgsOf,
+  secretValuesOf,
+  shownArgs,
+} from '../../../../src/core/secrets/declared-values';
+
+describe('secretValuesOf: what a call’s output must not show', () => {
+  it('each resolved reference by its name; literal text of credential-named entries by the entry', () => {
+    expect(
+      secretValuesOf(
+        {
+          Authorization: 'Bearer ${TOKEN}',
+          'X-Api-Key': 'sk-literal-1',
+          'X-Mixed-Token': 'pre-${OTHER}',
+          Accept: 'application/json',
+          'X-Region': '${REGION}',
+        },
+        { TOKEN: 'tok-1', OTHER: 'oth-1', REGION: 'eu-west-1' },
+      ),
+    ).toEqual([
+      { label: 'TOKEN', value: 'tok-1' },
+      { label: 'OTHER', value: 'oth-1' },
+      { label: 'REGION', value: 'eu-west-1' },
+      { label: 'X-Api-Key', value: 'sk-literal-1' },
+      { label: 'X-Mixed-Token', value: 'pre-' },
+    ]);
+  });
+
+  it('a literal Authorization: the whole value and the credential after its scheme', () => {
+    expect(secretValuesOf({ Authorization: 'Basic dXNlcjpwdw==' }, {})).toEqual([
+      { label: 'Authorization', value: 'Basic dXNlcjpwdw==' },
+      { label: 'Authorization', value: 'dXNlcjpwdw==' },
+    ]);
+  });
+
+  it('a reference with no value (never sent) is not listed', () => {
+    expect(secretValuesOf({ A: '${NOPE}' }, {})).toEqual([]);
+  });
+});
+
+describe('arguments: the values of credential-named flags', () => {
+  const args = ['server.js', '--api-key', 'sk-arg-1', '--token=tok-2', '--port', '8080', '-v'];
+  it('are hidden when shown', () => {
+    expect(shownArgs(args)).toEqual([
+      'server.js',
+      '--api-key',
+      '[redacted]',
+      '--token=[redacted]',
+      '--port',
+      '8080',
+      '-v',
+    ]);
+  });
+  it('and are secret material of the call', () => {
+    expect(secretArgsOf(args)).toEqual([
+      { label: 'api-key', value: 'sk-arg-1' },
+      { label: 'token', value: 'tok-2' },
+    ]);
+  });
+});
