@@ -19,9 +19,9 @@ import { ConversationsService } from '../conversations/conversations.service';
 import { fromAfMessages, toAfMessages } from '../core/agentfile/agent-file-messages';
 import { renderSystemPrompt } from '../core/loop/context-builder';
 import type { Clock, IdGenerator } from '../core/ports';
+import { referencesOnly } from '../core/secrets/declared-values';
 import { EmbeddingsService } from '../models/embeddings/embeddings.service';
 import { NewMessage, ProcessingRepository } from '../processing/processing.repository';
-import { headerPlaceholders } from '../tools/tool-declaration';
 import { toToolResponse } from '../tools/tool-response.mapper';
 import { ToolsService, ToolView } from '../tools/tools.service';
 
@@ -219,13 +219,16 @@ export class AgentFileService {
     return file;
   }
 
-  /** A tool as Letta's ToolSchema; an http tool keeps only headers that reference a secret by name. */
+  /**
+   * A tool as Letta's ToolSchema; an http tool keeps only headers that reference secrets by name and hold
+   * no literal text that could be one (`Bearer ${KEY}` is kept, `sk-… ${KEY}` dropped).
+   */
   private exportTool(t: ToolView, dropped: string[]): Json {
     const out = toToolResponse(t);
     if (t.http) {
       const headers: Record<string, string> = {};
       for (const [k, v] of Object.entries(t.http.headers ?? {})) {
-        if (headerPlaceholders({ [k]: v }).length > 0) headers[k] = v;
+        if (referencesOnly(v)) headers[k] = v;
         else dropped.push(`${t.name}.${k}`);
       }
       out.http = { ...t.http, headers };

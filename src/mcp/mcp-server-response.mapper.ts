@@ -1,12 +1,11 @@
-import { shownArgs } from '../core/secrets/declared-values';
-import { redactHeaders } from '../tools/tool-declaration';
+import { shownArgs, shownValue, shownValues } from '../core/secrets/declared-values';
 import type { McpServerEntity } from './mcp-server.entity';
 
 /**
  * An MCP server in Letta's flat response shape (`StdioMCPServer` / `StreamableHTTPMCPServer`), plus our
- * `tool_safety`, `source` and times. Values are shown as declared: `${SECRET}` references stay, and a
- * literal (only an operator file may hold one) is shown as `[redacted]`, as are the values of an operator
- * command's credential flags (`--api-key …`): every tenant sees the operator's servers.
+ * `tool_safety`, `source` and times. Values are shown as declared: `${SECRET}` references stay, and
+ * literal text (only an operator file may hold it) is shown as `[redacted]`, as are the values of an
+ * operator command's credential flags (`--api-key …`): every tenant sees the operator's servers.
  */
 export function toMcpServerResponse(s: McpServerEntity): Record<string, unknown> {
   const c = s.config;
@@ -15,13 +14,13 @@ export function toMcpServerResponse(s: McpServerEntity): Record<string, unknown>
       ? {
           command: c.command,
           args: s.source === 'file' ? shownArgs(c.args) : c.args,
-          env: redactHeaders(c.env) ?? {},
+          env: shownValues(c.env),
         }
       : {
           server_url: c.server_url,
           auth_header: c.auth_header,
-          auth_token: c.auth_token === null ? null : redactHeaders({ v: c.auth_token })!.v,
-          custom_headers: redactHeaders(c.custom_headers) ?? {},
+          auth_token: c.auth_token === null ? null : shownValue(c.auth_token),
+          custom_headers: shownValues(c.custom_headers),
         };
   return {
     id: s.id,

@@ -218,13 +218,3 @@ export function resolveHeaders(
   }
   return { headers: out };
 }
-
-/** Header values as they may be shown: values built from `${ENV}` placeholders kept, literal values hidden. */
-export function redactHeaders(
-  headers: Record<string, string> | undefined,
-): Record<string, string> | undefined {
-  if (!headers) return undefined;
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(headers)) out[k] = /\$\{[A-Za-z_]/.test(v) ? v : '[redacted]';
-  return out;
-}

@@ -1,9 +1,12 @@
 import { DEFAULT_RETURN_CHAR_LIMIT } from '../core/tools/tool-definition';
 import { BUILTIN_TOOL_TYPES } from './builtin-tools';
-import { redactHeaders } from './tool-declaration';
+import { shownValues } from '../core/secrets/declared-values';
 import type { ToolView } from './tools.service';
 
-/** A tool in Letta's response shape, plus our `safety`, `kind`, `source` and `http` (header values redacted). */
+/**
+ * A tool in Letta's response shape, plus our `safety`, `kind`, `source` and `http` (header values as they
+ * may be shown: `${NAME}` references, literal text `[redacted]`).
+ */
 export function toToolResponse(t: ToolView): Record<string, unknown> {
   return {
     id: t.id,
@@ -32,7 +35,7 @@ export function toToolResponse(t: ToolView): Record<string, unknown> {
           http: {
             url: t.http.url,
             method: t.http.method,
-            ...(t.http.headers ? { headers: redactHeaders(t.http.headers) } : {}),
+            ...(t.http.headers ? { headers: shownValues(t.http.headers) } : {}),
             ...(t.http.timeout_ms ? { timeout_ms: t.http.timeout_ms } : {}),
           },
         }

@@ -21,6 +21,7 @@ import type { Clock, IdGenerator } from '../core/ports';
 import type { ToolDefinition } from '../core/tools/tool-definition';
 import { BUILTIN_TOOL_NAMES, BUILTIN_TOOLS, builtinToolId } from './builtin-tools';
 import { SecretsService } from '../secrets/secrets.service';
+import { keepUnread } from '../core/secrets/declared-values';
 import { headerPlaceholders, validateToolDeclaration } from './tool-declaration';
 import { ToolEntity } from './tool.entity';
 import { ToolsRepository } from './tools.repository';
@@ -231,7 +232,13 @@ export class ToolsService implements OnModuleInit {
         `the new parameters of "${row.name}" do not accept the prefilled arguments of its run_first rules`,
         { problems: problems.slice(0, 50) },
       );
-    Object.assign(row, { ...toColumns(tool), updated_at: this.clock.now() });
+    // a client that sends the tool back as it read it (header values shown [redacted]) keeps them
+    const { http } = tool;
+    const next =
+      http?.headers && row.http?.headers
+        ? { ...tool, http: { ...http, headers: keepUnread(http.headers, row.http.headers) } }
+        : tool;
+    Object.assign(row, { ...toColumns(next), updated_at: this.clock.now() });
     try {
       await answeringConflicts(() => this.tools.save(row));
     } catch (e) {

@@ -1,4 +1,5 @@
 import type { ValidationProblem } from '../rules/validate-tool-rules';
+import { referencesOnly } from '../secrets/declared-values';
 import { TOOL_SAFETIES, type ToolSafety } from '../tools/tool-definition';
 
 /**
@@ -52,7 +53,6 @@ const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !
 export const SERVER_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$/;
-const SECRET_REF = /\$\{[A-Za-z_][A-Za-z0-9_]*\}/;
 /**
  * Environment names a tenant may not set even to its own secret: each changes how the command runs, what
  * its runtime loads or executes first, or where its traffic goes (an allow-listed command need not be an
@@ -75,6 +75,10 @@ const RESERVED_ENV = new RegExp(
   ].join('|')})$`,
   'i',
 );
+
+/** A tenant's value holds references to its secrets, never a secret of its own (it would be stored). */
+const LITERAL_REFUSED =
+  'must name tenant secrets as ${NAME} (e.g. "Bearer ${API_TOKEN}"); literal text beside them may only be an auth scheme or punctuation: literal values are not stored';
 
 export interface McpSpecResult {
   spec: McpServerSpec | null;
@@ -128,11 +132,7 @@ export function validateMcpServer(
       for (const [k, v] of Object.entries(envMap ?? {})) {
         if (RESERVED_ENV.test(k))
           bad(`config.env.${k}`, 'may not be set by a tenant: it changes how the command runs');
-        else if (!SECRET_REF.test(v))
-          bad(
-            `config.env.${k}`,
-            'must name a tenant secret as ${NAME}; literal values are not stored',
-          );
+        else if (!referencesOnly(v)) bad(`config.env.${k}`, LITERAL_REFUSED);
       }
       if (typeof command === 'string' && !who.allowedCommands.includes(command))
         stdioRefused = `stdio MCP servers run a command on the server's machine; "${command.slice(0, 200)}" is not in mcp.stdio.allowed_commands`;
@@ -171,11 +171,7 @@ export function validateMcpServer(
       ];
       if (auth_token !== null) values.push(['config.auth_token', auth_token]);
       for (const [path, v] of values)
-        if (typeof v === 'string' && !SECRET_REF.test(v))
-          bad(
-            path,
-            'must name a tenant secret as ${NAME} (e.g. "Bearer ${API_TOKEN}"); literal values are not stored',
-          );
+        if (typeof v === 'string' && !referencesOnly(v)) bad(path, LITERAL_REFUSED);
     }
     if (headers)
       config = {

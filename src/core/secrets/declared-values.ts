@@ -22,6 +22,38 @@ const MASK = '[redacted]';
 const plain = (text: string, index: number) =>
   NO_TEXT.test(text) || (index === 0 && SCHEME.test(text));
 
+/** A value as it may be shown: references as written, other literal text `[redacted]`. */
+export function shownValue(value: string): string {
+  const parts = value.split(REF);
+  if (parts.length === 1) return MASK;
+  return parts.map((p, i) => (i % 2 === 1 || plain(p, i) ? p : MASK)).join('');
+}
+
+/** Holds references and nothing secret of its own: shown exactly as written. */
+export const referencesOnly = (value: string): boolean =>
+  REF.test(value) && shownValue(value) === value;
+
+/** A map of values as they may be shown. */
+export function shownValues(values: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(values).map(([k, v]) => [k, shownValue(v)]));
+}
+
+/**
+ * Values sent back as they were read keep what could not be read: each that equals what the stored
+ * value of its name shows (and is not that value itself) is the stored value.
+ */
+export function keepUnread(
+  sent: Record<string, string>,
+  stored: Record<string, string>,
+): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(sent).map(([k, v]) => {
+      const was = Object.hasOwn(stored, k) ? stored[k] : undefined;
+      return [k, was !== undefined && v !== was && v === shownValue(was) ? was : v];
+    }),
+  );
+}
+
 /**
  * Command-line arguments as they may be shown to other parties: the value of a credential-named flag
  * (`--api-key X`, `--token=X`) is `[redacted]`.

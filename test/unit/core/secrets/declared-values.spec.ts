@@ -1,8 +1,47 @@
 import {
+  keepUnread,
+  referencesOnly,
   secretArgsOf,
   secretValuesOf,
   shownArgs,
+  shownValue,
 } from '../../../../src/core/secrets/declared-values';
+
+describe('shownValue: references as written, literal text that may be a credential hidden', () => {
+  it.each<[string, string]>([
+    ['${API_KEY}', '${API_KEY}'],
+    ['Bearer ${API_KEY}', 'Bearer ${API_KEY}'],
+    ['Basic ${USER}:${PASS}', 'Basic ${USER}:${PASS}'],
+    ['"${A}"; ${B}', '"${A}"; ${B}'],
+    ['sk-live-123', '[redacted]'],
+    ['Bearer sk-live-123', '[redacted]'],
+    ['application/json', '[redacted]'],
+    // QA: a literal beside a reference was shown as written
+    ['sk-live-123 ${API_KEY}', '[redacted]${API_KEY}'],
+    ['Bearer sk-live-123 ${API_KEY}', '[redacted]${API_KEY}'],
+    ['${API_KEY}-sk-live-123', '${API_KEY}[redacted]'],
+    ['${A}:literal-pass', '${A}[redacted]'],
+  ])('%s → %s', (declared, shown) => {
+    expect(shownValue(declared)).toBe(shown);
+    expect(referencesOnly(declared)).toBe(declared === shown);
+  });
+});
+
+describe('keepUnread: a declaration sent back as it was read keeps what it could not read', () => {
+  const stored = { A: 'sk-1', B: 'lit-1 ${K}', C: 'Bearer ${K}', D: 'old' };
+  it.each<[string, Record<string, string>, Record<string, string>]>([
+    ['as shown', { A: '[redacted]', B: '[redacted]${K}', C: 'Bearer ${K}' }, stored],
+    [
+      'changed',
+      { A: 'sk-2', B: '${K}', D: '[redacted]x' },
+      { A: 'sk-2', B: '${K}', D: '[redacted]x' },
+    ],
+    ['a new name', { E: '[redacted]' }, { E: '[redacted]' }],
+  ])('%s', (_case, sent, kept) => {
+    const expected = Object.fromEntries(Object.keys(sent).map((k) => [k, kept[k]]));
+    expect(keepUnread(sent, stored)).toEqual(expected);
+  });
+});
 
 describe('secretValuesOf: what a call’s output must not show', () => {
   it('each resolved reference by its name; literal text of credential-named entries by the entry', () => {
