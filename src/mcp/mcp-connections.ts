@@ -128,7 +128,11 @@ export class McpConnections implements OnModuleInit, OnApplicationShutdown {
       let cursor: string | undefined;
       // A server that pages forever is cut off past the bound (plus one page to notice the excess).
       do {
-        const page = await conn.client.listTools(cursor ? { cursor } : {}, { timeout });
+        const page = await conn.client
+          .listTools(cursor ? { cursor } : {}, { timeout })
+          .catch((e: unknown) => {
+            throw conn.dropped ? new Error(conn.dropped) : e;
+          });
         out.push(...(page.tools as ListedMcpTool[]));
         cursor = page.nextCursor;
       } while (cursor && out.length <= maxTools);
@@ -242,15 +246,25 @@ export class McpConnections implements OnModuleInit, OnApplicationShutdown {
 
   private transportFor(mcp: Sdk, conn: Connection): Transport {
     const t = conn.endpoint.transport;
-    if (t.type === 'stdio')
+    const max = this.config.mcp.max_message_bytes;
+    if (t.type === 'stdio') {
       // The SDK adds only HOME, LOGNAME, PATH, SHELL, TERM and USER from our environment.
-      return new mcp.StdioClientTransport({
+      const transport = new mcp.StdioClientTransport({
         command: t.command,
         args: t.args,
         env: t.env,
         stderr: 'ignore',
+        // what it buffers of one line (a message) from the server, 10 MiB by default
+        maxBufferSize: max,
       });
-    const max = this.config.mcp.max_message_bytes;
+      // Past it the SDK reports this error (known only by its text) and closes the transport: the calls
+      // this fails are told why, as over HTTP.
+      transport.onerror = (e) => {
+        if (/ReadBuffer exceeded/.test(e.message))
+          this.drop(conn, `a message is over mcp.max_message_bytes (${max})`);
+      };
+      return transport;
+    }
     const awaiting = new Set<unknown>();
     const transport = new mcp.StreamableHTTPClientTransport(new URL(t.url), {
       // A redirect would carry the resolved headers elsewhere.

@@ -11,7 +11,7 @@
  * variable, as a text, an error result or a thrown error), argv (its command-line arguments), headers (over
  * HTTP, the request's headers), note (described by its TOOL_NOTE variable). Over stdio the names
  * carry the prefix in `TOOL_PREFIX` (so both servers' tools can sit side by side in one tenant), and
- * only there is `die` listed.
+ * only there are `die` and `flood` (one endless line on stdout) listed.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -70,7 +70,10 @@ function toolList(state: McpTestState, prefix: string) {
     },
     { name: 'pid', description: 'The process id.', inputSchema: obj() },
     ...(prefix
-      ? [{ name: 'die', description: 'Kills its own process mid-call.', inputSchema: obj() }]
+      ? [
+          { name: 'die', description: 'Kills its own process mid-call.', inputSchema: obj() },
+          { name: 'flood', description: 'Writes one endless line.', inputSchema: obj() },
+        ]
       : []),
     { name: 'hang', description: 'Never answers.', inputSchema: obj() },
     { name: 'big', description: 'A large text.', inputSchema: obj({ bytes: { type: 'number' } }) },
@@ -128,6 +131,16 @@ export function createTestMcpServer(state: McpTestState, prefix = ''): Server {
       case 'die':
         setTimeout(() => process.kill(process.pid, 'SIGKILL'), 20);
         return new Promise<CallToolResult>(() => undefined);
+      case 'flood': {
+        // one line that never ends, under the protocol's feet, until the process is stopped
+        const chunk = 'x'.repeat(65536);
+        const write = (): void => {
+          if (process.stdout.write(chunk)) setImmediate(write);
+          else process.stdout.once('drain', write);
+        };
+        write();
+        return new Promise<CallToolResult>(() => undefined);
+      }
       case 'drop':
       case 'hang':
         return new Promise<CallToolResult>((_resolve, reject) => {

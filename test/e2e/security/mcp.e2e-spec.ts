@@ -221,6 +221,46 @@ describe('security: MCP servers declared by tenants', () => {
     expect((await a('DELETE', `/v1/mcp-servers/${server.body.id}`)).status).toBe(204);
   });
 
+  // QA: over stdio only the SDK's own 10 MiB buffer applied, whatever mcp.max_message_bytes said
+  it('a stdio server writing a message past mcp.max_message_bytes: an error return naming the bound; its next call works', async () => {
+    expect((await a('PUT', '/v1/secrets/STDIO_PREFIX', { value: 's_' })).status).toBe(200);
+    const server = await a('POST', '/v1/mcp-servers/', {
+      server_name: 'a-big-stdio',
+      config: {
+        mcp_server_type: 'stdio',
+        command: process.execPath,
+        args: [script],
+        env: { TOOL_PREFIX: '${STDIO_PREFIX}' },
+      },
+    });
+    expect(server.status).toBe(200);
+    const agent = await a('POST', '/v1/agents/', {
+      name: 'big-stdio-reader',
+      tools: ['s_big', 's_pid'],
+      model_script: [
+        {
+          tool_calls: [
+            { name: 's_big', arguments: { bytes: 200_000 } },
+            { name: 's_pid', arguments: {} },
+          ],
+        },
+        { content: 'done' },
+      ],
+    });
+    const res = await a('POST', `/v1/agents/${agent.body.id}/messages`, {
+      messages: [{ role: 'user', content: 'read big' }],
+    });
+    const [huge, pid] = res.body.messages.filter(
+      (m: any) => m.message_type === 'tool_return_message',
+    );
+    expect(huge).toMatchObject({ status: 'error', tool_return: expect.stringContaining('65536') });
+    expect(huge.tool_return).toContain('mcp.max_message_bytes');
+    // that connection (and its process) was dropped, nothing else: the next call starts it again
+    expect(pid.status).toBe('success');
+    expect(Number(pid.tool_return)).toBeGreaterThan(0);
+    expect((await a('DELETE', `/v1/mcp-servers/${server.body.id}`)).status).toBe(204);
+  });
+
   /**
    * A hostile streamable HTTP MCP server of tenant B: it completes the handshake, and `list` writes its
    * tools/list answer (an event stream: `event(message)` frames one JSON-RPC message, `result` is the

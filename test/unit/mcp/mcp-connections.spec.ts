@@ -87,6 +87,36 @@ describe('McpConnections', () => {
     await pool.forget('dying'); // a changed declaration starts afresh
     await expect(fails()).rejects.toThrow(/could not connect/);
   });
+
+  // QA: over stdio only the SDK's own 10 MiB buffer applied, whatever mcp.max_message_bytes said
+  it('a stdio message past mcp.max_message_bytes (an endless line, a long tool list) fails naming the bound; the process is stopped', async () => {
+    const bounded = new McpConnections(
+      loadConfig({}, { mcp: { max_message_bytes: 65536 } }),
+      new HostPolicy([], []),
+      clock,
+    );
+    try {
+      const flood = server('flood');
+      const running = Number(
+        ((await bounded.callTool(flood, 'pid', {}, {}, signal)).content[0] as { text: string })
+          .text,
+      );
+      await expect(bounded.callTool(flood, 'flood', {}, {}, signal)).rejects.toThrow(
+        'a message is over mcp.max_message_bytes (65536)',
+      );
+      expect(await gone(running)).toBe(true);
+      // a tool list past the bound (a 70 KB description) fails the listing the same way
+      const listing = {
+        ...flood,
+        transport: { ...flood.transport, env: { TOOL_NOTE: 'n'.repeat(70_000) } },
+      };
+      await expect(bounded.listTools(listing as McpEndpoint, 100)).rejects.toThrow(
+        'a message is over mcp.max_message_bytes (65536)',
+      );
+    } finally {
+      await bounded.onApplicationShutdown();
+    }
+  });
 });
 
 test('an error of several lines (the SDK’s schema errors) reads on one line, whole', () => {
