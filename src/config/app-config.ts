@@ -6,6 +6,12 @@ import { parse as parseYaml } from 'yaml';
 import { AGENT_TYPES, type AgentType } from '../core/agents/agent-type';
 import { unknownKeyMessage } from '../core/did-you-mean';
 import type { InputLimits } from '../core/limits';
+import {
+  QUOTA_NAMES,
+  type QuotaName,
+  type Quotas,
+  type QuotaSettings,
+} from '../core/limits/quotas';
 import { isHostPattern } from '../core/net/host-policy';
 import type { ModelAnswerBounds } from '../models/model-provider';
 import type { LabelBounds } from '../observability/labels';
@@ -127,6 +133,8 @@ export interface AppConfig {
     grant_retention_days: number;
   };
   limits: InputLimits;
+  /** Per-tenant bounds: its runs processing at once (per instance); per tenant if given. */
+  quotas: QuotaSettings;
   cluster: ClusterSettings;
   secrets: SecretsSettings;
   identities: IdentitySettings;
@@ -751,6 +759,11 @@ function validate(
       search_scan_rows: int('limits.search_scan_rows', 1, 10_000_000),
       search_scan_chars: int('limits.search_scan_chars', 1, 100_000_000),
     },
+    quotas: quotaSettings(
+      Object.fromEntries(QUOTA_NAMES.map((n) => [n, int(`quotas.${n}`, QUOTA_MIN[n], QUOTA_MAX)])),
+      get('quotas.tenants'),
+      fail,
+    ),
     cluster: clusterSettings(str('cluster.instance_id', true), int, fail),
     secrets: {
       encryption_key: encryptionKey(str('secrets.encryption_key', true), fail),
@@ -812,6 +825,46 @@ function publicUrl(v: string | null): string | null {
   if (!/^https?:\/\/[^\s]+$/.test(v))
     throw new ConfigError('webhooks.public_url', 'must be an http:// or https:// URL, or unset');
   return v.replace(/\/+$/, '');
+}
+
+/** A quota's least value: a tenant whose runs may never start is no bound. */
+const QUOTA_MIN: Record<QuotaName, number> = { running_runs: 1 };
+const QUOTA_MAX = 1_000_000_000;
+
+/** `quotas.tenants.<tenant>`: some quotas of one tenant (tenant names may hold dots: read here, not by path). */
+function quotaSettings(
+  defaults: Record<string, number>,
+  raw: unknown,
+  fail: (key: string, problem: string) => void,
+): QuotaSettings {
+  const tenants: QuotaSettings['tenants'] = {};
+  if (!isObj(raw)) {
+    fail('quotas.tenants', 'must be a mapping of tenant → quotas, e.g. {team-a: {agents: 100}}');
+    return { defaults: defaults as Quotas, tenants };
+  }
+  for (const [tenant, given] of Object.entries(raw)) {
+    const at = `quotas.tenants.${tenant}`;
+    if (!isObj(given)) {
+      fail(at, `must be a mapping of quotas (${QUOTA_NAMES.slice(0, 3).join(', ')}, …)`);
+      continue;
+    }
+    const own: Partial<Quotas> = {};
+    for (const [name, v] of Object.entries(given)) {
+      if (!(QUOTA_NAMES as readonly string[]).includes(name)) {
+        fail(`${at}.${name}`, unknownKeyMessage(name, QUOTA_NAMES));
+        continue;
+      }
+      const min = QUOTA_MIN[name as QuotaName];
+      if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > QUOTA_MAX)
+        fail(
+          `${at}.${name}`,
+          `must be a whole number from ${min} to ${QUOTA_MAX}, got ${JSON.stringify(v)}`,
+        );
+      else own[name as QuotaName] = v;
+    }
+    tenants[tenant] = own;
+  }
+  return { defaults: defaults as Quotas, tenants };
 }
 
 function clusterSettings(

@@ -11,6 +11,7 @@ import { ID_GENERATOR } from '../common/ids';
 import { RunEventsBus } from '../common/run-events';
 import type { AppConfig } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
+import { quotaFor } from '../core/limits/quotas';
 import { hasImages } from '../core/loop/content-parts';
 import { stepCallKey } from '../core/loop/tool-call-ids';
 import type { Clock, IdGenerator } from '../core/ports';
@@ -94,43 +95,47 @@ export class MessagingService implements OnModuleInit {
     @Inject(AGENT_LEASES) private readonly leases: AgentLeases,
     @Inject(EVENT_BUS) private readonly events: EventBus,
   ) {
-    this.mailbox = new Mailbox(async (job) => {
-      const kept = this.queuedRuns.get(job.runId);
-      const run = kept && 'input' in kept ? kept : await this.repo.findRunById(job.runId);
-      if (!run) {
-        this.queuedRuns.delete(job.runId);
-        return this.settle(job.runId, null);
-      }
-      if (
-        run.input.kind === 'message' &&
-        (this.repo.parkedHere(run.agent_id) ||
-          (await this.repo.findParkedRun(run.tenant_id, run.agent_id)))
-      ) {
-        // one batch at a time; its callers are settled when it runs, here or where the agent goes
-        this.queuedRuns.delete(job.runId);
-        this.holding.add(run.agent_id);
-        return;
-      }
-      let result: BatchResult | null = null;
-      try {
-        result = await this.processor.process(run);
-      } catch (e) {
-        this.queuedRuns.delete(job.runId);
-        if (!isLeaseLost(e)) {
-          this.settle(job.runId, null);
-          throw e;
+    this.mailbox = new Mailbox(
+      async (job) => {
+        const kept = this.queuedRuns.get(job.runId);
+        const run = kept && 'input' in kept ? kept : await this.repo.findRunById(job.runId);
+        if (!run) {
+          this.queuedRuns.delete(job.runId);
+          return this.settle(job.runId, null);
         }
-        // this instance lost the agent: the run stays queued, for whichever instance holds it now
-        this.dropAgent(run.agent_id, 'found when starting a run');
-        this.enqueue(run, job.priority);
-        return;
-      }
-      this.queuedRuns.delete(job.runId);
-      this.settle(job.runId, result);
-      // A person may have decided while the run was still parking (the request is pushed as it is made).
-      if (result?.run.parked) await this.resumeIfDecided(result.run.tenant_id, result.run.agent_id);
-      else if (this.holding.delete(run.agent_id)) await this.syncQueue(run.agent_id);
-    });
+        if (
+          run.input.kind === 'message' &&
+          (this.repo.parkedHere(run.agent_id) ||
+            (await this.repo.findParkedRun(run.tenant_id, run.agent_id)))
+        ) {
+          // one batch at a time; its callers are settled when it runs, here or where the agent goes
+          this.queuedRuns.delete(job.runId);
+          this.holding.add(run.agent_id);
+          return;
+        }
+        let result: BatchResult | null = null;
+        try {
+          result = await this.processor.process(run);
+        } catch (e) {
+          this.queuedRuns.delete(job.runId);
+          if (!isLeaseLost(e)) {
+            this.settle(job.runId, null);
+            throw e;
+          }
+          // this instance lost the agent: the run stays queued, for whichever instance holds it now
+          this.dropAgent(run.agent_id, 'found when starting a run');
+          this.enqueue(run, job.priority);
+          return;
+        }
+        this.queuedRuns.delete(job.runId);
+        this.settle(job.runId, result);
+        // A person may have decided while the run was still parking (the request is pushed as it is made).
+        if (result?.run.parked)
+          await this.resumeIfDecided(result.run.tenant_id, result.run.agent_id);
+        else if (this.holding.delete(run.agent_id)) await this.syncQueue(run.agent_id);
+      },
+      (tenantId) => quotaFor(this.config.quotas, tenantId, 'running_runs'),
+    );
   }
 
   onModuleInit(): void {
@@ -665,6 +670,7 @@ export class MessagingService implements OnModuleInit {
       };
       const job = {
         runId: this.ids.prefixed('turn'),
+        tenantId,
         priority: false,
         createdAt: this.clock.now(),
         turn,
@@ -695,7 +701,7 @@ export class MessagingService implements OnModuleInit {
         ? run
         : { id: run.id, tenant_id: run.tenant_id, agent_id: run.agent_id },
     );
-    const job = { runId: run.id, priority, createdAt: run.created_at };
+    const job = { runId: run.id, tenantId: run.tenant_id, priority, createdAt: run.created_at };
     if (!this.mailbox.enqueue(run.agent_id, job)) {
       this.queuedRuns.delete(run.id);
       this.logger.warn(`run ${run.id} stays queued: shutting down`);

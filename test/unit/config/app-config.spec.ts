@@ -248,6 +248,32 @@ describe('loadConfig', () => {
     });
   });
 
+  it('quotas: defaults for every tenant, other numbers for some; each checked, tenant names as given', () => {
+    const c = loadConfig({}, { quotas: { tenants: { 'team.a': { running_runs: 2 } } } });
+    expect(c.quotas.defaults).toEqual({ running_runs: 32 });
+    expect(c.quotas.tenants).toEqual({ 'team.a': { running_runs: 2 } });
+    let err: ConfigError | undefined;
+    try {
+      loadConfig(
+        {},
+        {
+          quotas: {
+            running_runs: 0,
+            tenants: { t1: { runing_runs: 1 }, t2: 5, t3: { running_runs: -1 } },
+          },
+        },
+      );
+    } catch (e) {
+      err = e as ConfigError;
+    }
+    expect(err!.problems.map((p) => [p.key, p.problem])).toEqual([
+      ['quotas.running_runs', 'must be a whole number from 1 to 1000000000, got 0'],
+      ['quotas.tenants.t1.runing_runs', 'unknown key (did you mean "running_runs"?)'],
+      ['quotas.tenants.t2', 'must be a mapping of quotas (running_runs, …)'],
+      ['quotas.tenants.t3.running_runs', 'must be a whole number from 1 to 1000000000, got -1'],
+    ]);
+  });
+
   it('rejects an unknown override key', () => {
     expect(() => loadConfig({}, { tool_executor: { tool_timeout_secs: 5 } })).toThrow(
       /tool_executor\.tool_timeout_secs: unknown key \(did you mean "tool_timeout_seconds"\?\)/,
