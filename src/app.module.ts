@@ -10,6 +10,7 @@ import { AppConfig } from './config/app-config';
 import { ConfigModule } from './config/config.module';
 import { CoreProvidersModule } from './common/core-providers.module';
 import { DatabaseModule } from './database/database.module';
+import { QuotasModule } from './quotas/quotas.module';
 import { HealthController } from './health/health.controller';
 import { ConsoleController } from './console/console.controller';
 import { SecretsModule } from './secrets/secrets.module';
@@ -34,6 +35,7 @@ export class AppModule {
         ConfigModule.forRoot(config),
         CoreProvidersModule,
         DatabaseModule,
+        QuotasModule,
         ClusterModule,
         AuthModule,
         SecretsModule,

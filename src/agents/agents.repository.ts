@@ -9,6 +9,7 @@ import { GroupCommit } from '../database/group-commit';
 import { updateWhere } from '../database/raw-writes';
 import { Transactor } from '../database/transactor';
 import { AgentIdentityEntity, IdentityEntity } from '../identities/identity.entity';
+import { TenantQuotas } from '../quotas/tenant-quotas';
 import { AgentEntity, AgentTagEntity } from './agent.entity';
 import { BlocksRepository } from './blocks.repository';
 
@@ -23,6 +24,7 @@ export class AgentsRepository {
     private readonly tx: Transactor,
     private readonly writes: GroupCommit,
     private readonly blocks: BlocksRepository,
+    private readonly quotas: TenantQuotas,
   ) {}
 
   async findForTenant(tenantId: string, id: string): Promise<AgentEntity | null> {
@@ -65,10 +67,6 @@ export class AgentsRepository {
     return rows.filter((a) => a.tools.includes(toolName));
   }
 
-  countForTenant(tenantId: string): Promise<number> {
-    return this.agents.countBy({ tenant_id: tenantId });
-  }
-
   /** Which of these ids are agents of the tenant. */
   async existing(tenantId: string, ids: string[]): Promise<Set<string>> {
     if (ids.length === 0) return new Set();
@@ -104,32 +102,38 @@ export class AgentsRepository {
 
   /**
    * Inserts or updates an agent and rewrites its tag rows and its blocks, in one transaction. Every
-   * agent that shares one of its blocks is told of the change too.
+   * agent that shares one of its blocks is told of the change too. A new agent and new blocks must fit
+   * the tenant's quotas (409 QUOTA_EXCEEDED, nothing written), unless the operator writes (`operator`:
+   * config/agents, counted all the same).
    */
   async save(
     agent: AgentEntity,
-    opts: { keepUnlinkedBlocks?: boolean } = {},
+    opts: { keepUnlinkedBlocks?: boolean; operator?: boolean } = {},
   ): Promise<AgentEntity> {
     const touched: string[] = [];
     return this.notifying(
       agent.id,
       this.tx.run(async (em) => {
         const { blocks } = agent;
+        const created = !(await em.existsBy(AgentEntity, { id: agent.id }));
         const saved = await em.save(AgentEntity, agent);
         await this.writeTags(em, agent);
-        touched.push(
-          ...(await this.blocks.writeAgentBlocks(
-            em,
-            agent.tenant_id,
-            agent.id,
-            blocks,
-            agent.updated_at,
-            {
-              keepUnlinked: opts.keepUnlinkedBlocks === true,
-              loaded: this.loaded.get(agent) ?? null,
-            },
-          )),
+        const written = await this.blocks.writeAgentBlocks(
+          em,
+          agent.tenant_id,
+          agent.id,
+          blocks,
+          agent.updated_at,
+          {
+            keepUnlinked: opts.keepUnlinkedBlocks === true,
+            loaded: this.loaded.get(agent) ?? null,
+          },
         );
+        touched.push(...written.agents);
+        if (!opts.operator) {
+          await this.quotas.assertWithin(em, agent.tenant_id, 'agents', created ? 1 : 0);
+          await this.quotas.assertWithin(em, agent.tenant_id, 'blocks', written.added);
+        }
         this.setBlocks(saved, blocks);
         return saved;
       }),

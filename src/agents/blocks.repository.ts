@@ -7,6 +7,7 @@ import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialE
 import type { MemoryBlock } from '../core/agents/agent-record';
 import { containsSql, type SearchScan } from '../database/like-pattern';
 import { Transactor } from '../database/transactor';
+import { TenantQuotas } from '../quotas/tenant-quotas';
 import { AgentBlockEntity, BlockEntity } from './block.entity';
 
 export interface BlockListQuery extends PageBounds {
@@ -39,6 +40,7 @@ export class BlocksRepository {
   constructor(
     @InjectDataSource() private readonly ds: DataSource,
     private readonly tx: Transactor,
+    private readonly quotas: TenantQuotas,
   ) {}
 
   /** Each agent's blocks in its order. */
@@ -61,7 +63,7 @@ export class BlocksRepository {
    * Makes `blocks` the agent's blocks, in order: writes each block's row (a block shared with other
    * agents changes for them too), relinks, and (unless `keepUnlinked`: a detach) deletes the blocks
    * this left linked to no agent.
-   * Returns every agent whose blocks this may have changed.
+   * Answers every agent whose blocks this may have changed, and how many blocks it created.
    */
   async writeAgentBlocks(
     em: EntityManager,
@@ -70,19 +72,21 @@ export class BlocksRepository {
     blocks: MemoryBlock[],
     now: number,
     opts: { keepUnlinked: boolean; loaded: MemoryBlock[] | null },
-  ): Promise<string[]> {
+  ): Promise<{ agents: string[]; added: number }> {
     const before = await em.find(AgentBlockEntity, { where: { agent_id: agentId } });
     const existing = await this.byIds(
       em,
       blocks.map((b) => b.id),
     );
     const loaded = new Map((opts.loaded ?? []).map((b) => [b.id, b]));
+    let added = 0;
     for (const b of blocks) {
       const row = existing.get(b.id);
       // an existing block is written only when the caller changed it from what it read, so a
       // concurrent edit (another agent's tool, the block route) is not overwritten by a stale copy
       const was = loaded.get(b.id);
       if (row && (was === undefined || sameBlock(was, b))) continue;
+      if (!row) added++;
       await em.save(BlockEntity, {
         ...b,
         metadata: b.metadata ?? null,
@@ -108,7 +112,7 @@ export class BlocksRepository {
         em,
         before.map((l) => l.block_id).filter((id) => !kept.has(id)),
       );
-    return this.agentsOf(em, [...kept]);
+    return { agents: await this.agentsOf(em, [...kept]), added };
   }
 
   /** Unlinks the agent's blocks (the agent is deleted); blocks no other agent has are deleted. */
@@ -158,8 +162,12 @@ export class BlocksRepository {
     return keysetPage(qb, 'b', q, cursors);
   }
 
-  insert(block: BlockEntity): Promise<unknown> {
-    return this.ds.getRepository(BlockEntity).insert(block as QueryDeepPartialEntity<BlockEntity>);
+  /** A standalone block, within the tenant's quota (409 QUOTA_EXCEEDED, nothing written). */
+  insert(block: BlockEntity): Promise<void> {
+    return this.tx.run(async (em) => {
+      await em.insert(BlockEntity, block as QueryDeepPartialEntity<BlockEntity>);
+      await this.quotas.assertWithin(em, block.tenant_id, 'blocks');
+    });
   }
 
   /** Each of these agents' blocks, outside any transaction. */

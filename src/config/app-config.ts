@@ -133,7 +133,7 @@ export interface AppConfig {
     grant_retention_days: number;
   };
   limits: InputLimits;
-  /** Per-tenant bounds: its runs processing at once (per instance); per tenant if given. */
+  /** What one tenant may store, and its runs processing at once (per instance); per tenant if given. */
   quotas: QuotaSettings;
   cluster: ClusterSettings;
   secrets: SecretsSettings;
@@ -148,7 +148,6 @@ export interface SecretsSettings {
   encryption_key: Buffer | null;
   /** On SQLite without encryption_key: generate (once) and use `<sqlite file>.secrets-key`. */
   generate_key_file: boolean;
-  max_per_tenant: number;
   max_value_bytes: number;
   /** Secrets the operator sets per tenant (read-only over the API). */
   config: { tenant: string; name: string; value: string }[];
@@ -156,7 +155,6 @@ export interface SecretsSettings {
 
 /** Letta's identities (docs/letta-compatibility.md); each bound answers 4xx. */
 export interface IdentitySettings {
-  max_per_tenant: number;
   max_per_agent: number;
   max_properties: number;
   max_properties_bytes: number;
@@ -244,7 +242,6 @@ export interface ToolExecutorDefaults {
 }
 
 export interface WebhookSettings {
-  max_per_tenant: number;
   url_max_length: number;
   secret_min_length: number;
   secret_max_length: number;
@@ -263,7 +260,6 @@ export interface WebhookSettings {
 }
 
 export interface McpSettings {
-  max_servers_per_tenant: number;
   max_tools_per_server: number;
   max_tool_schema_bytes: number;
   max_description_chars: number;
@@ -400,6 +396,16 @@ export function loadConfig(env: Env = {}, overrides: Obj = {}, cwd = process.cwd
   return validate(raw, cwd, secrets, problems);
 }
 
+/** Settings of earlier versions that live elsewhere now: a file naming one is told where. */
+const MOVED_SETTINGS: Record<string, string> = {
+  'limits.max_agents_per_tenant': 'quotas.agents',
+  'limits.max_tools_per_tenant': 'quotas.tools',
+  'mcp.max_servers_per_tenant': 'quotas.mcp_servers',
+  'webhooks.max_per_tenant': 'quotas.webhooks',
+  'identities.max_per_tenant': 'quotas.identities',
+  'secrets.max_per_tenant': 'quotas.secrets',
+};
+
 /**
  * Keys of `doc` that config/default.yaml does not have, with a "did you mean" from their siblings, and
  * sections given as something other than a mapping (dropped from `doc`, so reported once).
@@ -411,7 +417,11 @@ function unknownKeys(doc: Obj, defaults: Obj, where: string, prefix = ''): Confi
   for (const [k, v] of Object.entries(doc)) {
     const key = prefix + k;
     if (!Object.prototype.hasOwnProperty.call(defaults, k)) {
-      problems.push({ key: where + key, problem: unknownKeyMessage(k, Object.keys(defaults)) });
+      const moved = MOVED_SETTINGS[key];
+      problems.push({
+        key: where + key,
+        problem: moved ? `moved to ${moved}` : unknownKeyMessage(k, Object.keys(defaults)),
+      });
       continue;
     }
     const d = defaults[k];
@@ -626,7 +636,6 @@ function validate(
       mcp_dir: path.resolve(cwd, str('paths.mcp_dir')),
     },
     mcp: {
-      max_servers_per_tenant: int('mcp.max_servers_per_tenant', 0, 10000),
       max_tools_per_server: int('mcp.max_tools_per_server', 1, 10000),
       max_tool_schema_bytes: int('mcp.max_tool_schema_bytes', 256, 10_000_000),
       max_description_chars: int('mcp.max_description_chars', 16, 1_000_000),
@@ -693,7 +702,6 @@ function validate(
       ),
     },
     webhooks: {
-      max_per_tenant: int('webhooks.max_per_tenant', 0, 1000),
       url_max_length: int('webhooks.url_max_length', 16, 8192),
       secret_min_length: int('webhooks.secret_min_length', 8, 256),
       secret_max_length: int('webhooks.secret_max_length', 8, 300),
@@ -749,9 +757,7 @@ function validate(
       max_page_size: int('limits.max_page_size', 1, 10_000),
       // a page is one JSON string: V8's longest is 512 MiB, and escapes can make the JSON longer than the estimate
       max_page_bytes: int('limits.max_page_bytes', 1024, 128 * 1024 * 1024),
-      max_agents_per_tenant: int('limits.max_agents_per_tenant', 1, 10_000_000),
       max_conversations_per_agent: int('limits.max_conversations_per_agent', 1, 10_000_000),
-      max_tools_per_tenant: int('limits.max_tools_per_tenant', 0, 1_000_000),
       max_tool_description_chars: int('limits.max_tool_description_chars', 16, 1_000_000),
       max_tool_parameters_bytes: int('limits.max_tool_parameters_bytes', 256, 10_000_000),
       max_initial_messages: int('limits.max_initial_messages', 0, 10_000),
@@ -768,12 +774,10 @@ function validate(
     secrets: {
       encryption_key: encryptionKey(str('secrets.encryption_key', true), fail),
       generate_key_file: bool('secrets.generate_key_file'),
-      max_per_tenant: int('secrets.max_per_tenant', 0, 100_000),
       max_value_bytes: int('secrets.max_value_bytes', 1, 1_048_576),
       config: configSecrets(get('secrets.config'), secrets, fail),
     },
     identities: {
-      max_per_tenant: int('identities.max_per_tenant', 0, 1_000_000),
       max_per_agent: int('identities.max_per_agent', 1, 1000),
       max_properties: int('identities.max_properties', 0, 10_000),
       max_properties_bytes: int('identities.max_properties_bytes', 2, 1_048_576),
@@ -827,8 +831,11 @@ function publicUrl(v: string | null): string | null {
   return v.replace(/\/+$/, '');
 }
 
-/** A quota's least value: a tenant whose runs may never start is no bound. */
-const QUOTA_MIN: Record<QuotaName, number> = { running_runs: 1 };
+/** A quota's least value: none stored may be the bound, but a tenant whose runs may never start is not. */
+const QUOTA_MIN: Record<QuotaName, number> = {
+  ...(Object.fromEntries(QUOTA_NAMES.map((n) => [n, 0])) as Quotas),
+  running_runs: 1,
+};
 const QUOTA_MAX = 1_000_000_000;
 
 /** `quotas.tenants.<tenant>`: some quotas of one tenant (tenant names may hold dots: read here, not by path). */

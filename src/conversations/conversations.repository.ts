@@ -4,6 +4,8 @@ import { DataSource } from 'typeorm';
 import type { PageBounds } from '../common/list-page';
 import { readWithin } from '../database/keyset-page';
 import { containsPattern } from '../database/like-pattern';
+import { Transactor } from '../database/transactor';
+import { TenantQuotas } from '../quotas/tenant-quotas';
 import { ConversationEntity } from './conversation.entity';
 
 export interface ConversationPage extends PageBounds {
@@ -18,14 +20,22 @@ export interface ConversationPage extends PageBounds {
 /** Conversations' rows. */
 @Injectable()
 export class ConversationsRepository {
-  constructor(@InjectDataSource() private readonly ds: DataSource) {}
+  constructor(
+    @InjectDataSource() private readonly ds: DataSource,
+    private readonly tx: Transactor,
+    private readonly quotas: TenantQuotas,
+  ) {}
 
   private get repo() {
     return this.ds.getRepository(ConversationEntity);
   }
 
-  insert(c: ConversationEntity): Promise<unknown> {
-    return this.repo.insert(c);
+  /** A conversation, within the tenant's quota (409 QUOTA_EXCEEDED, nothing written). */
+  insert(c: ConversationEntity): Promise<void> {
+    return this.tx.run(async (em) => {
+      await em.insert(ConversationEntity, c);
+      await this.quotas.assertWithin(em, c.tenant_id, 'conversations');
+    });
   }
 
   countForAgent(tenantId: string, agentId: string): Promise<number> {

@@ -18,6 +18,7 @@ import type { RunEntity } from '../processing/entities/run.entity';
 import { CompactionSettings, MessageContextService } from '../processing/message-context.service';
 import { MessagingService } from '../processing/messaging.service';
 import { ProcessingRepository } from '../processing/processing.repository';
+import { TenantQuotas } from '../quotas/tenant-quotas';
 import type { HistoryQuery } from '../processing/query.dto';
 import type { LettaView } from '../processing/message.mapper';
 import { ConversationEntity } from './conversation.entity';
@@ -49,6 +50,7 @@ export class ConversationsService {
     private readonly messaging: MessagingService,
     private readonly runs: ProcessingRepository,
     private readonly contexts: MessageContextService,
+    private readonly quotas: TenantQuotas,
   ) {}
 
   async create(tenantId: string, agentId: unknown, body: unknown): Promise<ConversationEntity> {
@@ -87,7 +89,10 @@ export class ConversationsService {
     return row;
   }
 
-  /** `limits.max_conversations_per_agent`, counted before the insert (as the other stored counts). */
+  /**
+   * `limits.max_conversations_per_agent`, counted before the insert, and the tenant's quota
+   * (`quotas.conversations`), which the insert checks again exactly: a fork's context is written first.
+   */
   private async assertRoom(tenantId: string, agentId: string): Promise<void> {
     const max = this.config.limits.max_conversations_per_agent;
     if ((await this.repo.countForAgent(tenantId, agentId)) >= max)
@@ -96,6 +101,7 @@ export class ConversationsService {
         `an agent may have at most ${max} conversations (limits.max_conversations_per_agent)`,
         { max },
       );
+    await this.quotas.assertRoom(tenantId, 'conversations', 1);
   }
 
   private newRow(

@@ -30,12 +30,8 @@ export interface InputLimits {
    * early (a shorter page, at least one item), before it is read whole or written out.
    */
   max_page_bytes: number;
-  /** Agents one tenant stores (created over the API or imported; the operator's config files do not count against it). */
-  max_agents_per_tenant: number;
   /** Conversations (created or forked) of one agent, besides its default one. */
   max_conversations_per_agent: number;
-  /** http tools one tenant declares over the API (MCP tools are bounded per server, file tools are the operator's). */
-  max_tools_per_tenant: number;
   /** A declared tool's `description`, in characters (API and config/tools files alike). */
   max_tool_description_chars: number;
   /** A declared tool's `parameters` schema, as JSON, in bytes. */

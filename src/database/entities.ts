@@ -13,6 +13,7 @@ import { PERMISSION_ENTITIES } from '../permissions/consent.entities';
 import { EXECUTOR_STATE_ENTITIES } from '../rules/executor-state.entities';
 import { WEBHOOK_ENTITIES } from '../webhooks/webhook.entities';
 import { IDENTITY_ENTITIES } from '../identities/identity.entity';
+import { TenantUsageEntity } from '../quotas/tenant-usage.entity';
 /**
  * Every entity of the app, listed once: the app's DataSource and the TypeORM CLI (ormconfig.ts) both use it.
  * Add a feature's entities here and its migration to ./migrations/index.ts.
@@ -35,4 +36,5 @@ export const ENTITIES: Function[] = [
   McpServerEntity,
   ConversationEntity,
   ...IDENTITY_ENTITIES,
+  TenantUsageEntity,
 ];

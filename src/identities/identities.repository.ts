@@ -5,6 +5,7 @@ import { InjectRepository } from '@nestjs/typeorm';
 import { In, Repository } from 'typeorm';
 import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
 import { Transactor } from '../database/transactor';
+import { TenantQuotas } from '../quotas/tenant-quotas';
 import { answeringConflicts, isUniqueViolation } from '../database/unique-violation';
 import { AgentIdentityEntity, IdentityEntity } from './identity.entity';
 
@@ -22,6 +23,7 @@ export class IdentitiesRepository {
     @InjectRepository(IdentityEntity) private readonly repo: Repository<IdentityEntity>,
     @InjectRepository(AgentIdentityEntity) private readonly links: Repository<AgentIdentityEntity>,
     private readonly tx: Transactor,
+    private readonly quotas: TenantQuotas,
   ) {}
 
   findForTenant(tenantId: string, id: string): Promise<IdentityEntity | null> {
@@ -54,12 +56,16 @@ export class IdentitiesRepository {
     return keysetPage(qb, 'i', q, cursors);
   }
 
-  /** False when the tenant already has an identity with that identifier_key (the unique index decides). */
+  /**
+   * False when the tenant already has an identity with that identifier_key (the unique index decides).
+   * Within the tenant's quota (409 QUOTA_EXCEEDED, nothing written).
+   */
   async insert(row: IdentityEntity, agentIds: string[]): Promise<boolean> {
     try {
       await answeringConflicts(() =>
         this.tx.run(async (em) => {
           await em.insert(IdentityEntity, row as QueryDeepPartialEntity<IdentityEntity>);
+          await this.quotas.assertWithin(em, row.tenant_id, 'identities');
           await this.replaceAgents(em.getRepository(AgentIdentityEntity), row, agentIds);
         }),
       );

@@ -265,9 +265,6 @@ export class IdentitiesService {
   }
 
   private async insert(tenantId: string, draft: IdentityDraft): Promise<IdentityView> {
-    const max = this.config.identities.max_per_tenant;
-    if ((await this.repo.count(tenantId)) >= max)
-      throw conflict('IDENTITY_LIMIT', `a tenant may have at most ${max} identities`, { max });
     // looked up first so the common case is no failed insert; the unique index settles races
     if (await this.repo.findByKey(tenantId, draft.identifier_key!))
       throw keyTaken(draft.identifier_key!);

@@ -3,6 +3,7 @@ import { InjectRepository } from '@nestjs/typeorm';
 import { In, Repository } from 'typeorm';
 import { GLOBAL_TOOL_TENANT } from '../config/app-config';
 import { Transactor } from '../database/transactor';
+import { TenantQuotas } from '../quotas/tenant-quotas';
 import { answeringConflicts, isUniqueViolation } from '../database/unique-violation';
 import { McpServerEntity } from './mcp-server.entity';
 
@@ -12,6 +13,7 @@ export class McpServersRepository {
   constructor(
     @InjectRepository(McpServerEntity) private readonly repo: Repository<McpServerEntity>,
     private readonly tx: Transactor,
+    private readonly quotas: TenantQuotas,
   ) {}
 
   listVisible(tenantId: string): Promise<McpServerEntity[]> {
@@ -37,18 +39,25 @@ export class McpServersRepository {
     return found.some((s) => s.id !== exceptId);
   }
 
-  countForTenant(tenantId: string): Promise<number> {
-    return this.repo.count({ where: { tenant_id: tenantId } });
-  }
-
   listFileServers(): Promise<McpServerEntity[]> {
     return this.repo.find({ where: { tenant_id: GLOBAL_TOOL_TENANT, source: 'file' } });
   }
 
-  /** Inserts or updates a server; null when another server of the tenant has its name (the unique index decides). */
+  /**
+   * Inserts or updates a server; null when another server of the tenant has its name (the unique index
+   * decides). A new server declared over the API must fit the tenant's quota (409 QUOTA_EXCEEDED).
+   */
   async saveIfNameFree(server: McpServerEntity): Promise<McpServerEntity | null> {
     try {
-      return await answeringConflicts(() => this.tx.run((em) => em.save(McpServerEntity, server)));
+      return await answeringConflicts(() =>
+        this.tx.run(async (em) => {
+          const created = !(await em.existsBy(McpServerEntity, { id: server.id }));
+          const saved = await em.save(McpServerEntity, server);
+          if (server.source === 'api' && created)
+            await this.quotas.assertWithin(em, server.tenant_id, 'mcp_servers');
+          return saved;
+        }),
+      );
     } catch (e) {
       if (isUniqueViolation(e)) return null;
       throw e;

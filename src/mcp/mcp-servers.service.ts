@@ -82,11 +82,6 @@ export class McpServersService implements OnModuleInit {
 
   async create(tenantId: string, body: unknown): Promise<McpServerEntity> {
     const spec = this.validate(body);
-    const max = this.config.mcp.max_servers_per_tenant;
-    if ((await this.servers.countForTenant(tenantId)) >= max)
-      throw conflict('MCP_SERVER_LIMIT', `a tenant may declare at most ${max} MCP servers`, {
-        limit: max,
-      });
     if (await this.servers.nameTaken(tenantId, spec.server_name))
       throw serverExists(spec.server_name);
     const now = this.clock.now();

@@ -8,6 +8,7 @@ import { searchTerms, type PassageSearch } from '../core/memory/passage-input';
 import { sqlTable } from '../database/sql-names';
 import type { EmbeddingConfig } from '../models/embeddings/embedding-catalog';
 import { Transactor } from '../database/transactor';
+import { TenantQuotas } from '../quotas/tenant-quotas';
 import {
   ArchiveAgentEntity,
   ArchiveEntity,
@@ -87,6 +88,7 @@ export class ArchivalRepository {
   constructor(
     @InjectDataSource() private readonly ds: DataSource,
     private readonly tx: Transactor,
+    private readonly quotas: TenantQuotas,
   ) {
     this.pg = ds.options.type === 'postgres';
     this.schema = (ds.options as { schema?: string }).schema;
@@ -94,8 +96,12 @@ export class ArchivalRepository {
 
   // ------------------------------------------------------------ archives
 
-  insertArchive(a: ArchiveEntity): Promise<unknown> {
-    return this.ds.getRepository(ArchiveEntity).insert(a as QueryDeepPartialEntity<ArchiveEntity>);
+  /** An archive, within the tenant's quota (409 QUOTA_EXCEEDED, nothing written). */
+  insertArchive(a: ArchiveEntity): Promise<void> {
+    return this.tx.run(async (em) => {
+      await em.insert(ArchiveEntity, a as QueryDeepPartialEntity<ArchiveEntity>);
+      await this.quotas.assertWithin(em, a.tenant_id, 'archives');
+    });
   }
 
   findArchive(tenantId: string, id: string): Promise<ArchiveEntity | null> {
@@ -168,6 +174,7 @@ export class ArchivalRepository {
           is_owner: true,
           created_at: archive.created_at,
         });
+        await this.quotas.assertWithin(em, tenantId, 'archives');
         return archive;
       });
     } catch (e) {
@@ -214,7 +221,8 @@ export class ArchivalRepository {
 
   /**
    * Stores passages with their tag rows and, when embedded, their vectors (`vectors[i]` of `rows[i]`,
-   * made by `handle`), in one transaction: all of it or nothing.
+   * made by `handle`), in one transaction: all of it or nothing, within the tenant's quota (409
+   * QUOTA_EXCEEDED).
    */
   insertPassages(
     rows: PassageEntity[],
@@ -241,6 +249,8 @@ export class ArchivalRepository {
             })),
           );
       }
+      if (rows.length)
+        await this.quotas.assertWithin(em, rows[0].tenant_id, 'passages', rows.length);
     });
   }
 

@@ -26,6 +26,7 @@ import { isUniqueViolation } from '../database/unique-violation';
 import { ArchiveEntity, PassageEntity } from './archival.entities';
 import { cosine, reciprocalRankFusion, topByScore } from '../core/memory/vectors';
 import type { EmbeddingConfig } from '../models/embeddings/embedding-catalog';
+import { TenantQuotas } from '../quotas/tenant-quotas';
 import { EmbeddingsService } from '../models/embeddings/embeddings.service';
 import { ArchivalRepository, ScoredPassage, type VectorCandidate } from './archival.repository';
 
@@ -53,6 +54,7 @@ export class ArchivalService {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(ID_GENERATOR) private readonly ids: IdGenerator,
+    private readonly quotas: TenantQuotas,
   ) {}
 
   // ------------------------------------------------------------ an agent's archival memory
@@ -79,6 +81,7 @@ export class ArchivalService {
     const embeddingConfig = existing
       ? existing.embedding_config
       : (agent.embedding_config ?? this.defaultEmbedding());
+    await this.quotas.assertRoom(tenantId, 'passages', 1);
     const vectors = await this.embed(embeddingConfig, [input]);
     const archive =
       existing ??
@@ -420,6 +423,8 @@ export class ArchivalService {
     vectors?: number[][] | null,
   ): Promise<PassageEntity[]> {
     const config = archive.embedding_config;
+    // before the embedding model is called for passages that would not be stored
+    if (!vectors) await this.quotas.assertRoom(tenantId, 'passages', inputs.length);
     const embedded = vectors ?? (await this.embed(config, inputs));
     const now = this.clock.now();
     const rows = inputs.map((i, n) =>

@@ -491,7 +491,7 @@ export const ROUTES: Record<string, RouteDoc> = {
   },
   ToolsController_create: {
     summary:
-      'Declare an http tool (409 TOOL_EXISTS for a taken name, TOOL_LIMIT past limits.max_tools_per_tenant)',
+      'Declare an http tool (409 TOOL_EXISTS for a taken name, QUOTA_EXCEEDED past quotas.tools)',
     response: 'Tool',
     body: 'name, description, parameters (JSON Schema), safety (read_only | side_effecting | privileged), kind: http, http {url, method, headers (${NAME} from tenant secrets or the allow-list), timeout_ms}',
   },

@@ -1,6 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { In, Repository } from 'typeorm';
+import { Transactor } from '../database/transactor';
+import { TenantQuotas } from '../quotas/tenant-quotas';
 import { TenantSecretEntity } from './tenant-secret.entity';
 
 /** Sealed secrets by tenant, owner (tenant-wide or an agent) and name. */
@@ -8,6 +10,8 @@ import { TenantSecretEntity } from './tenant-secret.entity';
 export class SecretsRepository {
   constructor(
     @InjectRepository(TenantSecretEntity) private readonly repo: Repository<TenantSecretEntity>,
+    private readonly tx: Transactor,
+    private readonly quotas: TenantQuotas,
   ) {}
 
   listOwned(tenantId: string, owner: string): Promise<TenantSecretEntity[]> {
@@ -34,10 +38,6 @@ export class SecretsRepository {
     return (await this.repo.count({ where: { tenant_id: tenantId, name } })) > 0;
   }
 
-  countForTenant(tenantId: string): Promise<number> {
-    return this.repo.count({ where: { tenant_id: tenantId } });
-  }
-
   countOwned(tenantId: string, owner: string): Promise<number> {
     return this.repo.count({ where: { tenant_id: tenantId, owner } });
   }
@@ -46,8 +46,28 @@ export class SecretsRepository {
     return this.repo.findOne({ where: { tenant_id: tenantId, owner, name } });
   }
 
-  async upsert(row: TenantSecretEntity): Promise<void> {
-    await this.repo.upsert(row, ['tenant_id', 'owner', 'name']);
+  /** Sets one secret; a new one must fit the tenant's quota (409 QUOTA_EXCEEDED, nothing written). */
+  async put(row: TenantSecretEntity): Promise<void> {
+    await this.tx.run(async (em) => {
+      const key = { tenant_id: row.tenant_id, owner: row.owner, name: row.name };
+      const added = (await em.existsBy(TenantSecretEntity, key)) ? 0 : 1;
+      await em.upsert(TenantSecretEntity, row, ['tenant_id', 'owner', 'name']);
+      await this.quotas.assertWithin(em, row.tenant_id, 'secrets', added);
+    });
+  }
+
+  /** Replaces an owner's secrets with `rows` at once; what they add beyond the old ones must fit the quota. */
+  async replaceOwner(tenantId: string, owner: string, rows: TenantSecretEntity[]): Promise<void> {
+    await this.tx.run(async (em) => {
+      const removed = await em.delete(TenantSecretEntity, { tenant_id: tenantId, owner });
+      if (rows.length) await em.insert(TenantSecretEntity, rows);
+      await this.quotas.assertWithin(
+        em,
+        tenantId,
+        'secrets',
+        rows.length - (removed.affected ?? 0),
+      );
+    });
   }
 
   /** Whether a row was removed. */

@@ -5,6 +5,7 @@ import { AppConfig, SECRET_NAME } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
 import type { Clock } from '../core/ports';
 import { requireCipher, SECRET_CIPHER, SecretCipher } from './secret-cipher';
+import { TenantQuotas } from '../quotas/tenant-quotas';
 import { SecretsRepository } from './secrets.repository';
 import { TENANT_WIDE, TenantSecretEntity } from './tenant-secret.entity';
 
@@ -47,6 +48,7 @@ export class SecretsService {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(SECRET_CIPHER) private readonly cipher: SecretCipher | null,
+    private readonly quotas: TenantQuotas,
   ) {
     for (const s of config.secrets.config) {
       const m = this.fromConfig.get(s.tenant) ?? new Map<string, string>();
@@ -95,15 +97,6 @@ export class SecretsService {
       });
     const cipher = requireCipher(this.cipher);
     const existing = await this.repo.find(tenantId, owner, name);
-    if (
-      !existing &&
-      (await this.repo.countForTenant(tenantId)) >= this.config.secrets.max_per_tenant
-    )
-      throw conflict(
-        'SECRET_LIMIT',
-        `a tenant may store at most ${this.config.secrets.max_per_tenant} secrets`,
-        { max: this.config.secrets.max_per_tenant },
-      );
     const now = this.clock.now();
     const row = Object.assign(new TenantSecretEntity(), {
       tenant_id: tenantId,
@@ -113,7 +106,7 @@ export class SecretsService {
       created_at: existing?.created_at ?? now,
       updated_at: now,
     });
-    await this.repo.upsert(row);
+    await this.repo.put(row);
     return { name, source: 'api', created_at: row.created_at, updated_at: row.updated_at };
   }
 
@@ -167,33 +160,44 @@ export class SecretsService {
   }
 
   /**
-   * Refuses (409 SECRET_LIMIT) an agent's secrets that would take the tenant past
-   * `secrets.max_per_tenant` once they replace the agent's own (`owner`: none for a new agent). Called
-   * before the agent is written, so a refused request changes nothing.
+   * Refuses (409 QUOTA_EXCEEDED) an agent's secrets that would take the tenant past `quotas.secrets` once
+   * they replace the agent's own (`owner`: none for a new agent). Called before the agent is written, so a
+   * refused request changes nothing; `replaceOwned` checks again, exactly.
    */
   async assertRoomFor(
     tenantId: string,
     owner: string | null,
     entries: { name: string; value: string }[],
   ): Promise<void> {
-    const max = this.config.secrets.max_per_tenant;
     const replaced = owner === null ? 0 : await this.repo.countOwned(tenantId, owner);
-    const after =
-      (await this.repo.countForTenant(tenantId)) -
-      replaced +
-      new Set(entries.map((e) => e.name)).size;
-    if (after > max)
-      throw conflict('SECRET_LIMIT', `a tenant may store at most ${max} secrets`, { max });
+    await this.quotas.assertRoom(
+      tenantId,
+      'secrets',
+      new Set(entries.map((e) => e.name)).size - replaced,
+    );
   }
 
-  /** Replaces an agent's own secrets with these (Letta's agent-level secrets). */
+  /** Replaces an agent's own secrets with these (Letta's agent-level secrets), in one transaction. */
   async replaceOwned(
     tenantId: string,
     owner: string,
     entries: { name: string; value: string }[],
   ): Promise<void> {
-    await this.repo.removeOwner(tenantId, owner);
-    for (const e of entries) await this.put(tenantId, e.name, { value: e.value }, owner);
+    const cipher = requireCipher(this.cipher);
+    const now = this.clock.now();
+    // a name given twice: the last value, as when they were set one after another
+    const values = new Map(entries.map((e) => [e.name, e.value]));
+    const rows = [...values].map(([name, value]) =>
+      Object.assign(new TenantSecretEntity(), {
+        tenant_id: tenantId,
+        owner,
+        name,
+        sealed: cipher.encrypt(value, aad(tenantId, owner, name)),
+        created_at: now,
+        updated_at: now,
+      }),
+    );
+    await this.repo.replaceOwner(tenantId, owner, rows);
   }
 
   /** Drops an agent's own secrets (the agent is gone). */

@@ -6,6 +6,7 @@ import { type AppConfig, GLOBAL_TOOL_TENANT } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
 import type { ToolDefinition } from '../core/tools/tool-definition';
 import { Transactor } from '../database/transactor';
+import { TenantQuotas } from '../quotas/tenant-quotas';
 import { answeringConflicts, isUniqueViolation } from '../database/unique-violation';
 import { WriteCountedCache } from '../database/write-counted-cache';
 import { ToolEntity } from './tool.entity';
@@ -22,6 +23,7 @@ export class ToolsRepository {
   constructor(
     @InjectRepository(ToolEntity) private readonly repo: Repository<ToolEntity>,
     private readonly tx: Transactor,
+    private readonly quotas: TenantQuotas,
     @Inject(APP_CONFIG) config: AppConfig,
   ) {
     this.cache = new WriteCountedCache(!config.database.url, config.database.record_cache_bytes);
@@ -49,11 +51,6 @@ export class ToolsRepository {
     return this.repo.findOne({ where: { tenant_id: tenantId, name } });
   }
 
-  /** The tenant's http tools declared over the API (what `limits.max_tools_per_tenant` counts). */
-  countApiTools(tenantId: string): Promise<number> {
-    return this.repo.count({ where: { tenant_id: tenantId, source: 'api' } });
-  }
-
   listFileTools(): Promise<ToolEntity[]> {
     return this.repo.find({ where: { tenant_id: GLOBAL_TOOL_TENANT, source: 'file' } });
   }
@@ -64,11 +61,24 @@ export class ToolsRepository {
     return rows.filter((t) => t.mcp?.server_id === serverId);
   }
 
-  /** Inserts a new tool; false when its tenant already has a tool of that name (the unique index decides). */
+  /**
+   * Inserts a new tool; false when its tenant already has a tool of that name (the unique index decides).
+   * A tool declared over the API must fit the tenant's quota (409 QUOTA_EXCEEDED, nothing written).
+   */
   async insertIfNameFree(tool: ToolEntity): Promise<boolean> {
     try {
       await this.cache.write(() =>
-        answeringConflicts(() => this.repo.insert(tool as QueryDeepPartialEntity<ToolEntity>)),
+        answeringConflicts(() =>
+          this.tx.run(async (em) => {
+            await em.insert(ToolEntity, tool as QueryDeepPartialEntity<ToolEntity>);
+            await this.quotas.assertWithin(
+              em,
+              tool.tenant_id,
+              'tools',
+              tool.source === 'api' ? 1 : 0,
+            );
+          }),
+        ),
       );
       return true;
     } catch (e) {

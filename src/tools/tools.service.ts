@@ -272,14 +272,6 @@ export class ToolsService implements OnModuleInit {
   }
 
   private async insert(tenantId: string, tool: ToolDefinition): Promise<ToolView> {
-    const max = this.config.limits.max_tools_per_tenant;
-    // counted before the insert, as agents are: concurrent creates may pass it by a few, never without bound
-    if ((await this.tools.countApiTools(tenantId)) >= max)
-      throw conflict(
-        'TOOL_LIMIT',
-        `a tenant may declare at most ${max} tools (limits.max_tools_per_tenant)`,
-        { max },
-      );
     const now = this.clock.now();
     const row = Object.assign(new ToolEntity(), {
       id: this.ids.prefixed('tool'),

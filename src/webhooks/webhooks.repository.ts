@@ -7,6 +7,7 @@ import { APP_CONFIG } from '../config/config.module';
 import { readWithin } from '../database/keyset-page';
 import { RowReader } from '../database/raw-reads';
 import { Transactor } from '../database/transactor';
+import { TenantQuotas } from '../quotas/tenant-quotas';
 import { answeringConflicts } from '../database/unique-violation';
 import { WriteCountedCache } from '../database/write-counted-cache';
 import {
@@ -35,6 +36,7 @@ export class WebhooksRepository {
   constructor(
     @InjectDataSource() private readonly ds: DataSource,
     private readonly tx: Transactor,
+    private readonly quotas: TenantQuotas,
     @Inject(APP_CONFIG) config: AppConfig,
   ) {
     this.subscribed = new WriteCountedCache(
@@ -43,12 +45,14 @@ export class WebhooksRepository {
     );
   }
 
-  countForTenant(tenantId: string): Promise<number> {
-    return this.ds.manager.countBy(WebhookEntity, { tenantId });
-  }
-
+  /** Inserts a webhook of the tenant's, within its quota (409 QUOTA_EXCEEDED, nothing written). */
   async insertWebhook(row: WebhookEntity): Promise<void> {
-    await this.subscribed.write(() => this.ds.manager.insert(WebhookEntity, row));
+    await this.subscribed.write(() =>
+      this.tx.run(async (em) => {
+        await em.insert(WebhookEntity, row);
+        await this.quotas.assertWithin(em, row.tenantId, 'webhooks');
+      }),
+    );
   }
 
   listForTenant(tenantId: string): Promise<WebhookEntity[]> {

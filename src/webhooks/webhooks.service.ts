@@ -50,12 +50,6 @@ export class WebhooksService {
     const v = validateWebhookInput(raw, limits);
     if (!v.ok) throw validationFailed(v.problems, 'webhook is invalid');
     const cipher = requireCipher(this.cipher, 'webhook signing secrets');
-    if ((await this.repo.countForTenant(tenantId)) >= limits.max_per_tenant)
-      throw conflict(
-        'WEBHOOK_LIMIT',
-        `a tenant has at most ${limits.max_per_tenant} webhooks (webhooks.max_per_tenant)`,
-        { limit: limits.max_per_tenant },
-      );
     // checked again at every delivery: DNS may change after registration
     const refused = await hostRefusal(new URL(v.value.url), this.policy);
     if (refused)

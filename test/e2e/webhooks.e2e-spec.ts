@@ -17,7 +17,8 @@ const KEYS = {
       { key: 'sk-b', tenant: 'team-b' },
     ],
   },
-  webhooks: { max_per_tenant: 3, retry_base_seconds: 30, max_attempts: 3 },
+  quotas: { webhooks: 3 },
+  webhooks: { retry_base_seconds: 30, max_attempts: 3 },
 };
 
 interface Received {
@@ -152,7 +153,7 @@ describe('webhooks', () => {
       expect(res.body.message).toMatch(/is denied by the outbound host policy$/);
     });
 
-    it('shows the secret once (a generated one when none is given), never on reads; max_per_tenant holds', async () => {
+    it('shows the secret once (a generated one when none is given), never on reads; quotas.webhooks holds', async () => {
       const created = await aWebhook('sk-a', ['run.completed']);
       expect(created.secret).toMatch(/^whsec_/);
       const read = await api(t, 'GET', `/v1/webhooks/${created.id}`, undefined, 'sk-a');
@@ -169,7 +170,10 @@ describe('webhooks', () => {
         'sk-a',
       );
       expect(over.status).toBe(409);
-      expect(over.body.code).toBe('WEBHOOK_LIMIT');
+      expect(over.body).toMatchObject({
+        code: 'QUOTA_EXCEEDED',
+        details: { quota: 'webhooks', limit: 3 },
+      });
     });
 
     it('keeps the secret sealed at rest (AES-256-GCM, bound to the webhook), and signs with it', async () => {

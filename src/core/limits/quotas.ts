@@ -1,10 +1,25 @@
 /**
- * Per-tenant quotas (config `quotas.*`, docs/security.md "Quotas and fair share"): how many of a tenant's
- * runs one instance processes at once. The operator sets defaults and may give single tenants other
- * numbers (`quotas.tenants`).
+ * Per-tenant quotas (config `quotas.*`, docs/security.md "Quotas"): what one tenant may store in total,
+ * and how many of its runs one instance processes at once. The operator sets defaults and may give single
+ * tenants other numbers (`quotas.tenants`).
  */
 
-export const QUOTA_NAMES = ['running_runs'] as const;
+/** What a tenant stores, counted in the database (`tenant_usage`), each with its default bound. */
+export const STORED_QUOTAS = [
+  'agents',
+  'tools',
+  'blocks',
+  'archives',
+  'passages',
+  'conversations',
+  'identities',
+  'mcp_servers',
+  'webhooks',
+  'secrets',
+] as const;
+export type StoredQuota = (typeof STORED_QUOTAS)[number];
+
+export const QUOTA_NAMES = [...STORED_QUOTAS, 'running_runs'] as const;
 export type QuotaName = (typeof QUOTA_NAMES)[number];
 
 export type Quotas = Record<QuotaName, number>;
@@ -18,4 +33,25 @@ export interface QuotaSettings {
 /** The tenant's bound on `name`. */
 export function quotaFor(settings: QuotaSettings, tenantId: string, name: QuotaName): number {
   return settings.tenants[tenantId]?.[name] ?? settings.defaults[name];
+}
+
+/** A create that would take a stored count past its bound: what the refusal names. */
+export interface QuotaRefusal {
+  quota: StoredQuota;
+  limit: number;
+  /** Stored with this create, had it been allowed. */
+  used: number;
+}
+
+/**
+ * Whether `used` (the count with this write in it) is within the bound; `added` is what the write added.
+ * A write that adds nothing is never refused, also when the tenant is over a bound the operator lowered.
+ */
+export function quotaRefusal(
+  quota: StoredQuota,
+  limit: number,
+  used: number,
+  added: number,
+): QuotaRefusal | null {
+  return added > 0 && used > limit ? { quota, limit, used } : null;
 }

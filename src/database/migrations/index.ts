@@ -33,6 +33,7 @@ import { ConsentRequestsPerCall1765110003000 } from './1765110003000-ConsentRequ
 import { TenantListIndexes1765110004000 } from './1765110004000-TenantListIndexes';
 import { WebhookDeliveriesByTenant1765120000000 } from './1765120000000-WebhookDeliveriesByTenant';
 import { ParkedBatchState1765132000000 } from './1765132000000-ParkedBatchState';
+import { TenantUsage1765143000000 } from './1765143000000-TenantUsage';
 /**
  * Every migration, in order. Named `<epoch>-<What>.ts`; the app runs them at boot. Those that seal data
  * are built with the secrets key.
@@ -73,4 +74,5 @@ export const migrations = (secretsKey: Buffer | null): Function[] => [
   TenantListIndexes1765110004000,
   WebhookDeliveriesByTenant1765120000000,
   ParkedBatchState1765132000000,
+  TenantUsage1765143000000,
 ];

@@ -298,19 +298,22 @@ describe('security: stored counts per tenant and agent', () => {
   let t: TestApp;
   beforeAll(async () => {
     t = await startApp({
-      overrides: { limits: { max_agents_per_tenant: 2, max_conversations_per_agent: 2 } },
+      overrides: { quotas: { agents: 2 }, limits: { max_conversations_per_agent: 2 } },
     });
   });
   afterAll(() => t.close());
 
-  it('agents past limits.max_agents_per_tenant → 409 AGENT_LIMIT; a deletion makes room', async () => {
+  it('agents past quotas.agents → 409 QUOTA_EXCEEDED; a deletion makes room', async () => {
     const made = [];
     for (let i = 0; i < 2; i++) made.push(await api(t, 'POST', '/v1/agents/', { name: `a${i}` }));
     expect(made.map((r) => r.status)).toEqual([200, 200]);
     const third = await api(t, 'POST', '/v1/agents/', { name: 'a2' });
     expect(third.status).toBe(409);
-    expect(third.body).toMatchObject({ code: 'AGENT_LIMIT', details: { max: 2 } });
-    expect(third.body.message).toContain('limits.max_agents_per_tenant');
+    expect(third.body).toMatchObject({
+      code: 'QUOTA_EXCEEDED',
+      details: { quota: 'agents', limit: 2, used: 3, setting: 'quotas.agents' },
+    });
+    expect(third.body.message).toContain('quotas.agents');
     // deleting one makes room again
     expect((await api(t, 'DELETE', `/v1/agents/${made[0].body.id}`)).status).toBe(200);
     expect((await api(t, 'POST', '/v1/agents/', { name: 'a3' })).status).toBe(200);

@@ -34,8 +34,8 @@ describe('security: MCP servers declared by tenants', () => {
             { key: 'sk-b', tenant: 'team-b' },
           ],
         },
+        quotas: { mcp_servers: 2 },
         mcp: {
-          max_servers_per_tenant: 2,
           max_message_bytes: 65536,
           max_result_bytes: 2048,
           stdio: { allowed_commands: [process.execPath] },
@@ -357,7 +357,7 @@ describe('security: MCP servers declared by tenants', () => {
     }
   });
 
-  it('past mcp.max_servers_per_tenant → 409 MCP_SERVER_LIMIT; a taken name → 409 MCP_SERVER_EXISTS', async () => {
+  it('past quotas.mcp_servers → 409 QUOTA_EXCEEDED; a taken name → 409 MCP_SERVER_EXISTS', async () => {
     expect((await a('POST', '/v1/mcp-servers/', remote('a-remote'))).body.code).toBe(
       'MCP_SERVER_EXISTS',
     );
@@ -365,7 +365,7 @@ describe('security: MCP servers declared by tenants', () => {
     const third = await a('POST', '/v1/mcp-servers/', remote('a-third'));
     expect(third).toMatchObject({
       status: 409,
-      body: { code: 'MCP_SERVER_LIMIT', details: { limit: 2 } },
+      body: { code: 'QUOTA_EXCEEDED', details: { quota: 'mcp_servers', limit: 2 } },
     });
   });
 });

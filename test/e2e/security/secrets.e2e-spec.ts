@@ -302,10 +302,11 @@ describe('security: secrets', () => {
     expect(bad.body.details.problems[0].path).toBe('secrets.1X');
   });
 
-  it('agent secrets past the tenant’s bound: 409 SECRET_LIMIT and nothing written (no agent, no patch, no secret)', async () => {
+  it('agent secrets past the tenant’s quota: 409 QUOTA_EXCEEDED and nothing written (no agent, no patch, no secret)', async () => {
     const many = Object.fromEntries(Array.from({ length: 101 }, (_, i) => [`S${i}`, 'v']));
     const refused = await api(t, 'POST', '/v1/agents/', { name: 'over-bound', secrets: many }, B);
-    expect([refused.status, refused.body.code]).toEqual([409, 'SECRET_LIMIT']);
+    expect([refused.status, refused.body.code]).toEqual([409, 'QUOTA_EXCEEDED']);
+    expect(refused.body.details).toMatchObject({ quota: 'secrets', limit: 100 });
     expect((await api(t, 'GET', '/v1/agents/?name=over-bound', undefined, B)).body).toEqual([]);
     const id = (await api(t, 'POST', '/v1/agents/', { name: 'bounded', secrets: { KEEP: 'v' } }, B))
       .body.id;
@@ -316,7 +317,7 @@ describe('security: secrets', () => {
       { description: 'changed', secrets: many },
       B,
     );
-    expect([patch.status, patch.body.code]).toEqual([409, 'SECRET_LIMIT']);
+    expect([patch.status, patch.body.code]).toEqual([409, 'QUOTA_EXCEEDED']);
     expect(
       (await api(t, 'GET', `/v1/agents/${id}`, undefined, B)).body.description ?? null,
     ).not.toBe('changed');

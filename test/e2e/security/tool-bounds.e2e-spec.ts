@@ -8,7 +8,7 @@ import { api } from '../consent-helpers';
 /**
  * QA: a tenant created 600 tools with ~1 MB descriptions; `GET /v1/tools?limit=1000` then failed with a
  * 500 (`RangeError: Invalid string length`) and memory grew to 2 GB. Tools one tenant declares are counted
- * (`limits.max_tools_per_tenant`, 409 TOOL_LIMIT), and each description and parameters schema is bounded
+ * (`quotas.tools`, 409 QUOTA_EXCEEDED), and each description and parameters schema is bounded
  * (`limits.max_tool_description_chars`, `limits.max_tool_parameters_bytes`, 400 at the field).
  */
 describe('security: bounded tools', () => {
@@ -25,8 +25,8 @@ describe('security: bounded tools', () => {
     t = await startApp({
       overrides: {
         auth: { api_keys: KEYS },
+        quotas: { tools: MAX_TOOLS },
         limits: {
-          max_tools_per_tenant: MAX_TOOLS,
           max_tool_description_chars: MAX_DESCRIPTION,
           max_tool_parameters_bytes: MAX_PARAMETERS,
         },
@@ -101,7 +101,7 @@ describe('security: bounded tools', () => {
     await api(t, 'DELETE', `/v1/tools/${made.body.id}`, undefined, 'sk-a');
   });
 
-  it('tenant A declares one tool past max_tools_per_tenant → 409 TOOL_LIMIT; B is not affected', async () => {
+  it('tenant A declares one tool past quotas.tools → 409 QUOTA_EXCEEDED; B is not affected', async () => {
     const ids: string[] = [];
     for (let i = 0; i < MAX_TOOLS; i++) {
       const res = await api(t, 'POST', '/v1/tools/', httpTool(`mine_${i}`), 'sk-a');
@@ -112,9 +112,9 @@ describe('security: bounded tools', () => {
       const res = await api(t, method, '/v1/tools/', httpTool('one_more'), 'sk-a');
       expect(res.status).toBe(409);
       expect(res.body).toMatchObject({
-        code: 'TOOL_LIMIT',
-        message: expect.stringContaining('limits.max_tools_per_tenant'),
-        details: { max: MAX_TOOLS },
+        code: 'QUOTA_EXCEEDED',
+        message: expect.stringContaining('quotas.tools'),
+        details: { quota: 'tools', limit: MAX_TOOLS },
       });
     }
     // replacing a tool the tenant has adds none: still allowed at the bound

@@ -249,9 +249,9 @@ describe('loadConfig', () => {
   });
 
   it('quotas: defaults for every tenant, other numbers for some; each checked, tenant names as given', () => {
-    const c = loadConfig({}, { quotas: { tenants: { 'team.a': { running_runs: 2 } } } });
-    expect(c.quotas.defaults).toEqual({ running_runs: 32 });
-    expect(c.quotas.tenants).toEqual({ 'team.a': { running_runs: 2 } });
+    const c = loadConfig({}, { quotas: { blocks: 7, tenants: { 'team.a': { blocks: 2 } } } });
+    expect(c.quotas.defaults).toMatchObject({ agents: 10000, blocks: 7, running_runs: 32 });
+    expect(c.quotas.tenants).toEqual({ 'team.a': { blocks: 2 } });
     let err: ConfigError | undefined;
     try {
       loadConfig(
@@ -259,7 +259,7 @@ describe('loadConfig', () => {
         {
           quotas: {
             running_runs: 0,
-            tenants: { t1: { runing_runs: 1 }, t2: 5, t3: { running_runs: -1 } },
+            tenants: { t1: { blokcs: 1, agents: -1 }, t2: 5 },
           },
         },
       );
@@ -268,10 +268,19 @@ describe('loadConfig', () => {
     }
     expect(err!.problems.map((p) => [p.key, p.problem])).toEqual([
       ['quotas.running_runs', 'must be a whole number from 1 to 1000000000, got 0'],
-      ['quotas.tenants.t1.runing_runs', 'unknown key (did you mean "running_runs"?)'],
-      ['quotas.tenants.t2', 'must be a mapping of quotas (running_runs, …)'],
-      ['quotas.tenants.t3.running_runs', 'must be a whole number from 1 to 1000000000, got -1'],
+      ['quotas.tenants.t1.blokcs', 'unknown key (did you mean "blocks"?)'],
+      ['quotas.tenants.t1.agents', 'must be a whole number from 0 to 1000000000, got -1'],
+      ['quotas.tenants.t2', 'must be a mapping of quotas (agents, tools, blocks, …)'],
     ]);
+  });
+
+  it('a setting that became a quota is named with where it went', () => {
+    expect(() => loadConfig({}, { limits: { max_agents_per_tenant: 5 } })).toThrow(
+      /limits\.max_agents_per_tenant: moved to quotas\.agents/,
+    );
+    expect(() => loadConfig({}, { secrets: { max_per_tenant: 5 } })).toThrow(
+      /secrets\.max_per_tenant: moved to quotas\.secrets/,
+    );
   });
 
   it('rejects an unknown override key', () => {
