@@ -7,7 +7,7 @@ import { ProcessingRepository } from '../../src/processing/processing.repository
 import type { RunEntity } from '../../src/processing/entities/run.entity';
 import { ToolExecutorService } from '../../src/rules/tool-executor.service';
 import { PermissionBrokerService } from '../../src/permissions/permission-broker.service';
-import { startApp } from '../support/app-harness';
+import { startApp, TestApp } from '../support/app-harness';
 import { FakeModelServer, startFakeModelServer } from '../support/fake-model-server';
 import {
   api,
@@ -36,6 +36,56 @@ const runRow = (
   completed_at: null,
   ...o,
 });
+
+/**
+ * What a process that died while a call ran leaves: its run `running`, with the model step that made the
+ * call and the call's tool_call_message (no return).
+ */
+async function storeRunningCall(
+  t: TestApp,
+  agentId: string,
+  o: { run: string; batch: string; input: string; call: string; step: string; tool: string },
+): Promise<void> {
+  const repo = t.app.get(ProcessingRepository);
+  const now = Date.now();
+  await repo.insertRun(
+    runRow(agentId, {
+      id: o.run,
+      status: 'running',
+      batch_id: o.batch,
+      input: { kind: 'message', mode: 'async', messages: [{ role: 'user', content: o.input }] },
+      created_at: now,
+    }),
+  );
+  const ids = { tenant_id: 'default', agent_id: agentId, run_id: o.run, batch_id: o.batch };
+  await repo.append(
+    agentId,
+    [
+      {
+        ...ids,
+        id: o.run.replace('run-', 'message-'),
+        step_id: o.step,
+        conversation_id: null,
+        message_type: 'tool_call_message',
+        payload: { tool_call: { name: o.tool, arguments: '{}', tool_call_id: o.call } },
+        created_at: now,
+      },
+    ],
+    {
+      ...ids,
+      id: o.step,
+      step_number: 1,
+      model: 'fake',
+      usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
+      finish_reason: 'tool_calls',
+      feedback: null,
+      tags: null,
+      model_call_started_at: null,
+      model_call_ns: null,
+      created_at: now,
+    },
+  );
+}
 
 /** Crash and restart: nothing lost, nothing run twice. */
 describe('processing: restart recovery', () => {
@@ -67,48 +117,14 @@ describe('processing: restart recovery', () => {
     const now = Date.now();
     const crashed = 'run-00000000-0000-4000-8000-000000000001';
     const queued = 'run-00000000-0000-4000-8000-000000000002';
-    await repo.insertRun(
-      runRow(id, {
-        id: crashed,
-        status: 'running',
-        batch_id: '1',
-        input: { kind: 'message', mode: 'async', messages: [{ role: 'user', content: 'crash' }] },
-        created_at: now,
-      }),
-    );
-    await repo.append(
-      id,
-      [
-        {
-          id: 'message-00000000-0000-4000-8000-000000000001',
-          tenant_id: 'default',
-          agent_id: id,
-          run_id: crashed,
-          step_id: 'step-x',
-          batch_id: '1',
-          conversation_id: null,
-          message_type: 'tool_call_message',
-          payload: { tool_call: { name: 'lookup', arguments: '{}', tool_call_id: 'call_crash' } },
-          created_at: now,
-        },
-      ],
-      {
-        id: 'step-x',
-        tenant_id: 'default',
-        agent_id: id,
-        run_id: crashed,
-        batch_id: '1',
-        step_number: 1,
-        model: 'fake',
-        usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
-        finish_reason: 'tool_calls',
-        feedback: null,
-        tags: null,
-        model_call_started_at: null,
-        model_call_ns: null,
-        created_at: now,
-      },
-    );
+    await storeRunningCall(t, id, {
+      run: crashed,
+      batch: '1',
+      input: 'crash',
+      call: 'call_crash',
+      step: 'step-x',
+      tool: 'lookup',
+    });
     // the claim is written before a tool starts: this call had started
     await t.app
       .get(ToolExecutorService)
@@ -191,32 +207,15 @@ describe('processing: restart recovery', () => {
     fake.push({ content: 'first answer' });
     await api(t, 'POST', `/v1/agents/${id}/messages`, say('before'));
     // a run another (now dead) process holds: running in the database, not here
-    const now = Date.now();
     const run = 'run-00000000-0000-4000-8000-000000000011';
-    const repo = t.app.get(ProcessingRepository);
-    await repo.insertRun(
-      runRow(id, {
-        id: run,
-        status: 'running',
-        batch_id: '11',
-        input: { kind: 'message', mode: 'async', messages: [{ role: 'user', content: 'go' }] },
-        created_at: now,
-      }),
-    );
-    await repo.append(id, [
-      {
-        id: 'message-00000000-0000-4000-8000-000000000011',
-        tenant_id: 'default',
-        agent_id: id,
-        run_id: run,
-        step_id: 'step-y',
-        batch_id: '11',
-        conversation_id: null,
-        message_type: 'tool_call_message',
-        payload: { tool_call: { name: 'lookup', arguments: '{}', tool_call_id: 'call_y' } },
-        created_at: now,
-      },
-    ]);
+    await storeRunningCall(t, id, {
+      run,
+      batch: '11',
+      input: 'go',
+      call: 'call_y',
+      step: 'step-y',
+      tool: 'lookup',
+    });
     const cancel = await api(t, 'POST', `/v1/agents/${id}/messages/cancel`, { run_ids: [run] });
     expect(cancel.body).toEqual({ [run]: 'cancelled' });
     await t.close();
