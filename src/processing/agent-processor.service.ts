@@ -111,6 +111,19 @@ interface RunContext {
   offer?: ToolOffer;
 }
 
+/** A turn's calls stored `_held` (with the model's arguments): shown at the turn's end unless they park. */
+interface HeldCalls {
+  ids: Set<string>;
+  argsText: Map<string, string>;
+}
+
+/** The returns of a turn's calls, stored as each call finished (`stored`: the ones stored shown). */
+interface StoredReturns {
+  settled: (o: ToolOutcome) => Promise<void>;
+  stored: ReadonlySet<ToolOutcome>;
+  held?: HeldCalls;
+}
+
 interface ToolOffer {
   allowed: readonly string[];
   schemas: ToolSchema[];
@@ -356,6 +369,8 @@ export class AgentProcessor {
       // the client's answers for its tools are recorded as their results; the rest run here
       const answers = new Map((run.input.approvals ?? []).map((a) => [a.tool_call_id, a]));
       const here = calls.filter((c) => !c.client);
+      const stepOf = new Map(calls.map((c) => [c.tool_call_id, c.step_id]));
+      const returns = this.storingReturns(ctx, (id) => stepOf.get(id) ?? null);
       const ranHere = await this.exec.executor.executeBatch(
         ctx.setup,
         pass,
@@ -368,6 +383,7 @@ export class AgentProcessor {
           consentRequestId: c.request_id ?? undefined,
         })),
         ctx.meta,
+        returns.settled,
       );
       const outcomes: ToolOutcome[] = [];
       for (const c of calls) {
@@ -388,7 +404,6 @@ export class AgentProcessor {
             : deniedOutcome(c, a?.reason ?? 'the client did not run it'),
         );
       }
-      const stepOf = new Map(calls.map((c) => [c.tool_call_id, c.step_id]));
       const turn = calls[0].turn ? mergeTurn(calls[0].turn, outcomes) : null;
       const parkedAgain = await this.persistOutcomes(
         ctx,
@@ -396,6 +411,7 @@ export class AgentProcessor {
         (id) => stepOf.get(id) ?? null,
         pass,
         turn,
+        returns,
       );
       if (parkedAgain.length) {
         ctx.parked = parkedAgain;
@@ -598,12 +614,23 @@ export class AgentProcessor {
       let outcomes: ToolOutcome[] = [];
       if (calls.length > 0) {
         this.publish(ctx, 'tools.executing', { step: stepNumber, tools: calls.map((c) => c.name) });
-        outcomes = await this.exec.executor.executeBatch(ctx.setup, pass, calls, ctx.meta);
         const argsText = new Map(response.toolCalls.map((c) => [c.id, c.argumentsText]));
-        const parked = await this.persistOutcomes(ctx, outcomes, () => stepId, pass, undefined, {
-          ids: turn.held,
-          argsText,
-        });
+        const returns = this.storingReturns(ctx, () => stepId, { ids: turn.held, argsText });
+        outcomes = await this.exec.executor.executeBatch(
+          ctx.setup,
+          pass,
+          calls,
+          ctx.meta,
+          returns.settled,
+        );
+        const parked = await this.persistOutcomes(
+          ctx,
+          outcomes,
+          () => stepId,
+          pass,
+          undefined,
+          returns,
+        );
         if (parked.length) ctx.parked = parked;
         if (outcomes.some((o) => o.kind === 'executed' && MEMORY_EDIT_TOOLS.has(o.toolName))) {
           ctx.agent = await this.agents.get(ctx.run.tenant_id, ctx.run.agent_id);
@@ -714,7 +741,52 @@ export class AgentProcessor {
     return out;
   }
 
-  /** Persists a tool return per outcome, or an approval request for a parked one; returns the parked calls. */
+  /**
+   * The executor's `settled` handler: each call's return is stored as soon as the call has finished,
+   * before the next call of the turn starts, so that a process dying during a later call keeps this
+   * one's result (recovery marks only the unfinished calls unknown). A held turn's return is stored
+   * hidden, as its call is: the turn is shown, its calls then their returns, once its end is known.
+   */
+  private storingReturns(
+    ctx: RunContext,
+    stepOf: (toolCallId: string) => string | null,
+    held?: HeldCalls,
+  ): StoredReturns {
+    const stored = new Set<ToolOutcome>();
+    const settled = async (o: ToolOutcome) => {
+      if (parks(o)) return;
+      const hidden = held?.ids.has(o.toolCallId) === true;
+      await this.write(ctx, [this.returnRow(ctx, o, stepOf(o.toolCallId), hidden)]);
+      if (!hidden) stored.add(o);
+    };
+    return { settled, stored, held };
+  }
+
+  private returnRow(
+    ctx: RunContext,
+    o: ToolOutcome,
+    stepId: string | null,
+    hidden = false,
+  ): NewMessage {
+    return this.msg(
+      ctx,
+      'tool_return_message',
+      {
+        tool_return: o.returnValue,
+        status: o.status,
+        tool_call_id: o.toolCallId,
+        name: o.toolName,
+        ...(o.error ? { error_type: o.error.type } : {}),
+        ...(hidden ? { _held: true } : {}),
+      },
+      stepId,
+    );
+  }
+
+  /**
+   * Persists a tool return per outcome (but those stored as they finished), or an approval request for
+   * the parked ones; returns the parked calls.
+   */
   private async persistOutcomes(
     ctx: RunContext,
     outcomes: ToolOutcome[],
@@ -725,8 +797,7 @@ export class AgentProcessor {
      * (a model turn); null: none (a batch parked before turns were kept).
      */
     turn?: TurnCall[] | null,
-    /** The turn's calls stored `_held` (with the model's arguments): shown now unless they park. */
-    held?: { ids: Set<string>; argsText: Map<string, string> },
+    returns?: StoredReturns,
   ): Promise<ParkedCall[]> {
     this.publish(ctx, 'tools.completed', { outcomes: outcomes.map(outcomeFacts) });
     const { batch: _cache, ...passSnapshot } = pass;
@@ -735,7 +806,7 @@ export class AgentProcessor {
     const parked: ParkedCall[] = [];
     for (const o of outcomes) {
       const stepId = stepOf(o.toolCallId);
-      if (o.kind === 'consent_required' || o.kind === 'client_required') {
+      if (parks(o)) {
         parked.push({
           tool_call_id: o.toolCallId,
           name: o.toolName,
@@ -754,6 +825,7 @@ export class AgentProcessor {
         });
         continue;
       }
+      const held = returns?.held;
       if (held?.ids.has(o.toolCallId)) {
         const args = held.argsText.get(o.toolCallId) ?? JSON.stringify(o.arguments);
         // the turn's calls that ran, shown in its order before any return (Letta's order)
@@ -765,20 +837,7 @@ export class AgentProcessor {
           ),
         );
       }
-      rows.push(
-        this.msg(
-          ctx,
-          'tool_return_message',
-          {
-            tool_return: o.returnValue,
-            status: o.status,
-            tool_call_id: o.toolCallId,
-            name: o.toolName,
-            ...(o.error ? { error_type: o.error.type } : {}),
-          },
-          stepId,
-        ),
-      );
+      if (!returns?.stored.has(o)) rows.push(this.returnRow(ctx, o, stepId));
     }
     if (parked.length && turn !== null) {
       const whole = turn ?? outcomes.map((o, i) => turnCall(o, i === outcomes.length - 1));
@@ -1010,6 +1069,9 @@ function outcomeFacts(o: ToolOutcome): ToolOutcomeFacts {
       o.startedAt !== undefined && o.finishedAt !== undefined ? o.finishedAt - o.startedAt : null,
   };
 }
+
+/** The call waits (for a person's consent or the client's result): it has no return yet. */
+const parks = (o: ToolOutcome) => o.kind === 'consent_required' || o.kind === 'client_required';
 
 /** A parked call refused without asking the executor (the run was cancelled while it waited). */
 function deniedOutcome(c: ParkedCall, reason: string): ToolOutcome {

@@ -71,11 +71,11 @@ export class RunRecovery {
         )),
       );
     // a call is its tool_call_id in the step that made it: a provider may reuse ids across responses
-    const answered = new Set(
-      batch
-        .filter((m) => m.message_type === 'tool_return_message')
-        .map((m) => stepCallKey(m.step_id, String(m.payload.tool_call_id))),
-    );
+    const returnKey = (m: MessageEntity) => stepCallKey(m.step_id, String(m.payload.tool_call_id));
+    const returned = batch.filter((m) => m.message_type === 'tool_return_message');
+    const answered = new Set(returned.filter((m) => !m.payload._held).map(returnKey));
+    // a held turn's call that finished: its return, stored hidden until the turn was shown (it never was)
+    const finished = new Map(returned.filter((m) => m.payload._held).map((m) => [returnKey(m), m]));
     const parkedRun = await this.repo.findParkedRun(run.tenant_id, run.agent_id);
     const stillParked = new Set(
       (parkedRun?.parked ?? []).map((c) => stepCallKey(c.step_id, c.tool_call_id)),
@@ -89,15 +89,16 @@ export class RunRecovery {
       const key = keyOf(m);
       return !answered.has(key) && !stillParked.has(key);
     });
+    const unknown = orphans.filter((m) => !finished.has(keyOf(m)));
     // "started" = claimed: the claim is committed before a tool starts
     const started = new Set<string>();
-    for (const m of orphans) {
+    for (const m of unknown) {
       if (await this.exec.executor.wasStarted(run.agent_id, callOf(m).tool_call_id, m.step_id))
         started.add(keyOf(m));
     }
     const cancelled = run.input.cancel_requested === true;
     // a run a user cancelled runs nothing more: its approved calls end unstarted
-    const carried = cancelled ? [] : await this.unstartedParkedCalls(run, orphans, keyOf, started);
+    const carried = cancelled ? [] : await this.unstartedParkedCalls(run, unknown, keyOf, started);
     const carriedKeys = new Set(carried.map((c) => stepCallKey(c.step_id, c.tool_call_id)));
     const ended = orphans.filter((m) => !carriedKeys.has(keyOf(m)));
     const row = (
@@ -109,18 +110,21 @@ export class RunRecovery {
       run.agent_id,
       ended.flatMap((m) => {
         const call = callOf(m);
+        const { _held, ...result } = finished.get(keyOf(m))?.payload ?? {};
         return [
           // a call held back until its outcome was known is shown now, before its return
           ...(m.payload._held ? [row('tool_call_message', { tool_call: call }, m)] : []),
           row(
             'tool_return_message',
-            {
-              tool_return: started.has(keyOf(m)) ? OUTCOME_UNKNOWN : NOT_STARTED,
-              status: 'error',
-              tool_call_id: call.tool_call_id,
-              name: call.name,
-              error_type: 'ToolError',
-            },
+            _held
+              ? result
+              : {
+                  tool_return: started.has(keyOf(m)) ? OUTCOME_UNKNOWN : NOT_STARTED,
+                  status: 'error',
+                  tool_call_id: call.tool_call_id,
+                  name: call.name,
+                  error_type: 'ToolError',
+                },
             m,
           ),
         ];
@@ -131,7 +135,9 @@ export class RunRecovery {
     await this.consent.denyPending(
       run.tenant_id,
       run.agent_id,
-      ended.filter((m) => !started.has(keyOf(m))).map((m) => callOf(m).tool_call_id),
+      unknown
+        .filter((m) => !started.has(keyOf(m)) && !carriedKeys.has(keyOf(m)))
+        .map((m) => callOf(m).tool_call_id),
       'interrupted: the server restarted before the call could run',
     );
     if (carried.length)

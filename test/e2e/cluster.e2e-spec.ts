@@ -520,8 +520,8 @@ describe('scale-out: three instances on one PostgreSQL database', () => {
     ]);
     const returns = history.filter((m) => m.message_type === 'tool_return_message');
     expect(returns.map((m) => m.tool_return)).toEqual([
-      OUTCOME_UNKNOWN, // r1 ran; its instance died before the turn's returns were stored
-      OUTCOME_UNKNOWN, // r2
+      'refunded r1', // stored as it finished, before r2 started
+      OUTCOME_UNKNOWN, // r2: its instance died while it ran
       'refunded r3',
       expect.stringContaining('reached its limit of 3 calls in this batch'),
     ]);

@@ -2,12 +2,12 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { OUTCOME_UNKNOWN } from '../../src/processing/run-recovery';
+import { NOT_STARTED, OUTCOME_UNKNOWN } from '../../src/processing/run-recovery';
 import { ProcessingRepository } from '../../src/processing/processing.repository';
 import type { RunEntity } from '../../src/processing/entities/run.entity';
 import { ToolExecutorService } from '../../src/rules/tool-executor.service';
 import { PermissionBrokerService } from '../../src/permissions/permission-broker.service';
-import { startApp, TestApp } from '../support/app-harness';
+import { startApp, startAppProcess, TestApp } from '../support/app-harness';
 import { FakeModelServer, startFakeModelServer } from '../support/fake-model-server';
 import {
   api,
@@ -334,6 +334,86 @@ describe('processing: restart recovery', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  // a turn with a call that may park (here the client's) holds its calls until its end is known
+  const ASK = { name: 'ask_user', description: 'asks the user', parameters: { type: 'object' } };
+  it.each([
+    ['a turn', [], {}, []],
+    [
+      'a held turn',
+      [{ name: 'ask_user', arguments: {} }],
+      { client_tools: [ASK] },
+      [['error', NOT_STARTED]],
+    ],
+  ])(
+    'kill -9 during the second call of %s: the first call keeps its result; only the calls that had not finished get an error return',
+    async (_turn, more, request, moreReturns) => {
+      // on PostgreSQL the restart takes the killed instance's agents back at once (same instance id)
+      const cluster = { cluster: { instance_id: 'recovery-kill' } };
+      let t = await startApp({ keepDir: true, modelBaseUrl: fake.baseUrl, overrides: cluster });
+      const dir = t.dir;
+      await tools.declare(t, 'pay', { safety: 'side_effecting' });
+      const id = await createAgent(t, fake, { tools: ['pay'], include_base_tools: false });
+      await t.close();
+      let secondStarted!: () => void;
+      const second = new Promise<void>((r) => (secondStarted = r));
+      tools.handle('pay', async (c, hungUp) => {
+        if (c.arguments.q === 'B') {
+          secondStarted();
+          await hungUp; // its process dies while it runs
+        }
+        return { body: `paid ${String(c.arguments.q)}` };
+      });
+      fake.push({
+        tool_calls: [
+          { name: 'pay', arguments: { q: 'A' } },
+          { name: 'pay', arguments: { q: 'B' } },
+          ...more,
+        ],
+      });
+      const server = await startAppProcess(dir, { modelBaseUrl: fake.baseUrl, overrides: cluster });
+      let run: string;
+      try {
+        const at = { baseUrl: server.url } as TestApp;
+        run = (await api(at, 'POST', `/v1/agents/${id}/messages/async`, say('pay', request))).body
+          .id;
+        await second;
+      } finally {
+        await server.kill('SIGKILL');
+      }
+
+      fake.push({ content: 'A is paid; B may be' });
+      t = await startApp({ dir, modelBaseUrl: fake.baseUrl, overrides: cluster });
+      try {
+        expect(await runEnded(t, run)).toMatchObject({ status: 'failed', error: 'interrupted' });
+        const msgs = (await api(t, 'GET', `/v1/runs/${run}/messages`)).body as any[];
+        const calls = msgs
+          .filter((m) => m.message_type === 'tool_call_message')
+          .map((m) => m.tool_call.tool_call_id);
+        const returns = [['success', 'paid A'], ['error', OUTCOME_UNKNOWN], ...moreReturns].map(
+          (r, i) => [calls[i], ...r],
+        );
+        expect(
+          msgs
+            .filter((m) => m.message_type === 'tool_return_message')
+            .map((m) => [m.tool_call_id, m.status, m.tool_return]),
+        ).toEqual(returns);
+        expect(tools.calls.map((c) => c.arguments.q)).toEqual(['A', 'B']); // neither runs again
+        // the next message: the model sees A's result
+        const next = await api(t, 'POST', `/v1/agents/${id}/messages`, say('status?'));
+        expect(next.body.stop_reason.stop_reason).toBe('end_turn');
+        const seen = fake.requests.at(-1)!.messages.filter((m: any) => m.role === 'tool');
+        expect(seen.map((m: any) => [m.tool_call_id, m.content])).toEqual(
+          returns.map(([call, , text]) => [call, text]),
+        );
+      } finally {
+        await t.close();
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+    // two boots of the app and one of a server process: slow on a loaded machine
+    120_000,
+  );
 
   it('shutdown: a run stuck in a tool past the grace period is interrupted; queued runs wait for the next boot', async () => {
     let t = await startApp({

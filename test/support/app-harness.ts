@@ -1,10 +1,11 @@
 import { INestApplication } from '@nestjs/common';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { createApp } from '../../src/bootstrap';
 import { AppConfig, loadConfig } from '../../src/config/app-config';
 import { watchResponses } from './response-contract';
+import { ServerProcess, startServer } from './server-process';
 
 export interface TestApp {
   app: INestApplication;
@@ -69,12 +70,11 @@ async function pgSchemaFor(dir: string): Promise<string> {
   return schema;
 }
 
-/**
- * Boots the real app on port 0 with a fresh SQLite file in a temp folder (or PostgreSQL, see above),
- * empty agent and tool folders unless overridden, and the log quiet.
- */
-export async function startApp(opts: StartOptions = {}): Promise<TestApp> {
-  const dir = opts.dir ?? mkdtempSync(path.join(tmpdir(), 'agent-server-test-'));
+/** The environment and config overrides of an app on `dir`: its SQLite file, or its PostgreSQL schema. */
+async function setupIn(
+  dir: string,
+  opts: StartOptions,
+): Promise<{ env: Record<string, string>; overrides: Record<string, unknown> }> {
   const env: Record<string, string> = {
     SQLITE_PATH: path.join(dir, 'db.sqlite'),
     AGENTS_DIR: path.join(dir, 'agents'),
@@ -87,8 +87,7 @@ export async function startApp(opts: StartOptions = {}): Promise<TestApp> {
     ...opts.env,
   };
   const schema = PG_URL ? await pgSchemaFor(dir) : null;
-  const config = loadConfig(env, {
-    server: { port: 0, host: '127.0.0.1' },
+  const overrides = {
     database: { schema },
     // suites drive the API faster than any sane per-key rate; the rate-limit suite sets its own
     rate_limit: { requests_per_second: 0, burst: 1 },
@@ -96,7 +95,18 @@ export async function startApp(opts: StartOptions = {}): Promise<TestApp> {
     ...(opts.modelBaseUrl
       ? { models: withModelBaseUrl(opts.overrides?.models, opts.modelBaseUrl) }
       : {}),
-  });
+  };
+  return { env, overrides };
+}
+
+/**
+ * Boots the real app on port 0 with a fresh SQLite file in a temp folder (or PostgreSQL, see above),
+ * empty agent and tool folders unless overridden, and the log quiet.
+ */
+export async function startApp(opts: StartOptions = {}): Promise<TestApp> {
+  const dir = opts.dir ?? mkdtempSync(path.join(tmpdir(), 'agent-server-test-'));
+  const { env, overrides } = await setupIn(dir, opts);
+  const config = loadConfig(env, { server: { port: 0, host: '127.0.0.1' }, ...overrides });
   const app = await createApp(config);
   const contract =
     opts.checkContract === false
@@ -127,4 +137,20 @@ export async function startApp(opts: StartOptions = {}): Promise<TestApp> {
         );
     },
   };
+}
+
+/**
+ * The app as a server process of its own on `dir`'s database (what `startApp({dir})` opens), for a test
+ * that kills it (kill -9) and then restarts the app on what it left. Give both the same
+ * `cluster.instance_id` on PostgreSQL: a restart takes its own agents back at once.
+ */
+export async function startAppProcess(
+  dir: string,
+  opts: Pick<StartOptions, 'overrides' | 'env' | 'modelBaseUrl'> = {},
+): Promise<ServerProcess & { url: string }> {
+  const { env, overrides } = await setupIn(dir, opts);
+  const configFile = path.join(dir, 'process-config.json');
+  writeFileSync(configFile, JSON.stringify(overrides));
+  // (it says where it listens at level info)
+  return startServer({ env: { ...env, LOG_LEVEL: 'info', ...opts.env, CONFIG_FILE: configFile } });
 }

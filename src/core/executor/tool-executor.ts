@@ -213,20 +213,23 @@ export class ToolExecutor {
   /**
    * Contiguous read_only calls run concurrently (checked and claimed one by one, in order, then run
    * together, then recorded in order), a deduplicated tool once per group; any other call runs alone.
-   * One outcome per call, in order.
+   * One outcome per call, in order. Each is handed to `settled` as soon as it is known, in order, and
+   * before the next call starts: the caller stores it there, so a process that dies during a later call
+   * keeps the finished calls' results. An error `settled` throws ends the batch: no later call starts.
    */
   async executeBatch(
     setup: AgentToolSetup,
     pass: PassState,
     calls: ToolCallRequest[],
     meta: ExecutionMeta,
+    settled?: (outcome: ToolOutcome) => Promise<void>,
   ): Promise<ToolOutcome[]> {
     const idx = ruleIndexFor(setup);
     const out: ToolOutcome[] = [];
     const awaiting: AwaitingCall[] = [];
-    const push = (call: ToolCallRequest, o: ToolOutcome) => {
+    const push = async (o: ToolOutcome) => {
       out.push(o);
-      if (o.kind === 'consent_required') awaiting.push(awaitingCall(call, o));
+      await settled?.(o);
     };
     let i = 0;
     while (i < calls.length) {
@@ -244,7 +247,9 @@ export class ToolExecutor {
         j++;
       }
       if (j - i < 2) {
-        push(calls[i], await this.execute(setup, pass, calls[i], meta, awaiting));
+        const o = await this.execute(setup, pass, calls[i], meta, awaiting);
+        if (o.kind === 'consent_required') awaiting.push(awaitingCall(calls[i], o));
+        await push(o);
         i++;
         continue;
       }
@@ -259,22 +264,21 @@ export class ToolExecutor {
           admissions.push({ outcome: internalFailure(call, e) });
         }
       }
-      const results = await Promise.all(
-        admissions.map((a) =>
-          a.admitted ? this.run(setup, a.admitted, meta) : Promise.resolve(null),
-        ),
+      // run together; each recorded (and handed over) once it and the calls before it have finished
+      const results = admissions.map((a) =>
+        a.admitted ? this.run(setup, a.admitted, meta) : null,
       );
       for (let k = 0; k < group.length; k++) {
         const a = admissions[k];
-        if (a.outcome) {
-          out.push(a.outcome);
-          continue;
-        }
-        try {
-          out.push(await this.record(setup, idx, pass, a.admitted, results[k]!));
-        } catch (e) {
-          out.push(internalFailure(group[k], e));
-        }
+        let o: ToolOutcome;
+        if (a.outcome) o = a.outcome;
+        else
+          try {
+            o = await this.record(setup, idx, pass, a.admitted, await results[k]!);
+          } catch (e) {
+            o = internalFailure(group[k], e);
+          }
+        await push(o);
       }
       i = j;
     }

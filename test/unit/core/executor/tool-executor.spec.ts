@@ -1017,6 +1017,45 @@ describe('executeBatch', () => {
     }
   });
 
+  it('each outcome is handed over before the next call starts (the caller stores it there), a concurrent group’s as each finishes', async () => {
+    const h = new Harness(
+      aSetup(
+        [],
+        [aTool('w1', 'side_effecting'), aTool('w2', 'side_effecting'), aTool('r1'), aTool('r2')],
+      ),
+    );
+    h.invoker.hanging.add('r2'); // still running when r1's outcome is handed over
+    const seen: string[] = [];
+    const calls = ['w1', 'w2', 'r1', 'r2'].map((name, i) => ({
+      toolCallId: `c${i}`,
+      name,
+      arguments: {},
+    }));
+    const batch = h.executor.executeBatch(h.setup, h.pass, calls, h.meta(), (o) => {
+      seen.push(`${o.toolCallId} after ${h.invoker.calls.map((c) => c.name).join(',')}`);
+      return Promise.resolve();
+    });
+    await new Promise((r) => setImmediate(r));
+    expect(seen).toEqual(['c0 after w1', 'c1 after w1,w2', 'c2 after w1,w2,r1,r2']);
+    h.timers.fireAll(); // r2 times out
+    expect((await batch).map(code)).toEqual(['ok', 'ok', 'ok', 'Timeout']);
+    expect(seen).toHaveLength(4);
+  });
+
+  it('when the caller cannot store an outcome, no later call starts', async () => {
+    const h = new Harness(
+      aSetup([], [aTool('w1', 'side_effecting'), aTool('w2', 'side_effecting')]),
+    );
+    const calls = ['w1', 'w2'].map((name, i) => ({ toolCallId: `c${i}`, name, arguments: {} }));
+    await expect(
+      h.executor.executeBatch(h.setup, h.pass, calls, h.meta(), () =>
+        Promise.reject(new Error('LEASE_LOST')),
+      ),
+    ).rejects.toThrow('LEASE_LOST');
+    expect(h.invoker.calls.map((c) => c.name)).toEqual(['w1']);
+    expect(await h.executor.wasStarted('agent-1', 'c1', null)).toBe(false);
+  });
+
   it('with ordering rules, calls run one by one so each sees the one before', async () => {
     const h = new Harness(
       aSetup([{ type: 'requires_preceding_tools', tool_name: 'b', tools: ['a'] }]),
