@@ -107,6 +107,9 @@ interface RunContext {
   produced: MappedMessage[];
   /** Set by a graceful shutdown: end at the next step boundary. */
   stopAtBoundary: boolean;
+  /** Resolves once the run is no longer processed here (it ended, or was left to recovery). */
+  stopped: Promise<void>;
+  markStopped: () => void;
   /** The last step's offered tools (by the allowed names), kept while the next step is allowed the same. */
   offer?: ToolOffer;
 }
@@ -180,20 +183,32 @@ export class AgentProcessor {
     return true;
   }
 
+  /** Aborts a run going here and resolves once it is no longer processed here (at once when it is not). */
+  async stop(runId: string, why: AbortWhy): Promise<void> {
+    const ctx = this.active.get(runId);
+    if (!ctx) return;
+    this.abort(runId, why);
+    await ctx.stopped;
+  }
+
   /** Graceful shutdown: every running run ends at its next step boundary. */
   stopAllAtBoundary(): void {
     for (const ctx of this.active.values()) ctx.stopAtBoundary = true;
   }
 
   /**
-   * Processes one queued run to its end; never throws once the run started (failures end it as failed).
-   * Throws LEASE_LOST, before starting it, when this instance no longer holds the agent.
+   * Processes one queued run to its end (failures end it as failed). Throws LEASE_LOST when this
+   * instance no longer holds the agent: before starting the run (it stays queued), or while it ran (it
+   * stays `running`: the fence refused its writes, so what it had not stored, its end included, is
+   * written by the recovery of whichever instance holds the agent next, this one included).
    */
   async process(queued: RunEntity): Promise<RunResult | null> {
     const now = this.clock.now();
     if (!(await this.repo.claimRun(queued, now))) return null;
     const run: RunEntity = { ...queued, status: 'running', started_at: now };
     const controller = new AbortController();
+    let markStopped!: () => void;
+    const stopped = new Promise<void>((resolve) => (markStopped = resolve));
     const ctx: RunContext = {
       run,
       agent: null as unknown as AgentRecord,
@@ -220,6 +235,8 @@ export class AgentProcessor {
       resumed: null,
       produced: [],
       stopAtBoundary: false,
+      stopped,
+      markStopped,
     };
     this.active.set(run.id, ctx);
     this.publish(ctx, 'run.started', { batch_id: run.batch_id });
@@ -235,11 +252,17 @@ export class AgentProcessor {
       wallTimer.unref();
       stop = await this.runBatch(ctx);
     } catch (e) {
+      const code = (e as { code?: string })?.code;
+      if (code === 'LEASE_LOST') {
+        // Ending it here would leave its unanswered calls without a return when no other instance
+        // took the agent (a lapsed lease): no recovery would ever run for a run already ended.
+        this.leave(ctx);
+        throw e;
+      }
       ({ stop, detail } = this.stopFor(ctx, e));
       errorType = errorTypeOf(e);
       // a run that failed before its first write (no model, say) still keeps what the client sent
-      const code = (e as { code?: string })?.code;
-      if (code !== 'NOT_FOUND' && code !== 'LEASE_LOST')
+      if (code !== 'NOT_FOUND')
         await this.writeInput(ctx).catch((w: unknown) =>
           this.logger.error(`run ${run.id}: its input could not be stored: ${String(w)}`),
         );
@@ -879,8 +902,6 @@ export class AgentProcessor {
     const message = e instanceof Error ? e.message : String(e);
     const code = (e as { code?: string })?.code;
     if (code === 'NOT_FOUND') return { stop: 'error', detail: message };
-    // another instance holds the agent now: it ended this run as interrupted, and nothing more was written
-    if (code === 'LEASE_LOST') return { stop: 'error', detail: 'interrupted' };
     this.logger.error(`run ${ctx.run.id} failed: ${e instanceof Error ? e.stack : message}`);
     return { stop: 'error', detail: message };
   }
@@ -937,8 +958,7 @@ export class AgentProcessor {
     } catch (e) {
       this.logger.error(`run ${run.id}: could not record its end: ${String(e)}`);
     } finally {
-      this.active.delete(run.id);
-      this.chunks.end(run.id);
+      this.leave(ctx);
     }
     this.publish(ctx, 'run.completed', {
       status,
@@ -969,6 +989,13 @@ export class AgentProcessor {
       },
       messages: ctx.produced,
     };
+  }
+
+  /** The run is no longer processed here. */
+  private leave(ctx: RunContext): void {
+    this.active.delete(ctx.run.id);
+    this.chunks.end(ctx.run.id);
+    ctx.markStopped();
   }
 
   private msg(

@@ -122,9 +122,11 @@ export class MessagingService implements OnModuleInit {
             this.settle(job.runId, null);
             throw e;
           }
-          // this instance lost the agent: the run stays queued, for whichever instance holds it now
-          this.dropAgent(run.agent_id, 'found when starting a run');
-          this.enqueue(run, job.priority);
+          // this instance lost the agent: the run stays queued, or `running` if it had started, for
+          // whichever instance takes the agent next (this one too: its lease may just have lapsed), which
+          // queues the one and recovers the other; its callers are settled when it ends there
+          if (!this.leases.holds(run.agent_id)) this.dropAgent(run.agent_id, 'a write was refused');
+          void this.serially(run.agent_id, () => this.take(run.tenant_id, run.agent_id));
           return;
         }
         this.queuedRuns.delete(job.runId);
@@ -741,14 +743,23 @@ export class MessagingService implements OnModuleInit {
 
   /**
    * The agent was not held here just before: whatever this instance remembers of it may be stale, and
-   * runs left `running` belong to an instance that died or lost it. Drop the one, recover the other.
+   * runs left `running` belong to an instance that died or lost it (this one included). Drop the one,
+   * recover the other.
    */
   private async adopt(agentId: string): Promise<void> {
     this.repo.forget(agentId);
     this.agents.forget(agentId);
     this.exec.forgetAgent(agentId, await this.repo.openBatchIds(agentId));
-    for (const run of await this.repo.runsOfAgent(agentId, 'running')) {
-      if (!this.processor.isActive(run.id)) await this.recovery.interrupt(run);
+    for (const found of await this.repo.runsOfAgent(agentId, 'running')) {
+      let run = found;
+      if (this.processor.isActive(run.id)) {
+        // still going here, from the tenure this instance lost: once stopped, it is as it left it
+        await this.processor.stop(run.id, 'interrupted');
+        const left = await this.repo.findRunById(run.id);
+        if (left?.status !== 'running') continue;
+        run = left;
+      }
+      await this.recovery.interrupt(run);
     }
   }
 
@@ -770,7 +781,7 @@ export class MessagingService implements OnModuleInit {
     for (const id of this.processor.activeRunIds(agentId)) this.processor.abort(id, 'interrupted');
     this.repo.forget(agentId);
     this.agents.forget(agentId);
-    this.logger.warn(`agent ${agentId} was taken over by another instance (${why})`);
+    this.logger.warn(`agent ${agentId} is no longer held here (${why})`);
   }
 
   /** Boot: takes the agents with unfinished runs that no live instance holds; answers how many. */

@@ -22,15 +22,16 @@ import {
 } from './processing.ports';
 
 export const OUTCOME_UNKNOWN =
-  '[ToolError] outcome unknown (server restarted while the tool was running); it was not run again';
+  '[ToolError] outcome unknown (the run was interrupted while the tool was running: its server stopped or lost the agent); it was not run again';
 export const NOT_STARTED =
-  '[ToolError] not run: the server restarted before the tool started; nothing was executed';
+  '[ToolError] not run: the run was interrupted before the tool started (its server stopped or lost the agent); nothing was executed';
 
 /**
- * Nothing lost, nothing run twice: a run its process left `running` (a crash, or an instance whose agent
- * was taken over) ends failed/`interrupted`, its in-flight calls get an error return (never a second
- * execution), and an approved call whose tool had not started runs once in a new continuation (no one is
- * asked again). Called by the instance that has just taken the agent's lease, before it processes anything.
+ * Nothing lost, nothing run twice: a run its process left `running` (a crash, or an instance that lost the
+ * agent: taken over, or its lease lapsed) ends failed/`interrupted`, its in-flight calls get an error
+ * return (never a second execution), and an approved call whose tool had not started runs once in a new
+ * continuation (no one is asked again). Called by the instance that has just taken the agent's lease,
+ * before it processes anything.
  */
 @Injectable()
 export class RunRecovery {
@@ -138,7 +139,7 @@ export class RunRecovery {
       unknown
         .filter((m) => !started.has(keyOf(m)) && !carriedKeys.has(keyOf(m)))
         .map((m) => callOf(m).tool_call_id),
-      'interrupted: the server restarted before the call could run',
+      'interrupted: the run stopped before the call could run',
     );
     if (carried.length)
       await this.consent.restoreUnstartedApprovals(run.tenant_id, run.agent_id, carried);

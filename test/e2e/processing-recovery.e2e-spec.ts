@@ -4,9 +4,12 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { NOT_STARTED, OUTCOME_UNKNOWN } from '../../src/processing/run-recovery';
 import { ProcessingRepository } from '../../src/processing/processing.repository';
+import { MessagingService } from '../../src/processing/messaging.service';
 import type { RunEntity } from '../../src/processing/entities/run.entity';
 import { ToolExecutorService } from '../../src/rules/tool-executor.service';
 import { PermissionBrokerService } from '../../src/permissions/permission-broker.service';
+import { DataSource } from 'typeorm';
+import { sqlTable } from '../../src/database/sql-names';
 import { startApp, startAppProcess, TestApp } from '../support/app-harness';
 import { FakeModelServer, startFakeModelServer } from '../support/fake-model-server';
 import {
@@ -413,6 +416,119 @@ describe('processing: restart recovery', () => {
     },
     // two boots of the app and one of a server process: slow on a loaded machine
     120_000,
+  );
+
+  // one process holds every agent on SQLite: its lease never lapses
+  const pgOnly = process.env.TEST_DATABASE_URL ? it : it.skip;
+  /** An app with an agent that calls `lookup`, and what makes the agent's lease lapse. */
+  async function lapsingLease(): Promise<{ t: TestApp; id: string; lapse: () => Promise<void> }> {
+    // no renewal comes during the test: one would extend the lapsed lease again
+    const t = await startApp({
+      modelBaseUrl: fake.baseUrl,
+      overrides: { cluster: { lease_duration_ms: 600_000, lease_renew_interval_ms: 300_000 } },
+    });
+    await tools.declare(t, 'lookup');
+    const id = await createAgent(t, fake, { tools: ['lookup'], include_base_tools: false });
+    const leases = sqlTable(t.config.database.schema, 'agent_leases');
+    // the renewal missed its deadline: the lease expires, and no other instance takes the agent
+    const lapse = async () => {
+      await t.app
+        .get(DataSource)
+        .query(`UPDATE ${leases} SET expires_at = 0 WHERE agent_id = $1`, [id]);
+    };
+    return { t, id, lapse };
+  }
+
+  pgOnly(
+    'the agent’s lease lapses while a tool runs and no other instance takes the agent: the run is recovered here, its call gets a return, the next message runs',
+    async () => {
+      const { t, id, lapse } = await lapsingLease();
+      try {
+        let started!: () => void;
+        const toolStarted = new Promise<void>((r) => (started = r));
+        let finish!: () => void;
+        const finished = new Promise<void>((r) => (finish = r));
+        tools.handle('lookup', async () => {
+          started();
+          await finished;
+          return { body: 'found it' };
+        });
+        fake.push({ tool_calls: [{ name: 'lookup', arguments: {} }] });
+        const run = (await api(t, 'POST', `/v1/agents/${id}/messages/async`, say('look it up')))
+          .body.id;
+        await toolStarted;
+        await lapse();
+        finish(); // the tool answers; the fence refuses the return this instance would write
+
+        expect(await runEnded(t, run)).toMatchObject({ status: 'failed', error: 'interrupted' });
+        const msgs = (await api(t, 'GET', `/v1/runs/${run}/messages`)).body as any[];
+        const call = msgs.find((m) => m.message_type === 'tool_call_message').tool_call
+          .tool_call_id;
+        expect(msgs.at(-1)).toMatchObject({
+          message_type: 'tool_return_message',
+          tool_call_id: call,
+          status: 'error',
+          tool_return: OUTCOME_UNKNOWN,
+        });
+        fake.push({ content: 'next answer' });
+        const next = await api(t, 'POST', `/v1/agents/${id}/messages`, say('next'));
+        expect(next.body.stop_reason.stop_reason).toBe('end_turn');
+        const toolMessages = fake.requests.at(-1)!.messages.filter((m: any) => m.role === 'tool');
+        expect(toolMessages.map((m: any) => m.tool_call_id)).toEqual([call]);
+        expect(tools.calls).toHaveLength(1);
+      } finally {
+        await t.close();
+      }
+    },
+  );
+
+  pgOnly(
+    'the lease lapses as a call’s return is written and the keeper’s sweep takes the agent back while the run still stops: that run is recovered too',
+    async () => {
+      const { t, id, lapse } = await lapsingLease();
+      try {
+        const repo = t.app.get(ProcessingRepository);
+        const append = repo.append.bind(repo);
+        const runsOfAgent = repo.runsOfAgent.bind(repo);
+        let sweepRead!: () => void;
+        const swept = new Promise<void>((r) => (sweepRead = r));
+        let lapsed = false;
+        // the sweep has read the agent's running runs: the run stops only after it looked at them
+        jest.spyOn(repo, 'runsOfAgent').mockImplementation(async (agentId, status) => {
+          const runs = await runsOfAgent(agentId, status);
+          if (lapsed && status === 'running') setImmediate(sweepRead);
+          return runs;
+        });
+        jest.spyOn(repo, 'append').mockImplementation(async (agentId, rows, step) => {
+          if (lapsed || !rows.some((r) => r.message_type === 'tool_return_message'))
+            return append(agentId, rows, step);
+          lapsed = true;
+          await lapse();
+          try {
+            return await append(agentId, rows, step); // LEASE_LOST
+          } finally {
+            void t.app.get(MessagingService).takeOrphanedAgents(); // the keeper's sweep
+            await swept;
+          }
+        });
+        fake.push({ tool_calls: [{ name: 'lookup', arguments: {} }] });
+        const run = (await api(t, 'POST', `/v1/agents/${id}/messages/async`, say('look it up')))
+          .body.id;
+        expect(await runEnded(t, run)).toMatchObject({ status: 'failed', error: 'interrupted' });
+        const msgs = (await api(t, 'GET', `/v1/runs/${run}/messages`)).body as any[];
+        expect(msgs.at(-1)).toMatchObject({
+          message_type: 'tool_return_message',
+          tool_return: OUTCOME_UNKNOWN,
+        });
+        fake.push({ content: 'next answer' });
+        const next = await api(t, 'POST', `/v1/agents/${id}/messages`, say('next'));
+        expect(next.body.stop_reason.stop_reason).toBe('end_turn');
+        expect(tools.calls).toHaveLength(1);
+      } finally {
+        jest.restoreAllMocks();
+        await t.close();
+      }
+    },
   );
 
   it('shutdown: a run stuck in a tool past the grace period is interrupted; queued runs wait for the next boot', async () => {
