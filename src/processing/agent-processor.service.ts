@@ -389,44 +389,54 @@ export class AgentProcessor {
         step: ctx.batchSteps,
         tools: calls.map((c) => c.name),
       });
-      // the client's answers for its tools are recorded as their results; the rest run here
+      // in the turn's order (the pass history follows it): the client's answers for its tools are
+      // recorded as their results, the rest run here; a client call the client did not run is refused
       const answers = new Map((run.input.approvals ?? []).map((a) => [a.tool_call_id, a]));
-      const here = calls.filter((c) => !c.client);
-      const stepOf = new Map(calls.map((c) => [c.tool_call_id, c.step_id]));
-      const returns = this.storingReturns(ctx, (id) => stepOf.get(id) ?? null);
-      const ranHere = await this.exec.executor.executeBatch(
-        ctx.setup,
-        pass,
-        here.map((c) => ({
+      const refusedByClient = new Map<string, ToolOutcome>();
+      const goOn: ToolCallRequest[] = [];
+      for (const c of calls) {
+        const call = {
           toolCallId: c.tool_call_id,
           name: c.name,
           arguments: c.arguments,
           stepId: c.step_id,
-          // the request it parked with is its consent (the newest of its id, if it has none stored)
-          consentRequestId: c.request_id ?? undefined,
-        })),
-        ctx.meta,
-        returns.settled,
-      );
-      const outcomes: ToolOutcome[] = [];
-      for (const c of calls) {
+        };
         if (!c.client) {
-          outcomes.push(ranHere[here.indexOf(c)]);
+          // the request it parked with is its consent (the newest of its id, if it has none stored)
+          goOn.push({ ...call, consentRequestId: c.request_id ?? undefined });
           continue;
         }
         const a = answers.get(c.tool_call_id);
-        outcomes.push(
-          a?.tool_return !== undefined
-            ? await this.exec.executor.completeClientCall(
-                ctx.setup,
-                pass,
-                { ...c, toolCallId: c.tool_call_id, heartbeat: c.client.heartbeat },
-                { status: a.status ?? 'success', value: a.tool_return },
-                c.client.started_at,
-              )
-            : deniedOutcome(c, a?.reason ?? 'the client did not run it'),
-        );
+        if (a?.tool_return !== undefined)
+          goOn.push({
+            ...call,
+            clientResult: {
+              status: a.status ?? 'success',
+              value: a.tool_return,
+              startedAt: c.client.started_at,
+              heartbeat: c.client.heartbeat,
+            },
+          });
+        else
+          refusedByClient.set(
+            c.tool_call_id,
+            deniedOutcome(c, a?.reason ?? 'the client did not run it'),
+          );
       }
+      const stepOf = new Map(calls.map((c) => [c.tool_call_id, c.step_id]));
+      const returns = this.storingReturns(ctx, (id) => stepOf.get(id) ?? null);
+      const wentOn = await this.exec.executor.executeBatch(
+        ctx.setup,
+        pass,
+        goOn,
+        ctx.meta,
+        returns.settled,
+      );
+      const outcomes = calls.map(
+        (c) =>
+          refusedByClient.get(c.tool_call_id) ??
+          wentOn[goOn.findIndex((g) => g.toolCallId === c.tool_call_id)],
+      );
       const turn = calls[0].turn ? mergeTurn(calls[0].turn, outcomes) : null;
       const parkedAgain = await this.persistOutcomes(
         ctx,

@@ -7,6 +7,7 @@ import {
   LoopEnv,
   say,
   startLoopEnv,
+  ToolServer,
   types,
 } from '../support/processing-fixtures';
 
@@ -15,10 +16,11 @@ describe('client tools', () => {
   let env: LoopEnv;
   let t: TestApp;
   let fake: FakeModelServer;
+  let tools: ToolServer;
 
   beforeAll(async () => {
-    env = await startLoopEnv(['lookup']);
-    ({ t, fake } = env);
+    env = await startLoopEnv(['lookup', ['audit', { safety: 'side_effecting' }]]);
+    ({ t, fake, tools } = env);
   });
   afterAll(() => env.close());
   beforeEach(() => env.reset());
@@ -237,5 +239,108 @@ describe('client tools', () => {
       status: 'success',
     });
     expect(done.body.stop_reason.stop_reason).toBe('end_turn');
+  });
+
+  describe("a turn's calls after a client call are judged as coming after it, and never run ahead of it", () => {
+    const orderedAgent = (rules: any[]) =>
+      createAgent(t, fake, {
+        tools: ['lookup', 'audit'],
+        include_base_tools: false,
+        client_tools: ['Bash'],
+        tool_rules: rules,
+      });
+    /** The model's turn parks: the response, and the calls its approval request lists. */
+    async function parkTurn(agentId: string, turn: any[], next: any[]) {
+      fake.push({ tool_calls: turn }, ...next);
+      const res = await api(
+        t,
+        'POST',
+        `/v1/agents/${agentId}/messages`,
+        say('list', { client_tools: [BASH] }),
+      );
+      expect(res.body.stop_reason.stop_reason).toBe('requires_approval');
+      return {
+        res,
+        listed: res.body.messages.at(-1).tool_calls.map((c: any) => c.tool_call_id),
+      };
+    }
+    const returnOf = (res: any, id: string) =>
+      res.body.messages.find(
+        (m: any) => m.message_type === 'tool_return_message' && m.tool_call_id === id,
+      );
+
+    it('constrain_child_tools Bash → [lookup]: audit is refused at once, lookup does not run ahead of Bash; once the client answers, lookup runs', async () => {
+      const id = await orderedAgent([
+        { type: 'constrain_child_tools', tool_name: 'Bash', children: ['lookup'] },
+      ]);
+      const { res: first, listed } = await parkTurn(
+        id,
+        [
+          { id: 'call_bash', name: 'Bash', arguments: { command: 'ls' } },
+          { id: 'call_audit', name: 'audit', arguments: { q: 'ls' } },
+          { id: 'call_look', name: 'lookup', arguments: { q: 'a.txt' } },
+        ],
+        [
+          { tool_calls: [{ id: 'call_look2', name: 'lookup', arguments: { q: 'a.txt' } }] },
+          { content: 'done' },
+        ],
+      );
+      expect(listed).toEqual(['call_bash']);
+      expect(returnOf(first, 'call_audit').tool_return).toBe(
+        "[ToolRuleViolation] right after Bash only lookup may run, not audit (its call call_bash in this turn waits for the client's result and runs first); allowed now: lookup",
+      );
+      expect(returnOf(first, 'call_look').tool_return).toBe(
+        "[ToolRuleViolation] lookup did not run: it comes after Bash in this turn, whose call call_bash waits for the client's result, and this agent's ordering rules run a turn's calls in order; call lookup again once Bash has run; allowed now: lookup",
+      );
+      // nothing ran on the server before the client ran Bash
+      expect(tools.calls).toEqual([]);
+
+      const done = await api(
+        t,
+        'POST',
+        `/v1/agents/${id}/messages`,
+        toolReturn('call_bash', 'a.txt'),
+      );
+      expect(done.body.stop_reason.stop_reason).toBe('end_turn');
+      // right after Bash, the model was offered its child only, and lookup ran
+      expect(fake.requests[1].toolNames).toEqual(['lookup']);
+      expect(tools.calls.map((c) => c.tool_call_id)).toEqual(['call_look2']);
+    });
+
+    it("parent_last_tool Bash → [lookup] with consent on lookup: lookup is asked about; the client's result and the approval in one answer run Bash's result first, then lookup", async () => {
+      const id = await orderedAgent([
+        { type: 'parent_last_tool', tool_name: 'Bash', children: ['lookup'] },
+        { type: 'requires_approval', tool_name: 'lookup' },
+      ]);
+      const { listed } = await parkTurn(
+        id,
+        [
+          { id: 'call_bash', name: 'Bash', arguments: { command: 'ls' } },
+          { id: 'call_look', name: 'lookup', arguments: { q: 'a.txt' } },
+        ],
+        [{ content: 'done' }],
+      );
+      // lookup may run right after Bash: both are in the request, in the turn's order
+      expect(listed).toEqual(['call_bash', 'call_look']);
+      const done = await api(t, 'POST', `/v1/agents/${id}/messages`, {
+        messages: [
+          {
+            type: 'approval',
+            approvals: [
+              { type: 'approval', tool_call_id: 'call_look', approve: true },
+              { type: 'tool', tool_call_id: 'call_bash', tool_return: 'a.txt', status: 'success' },
+            ],
+          },
+        ],
+        client_tools: [BASH],
+      });
+      expect(done.status).toBe(200);
+      expect(returnOf(done, 'call_look')).toMatchObject({ status: 'success', name: 'lookup' });
+      expect(tools.calls.map((c) => c.tool_call_id)).toEqual(['call_look']);
+      expect(done.body.stop_reason.stop_reason).toBe('end_turn');
+      // the model sees the returns in its turn's order
+      const toolMsgs = fake.requests[1].messages.filter((m: any) => m.role === 'tool');
+      expect(toolMsgs.map((m: any) => m.tool_call_id)).toEqual(['call_bash', 'call_look']);
+    });
   });
 });

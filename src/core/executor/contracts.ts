@@ -41,6 +41,21 @@ export interface ToolCallRequest {
    * newest request with its tool_call_id.
    */
   consentRequestId?: string | null;
+  /**
+   * What the client answered for a call it ran (parked `client_required`: admitted, counted and claimed
+   * then): `executeBatch` records it in its place in the turn, as if the tool had just run here.
+   */
+  clientResult?: ClientResult;
+}
+
+/** A client tool's result, as the client sent it back, with what its call was admitted with. */
+export interface ClientResult {
+  status: 'success' | 'error';
+  value: string;
+  /** When the call was admitted (its outcome's `startedAt`). */
+  startedAt: number;
+  /** The call asked for `request_heartbeat: true`. */
+  heartbeat: boolean;
 }
 
 export interface ExecutionMeta {

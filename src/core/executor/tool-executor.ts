@@ -11,7 +11,14 @@ import {
 } from '../rules/dedupe.rule';
 import { renderRefusal } from '../rules/render-refusal';
 import { RuleIndex, ruleIndexFor } from '../rules/rule-index';
-import { type AwaitingCall, type Denial, deny, lastCall, type RuleView } from '../rules/verdict';
+import {
+  type AwaitingCall,
+  type Denial,
+  deny,
+  lastCall,
+  type RuleView,
+  waitingFor,
+} from '../rules/verdict';
 import { requestsHeartbeat } from '../tools/heartbeat';
 import { DEFAULT_RETURN_CHAR_LIMIT, type ToolDefinition } from '../tools/tool-definition';
 import { ArgumentValidator } from './argument-validator';
@@ -19,6 +26,7 @@ import {
   AgentToolSetup,
   AllowedTools,
   BatchState,
+  ClientResult,
   ConsentCheck,
   ConsentPort,
   DedupeEntry,
@@ -159,7 +167,7 @@ export class ToolExecutor {
     return this.allowedAfter(setup, pass, []);
   }
 
-  /** allowedTools once `awaiting` (calls of this turn that wait for consent) have run. */
+  /** allowedTools once `awaiting` (calls of this turn that wait for consent or the client) have run. */
   private async allowedAfter(
     setup: AgentToolSetup,
     pass: PassState,
@@ -187,10 +195,10 @@ export class ToolExecutor {
   }
 
   /**
-   * `awaiting`: this turn's earlier calls that wait for a person's consent. The rules see them as run, in
-   * order (max-count, exclusive groups, cooldowns, dedupe, and the pass rules: the last of them is the last
-   * call), so nobody is asked to approve a call the rules would refuse once the earlier ones are approved
-   * and run; with ordering rules, no call runs ahead of them.
+   * `awaiting`: this turn's earlier calls that wait for a person's consent or for the client's result. The
+   * rules see them as run, in order (max-count, exclusive groups, cooldowns, dedupe, and the pass rules: the
+   * last of them is the last call), so nobody is asked to approve a call the rules would refuse once the
+   * earlier ones are approved and run; with ordering rules, no call runs ahead of them.
    */
   async execute(
     setup: AgentToolSetup,
@@ -213,9 +221,10 @@ export class ToolExecutor {
   /**
    * Contiguous read_only calls run concurrently (checked and claimed one by one, in order, then run
    * together, then recorded in order), a deduplicated tool once per group; any other call runs alone.
-   * One outcome per call, in order. Each is handed to `settled` as soon as it is known, in order, and
-   * before the next call starts: the caller stores it there, so a process that dies during a later call
-   * keeps the finished calls' results. An error `settled` throws ends the batch: no later call starts.
+   * A call with the client's result is recorded in its place. One outcome per call, in order. Each is
+   * handed to `settled` as soon as it is known, in order, and before the next call starts: the caller
+   * stores it there, so a process that dies during a later call keeps the finished calls' results. An
+   * error `settled` throws ends the batch: no later call starts.
    */
   async executeBatch(
     setup: AgentToolSetup,
@@ -227,16 +236,28 @@ export class ToolExecutor {
     const idx = ruleIndexFor(setup);
     const out: ToolOutcome[] = [];
     const awaiting: AwaitingCall[] = [];
-    const push = async (o: ToolOutcome) => {
+    // a call alone: one that waits (for consent, for the client) is seen by the later ones as run
+    const push = async (call: ToolCallRequest, o: ToolOutcome) => {
+      if (o.kind === 'consent_required' || o.kind === 'client_required')
+        awaiting.push(awaitingCall(call, o.arguments, o.kind === 'client_required'));
+      await settle(o);
+    };
+    const settle = async (o: ToolOutcome) => {
       out.push(o);
       await settled?.(o);
     };
     let i = 0;
     while (i < calls.length) {
+      const answered = calls[i].clientResult;
+      if (answered) {
+        await push(calls[i], await this.completeClientCall(setup, idx, pass, calls[i], answered));
+        i++;
+        continue;
+      }
       let j = i;
       // a tool with a dedupe policy once per group: a repeated call must find the first one's record
       const deduped = new Set<string>();
-      while (j < calls.length && concurrencySafe(idx, calls[j])) {
+      while (j < calls.length && !calls[j].clientResult && concurrencySafe(idx, calls[j])) {
         const name = calls[j].name;
         if (
           dedupePolicy(idx.tools.get(name)!, idx.dedupe.get(name), idx.dedupeStar, setup.settings)
@@ -247,9 +268,7 @@ export class ToolExecutor {
         j++;
       }
       if (j - i < 2) {
-        const o = await this.execute(setup, pass, calls[i], meta, awaiting);
-        if (o.kind === 'consent_required') awaiting.push(awaitingCall(calls[i], o));
-        await push(o);
+        await push(calls[i], await this.execute(setup, pass, calls[i], meta, awaiting));
         i++;
         continue;
       }
@@ -258,7 +277,10 @@ export class ToolExecutor {
       for (const call of group) {
         try {
           const a = await this.admit(setup, idx, pass, call, meta, awaiting);
-          if (a.outcome?.kind === 'consent_required') awaiting.push(awaitingCall(call, a.outcome));
+          if (a.outcome?.kind === 'consent_required')
+            awaiting.push(awaitingCall(call, a.outcome.arguments, false));
+          else if (a.admitted?.tool.kind === 'client')
+            awaiting.push(awaitingCall(call, a.admitted.args, true));
           admissions.push(a);
         } catch (e) {
           admissions.push({ outcome: internalFailure(call, e) });
@@ -278,49 +300,11 @@ export class ToolExecutor {
           } catch (e) {
             o = internalFailure(group[k], e);
           }
-        await push(o);
+        await settle(o);
       }
       i = j;
     }
     return out;
-  }
-
-  /**
-   * Records what the client answered for a call that was `client_required` (admitted, counted and
-   * claimed then), as if the tool had just run here: pass history, exit requirements, dedupe.
-   */
-  async completeClientCall(
-    setup: AgentToolSetup,
-    pass: PassState,
-    call: {
-      toolCallId: string;
-      name: string;
-      arguments: Record<string, unknown>;
-      heartbeat: boolean;
-    },
-    result: { status: 'success' | 'error'; value: string },
-    startedAt: number,
-  ): Promise<ToolOutcome> {
-    const idx = ruleIndexFor(setup);
-    const tool = idx.tools.get(call.name);
-    const req: ToolCallRequest = {
-      toolCallId: call.toolCallId,
-      name: call.name,
-      arguments: call.arguments,
-    };
-    if (!tool) return internalFailure(req, new Error(`no tool named ${call.name}`));
-    pass.batch ??= await this.loadBatch(pass);
-    const policy = dedupePolicy(tool, idx.dedupe.get(call.name), idx.dedupeStar, setup.settings);
-    const admitted: Admitted = {
-      call: req,
-      tool,
-      args: call.arguments,
-      heartbeat: call.heartbeat,
-      policy,
-      key: policy ? canonicalKey(call.name, call.arguments) : undefined,
-      startedAt,
-    };
-    return this.record(setup, idx, pass, admitted, { kind: 'done', ...result });
   }
 
   /** Runs the run_first tools with their prefilled args, each through the full checks. */
@@ -465,7 +449,7 @@ export class ToolExecutor {
       if (isPromise(entry)) entry = await entry;
       if (entry && isLive(policy, entry, now)) {
         if (policy.mode === 'return_cached' && !entry.unknown) {
-          const ahead = runsAhead(idx, name, awaiting);
+          const ahead = runsAhead(idx, name, awaiting, false);
           if (ahead) return refuse(ahead.code, ahead.detail);
           // The model got the result, so ordering rules see it (as the last call, a start tool, an exit),
           // but it satisfies no prerequisite; nothing ran, so nothing is counted.
@@ -562,8 +546,8 @@ export class ToolExecutor {
       }
     }
 
-    // the rules judged it as coming after the turn's calls that wait for consent: it may not run before them
-    const ahead = runsAhead(idx, name, awaiting);
+    // the rules judged it as coming after the turn's waiting calls: it may not run before them
+    const ahead = runsAhead(idx, name, awaiting, tool.kind === 'client');
     if (ahead) return refuse(ahead.code, ahead.detail);
 
     // 6. arguments against the tool's JSON Schema
@@ -621,6 +605,38 @@ export class ToolExecutor {
       if (isPromise(r)) await r;
     }
     return { admitted: { call, tool, args, heartbeat, policy, key, startedAt: now, grantId } };
+  }
+
+  /**
+   * Records what the client answered for a call that was `client_required` (admitted, counted and
+   * claimed then), as if the tool had just run here: pass history, exit requirements, dedupe.
+   */
+  private async completeClientCall(
+    setup: AgentToolSetup,
+    idx: RuleIndex,
+    pass: PassState,
+    call: ToolCallRequest,
+    result: ClientResult,
+  ): Promise<ToolOutcome> {
+    const tool = idx.tools.get(call.name);
+    if (!tool) return internalFailure(call, new Error(`no tool named ${call.name}`));
+    const args = plainArgs(call);
+    pass.batch ??= await this.loadBatch(pass);
+    const policy = dedupePolicy(tool, idx.dedupe.get(call.name), idx.dedupeStar, setup.settings);
+    const admitted: Admitted = {
+      call,
+      tool,
+      args,
+      heartbeat: result.heartbeat,
+      policy,
+      key: policy ? canonicalKey(call.name, args) : undefined,
+      startedAt: result.startedAt,
+    };
+    return this.record(setup, idx, pass, admitted, {
+      kind: 'done',
+      status: result.status,
+      value: result.value,
+    });
   }
 
   private run(setup: AgentToolSetup, a: Admitted, meta: ExecutionMeta): Promise<RunResult> {
@@ -834,26 +850,40 @@ function pendingFor(idx: RuleIndex, batch: BatchState): string[] {
 
 /**
  * With ordering rules, a call that would run now (or be answered from the dedupe cache, which the pass
- * history records) after an earlier call of its turn that waits for consent would run out of the order the
- * rules judged it in, and could change what they say of the waiting one once approved: refused.
+ * history records) after an earlier call of its turn that waits would run out of the order the rules judged
+ * it in, and could change what they say of the waiting one once approved or answered: refused. A call the
+ * client runs (`onClient`) goes to it with the turn's earlier client calls, in order: only a call that waits
+ * for consent comes after it.
  */
 function runsAhead(
   idx: RuleIndex,
   name: string,
   awaiting: readonly AwaitingCall[],
+  onClient: boolean,
 ): Denial | undefined {
-  if (awaiting.length === 0 || !idx.hasOrderingRules) return undefined;
-  const w = awaiting[awaiting.length - 1];
+  if (!idx.hasOrderingRules) return undefined;
+  let w: AwaitingCall | undefined;
+  for (let i = awaiting.length - 1; i >= 0 && !w; i--)
+    if (!onClient || !awaiting[i].client) w = awaiting[i];
+  if (!w) return undefined;
   return deny(
     'RuleViolation',
-    `${name} did not run: it comes after ${w.toolName} in this turn, whose call ${w.toolCallId} waits for consent, and this agent's ordering rules run a turn's calls in order; call ${name} again once ${w.toolName} has run`,
+    `${name} did not run: it comes after ${w.toolName} in this turn, whose call ${w.toolCallId} waits for ${waitingFor(w)}, and this agent's ordering rules run a turn's calls in order; call ${name} again once ${w.toolName} has run`,
   );
 }
 
-/** A call that waits for consent as the later calls of its turn see it (arguments that were not JSON: no dedupe key). */
-function awaitingCall(call: ToolCallRequest, o: ToolOutcome): AwaitingCall {
+/**
+ * A call that waits for consent or the client's result as the later calls of its turn see it (arguments
+ * that were not JSON: no dedupe key).
+ */
+function awaitingCall(
+  call: ToolCallRequest,
+  args: Record<string, unknown>,
+  client: boolean,
+): AwaitingCall {
   const w: AwaitingCall = { toolCallId: call.toolCallId, toolName: call.name };
-  if (typeof call.arguments !== 'string') w.key = canonicalKey(call.name, o.arguments);
+  if (typeof call.arguments !== 'string') w.key = canonicalKey(call.name, args);
+  if (client) w.client = true;
   return w;
 }
 

@@ -2,7 +2,7 @@ import stableStringify from 'json-stable-stringify';
 import type { ExecutorSettings } from '../executor/contracts';
 import type { ToolDefinition } from '../tools/tool-definition';
 import type { DedupeMode } from './tool-rule';
-import { ALLOW, AwaitingCall, deny, RuleOf, Verdict } from './verdict';
+import { ALLOW, AwaitingCall, deny, RuleOf, Verdict, waitingFor } from './verdict';
 
 export type DedupeRule = RuleOf<'dedupe'>;
 
@@ -59,8 +59,8 @@ export function checkDedupe(
 }
 
 /**
- * dedupe within one turn: an identical earlier call that waits for consent makes this one a duplicate once
- * it runs (and there is no result yet to answer with), so this one is refused rather than asked about.
+ * dedupe within one turn: an identical earlier call that waits (for consent or the client) makes this one a
+ * duplicate once it runs (and there is no result yet to answer with), so this one is refused rather than asked about.
  */
 export function checkDedupeInTurn(
   policy: DedupePolicy,
@@ -72,7 +72,7 @@ export function checkDedupeInTurn(
   if (twin === undefined) return ALLOW;
   return deny(
     'Deduplicated',
-    `${tool} was already called with these arguments in this turn (call ${twin.toolCallId}, waiting for consent; dedupe window ${policy.windowMs / 1000}s); use its result once it runs, or change the arguments`,
+    `${tool} was already called with these arguments in this turn (call ${twin.toolCallId}, waiting for ${waitingFor(twin)}; dedupe window ${policy.windowMs / 1000}s); use its result once it runs, or change the arguments`,
     policy.rule,
   );
 }

@@ -12,7 +12,7 @@ import { ALLOW, lastCall, RuleView, Verdict } from './verdict';
 
 /**
  * Pass rules (ordering), in a fixed order; the first denial wins. This turn's calls that wait for consent
- * (`view.awaiting`) count as run in order, the last of them as the last call.
+ * or for the client's result (`view.awaiting`) count as run in order, the last of them as the last call.
  */
 export function checkPassRules(idx: RuleIndex, tool: string, view: RuleView): Verdict {
   let v = checkRunFirst(idx.startTools, tool, view);

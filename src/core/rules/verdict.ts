@@ -24,19 +24,22 @@ export interface RuleView {
   /** Last execution of the tool under check (cooldown), when loaded. */
   lastExecutionAt: number | null;
   /**
-   * This turn's earlier calls that wait for consent, in order: the rules see them as run (batch counts,
-   * cooldowns, dedupe, and the pass rules: the last of them is the last call), so nobody is asked to approve
-   * a call that would be refused once they run. What depends on their output or status is not known yet.
+   * This turn's earlier calls that wait for consent or for the client's result, in order: the rules see them
+   * as run (batch counts, cooldowns, dedupe, and the pass rules: the last of them is the last call), so
+   * nobody is asked to approve a call that would be refused once they run. What depends on their output or
+   * status is not known yet.
    */
   awaiting?: readonly AwaitingCall[];
 }
 
-/** A call of the current turn that waits for a person's consent. */
+/** A call of the current turn that waits for a person's consent, or for the client that runs it. */
 export interface AwaitingCall {
   toolCallId: string;
   toolName: string;
   /** Its dedupe key (`canonicalKey`), when its arguments were JSON. */
   key?: string;
+  /** It runs on the client: admitted already, so the batch's counts and the cooldown hold it. */
+  client?: true;
 }
 
 export type RuleOf<T extends ToolRule['type']> = Extract<ToolRule, { type: T }>;
@@ -49,8 +52,8 @@ export function lastExecution(view: Pick<RuleView, 'history'>): ToolExecution | 
 }
 
 /**
- * The call a new one comes right after: this turn's last call that waits for consent (once approved it runs
- * first), else the pass's last execution.
+ * The call a new one comes right after: this turn's last call that waits for consent or the client (it runs
+ * first, once approved or answered), else the pass's last execution.
  */
 export function lastCall(
   view: Pick<RuleView, 'history' | 'awaiting'>,
@@ -61,14 +64,18 @@ export function lastCall(
 
 export const isWaiting = (c: ToolExecution | AwaitingCall): c is AwaitingCall => !('status' in c);
 
-/** This turn's first call of the tool that waits for consent. */
+/** This turn's first call of the tool that waits (for consent or the client). */
 export function waitingCallOf(view: RuleView, tool: string): AwaitingCall | undefined {
   return view.awaiting?.find((w) => w.toolName === tool);
 }
 
+/** What the waiting call waits for, as refusals say it. */
+export const waitingFor = (w: AwaitingCall): string =>
+  w.client ? "the client's result" : 'consent';
+
 /** How a refusal names the waiting call it depends on. */
 export const waits = (w: AwaitingCall): string =>
-  `its call ${w.toolCallId} in this turn waits for consent`;
+  `its call ${w.toolCallId} in this turn waits for ${waitingFor(w)}`;
 
 export function hasRun(view: RuleView, tool: string, successOnly: boolean): boolean {
   for (const h of view.history) {

@@ -289,13 +289,15 @@ describe('a person is only asked about calls that can run once approved', () => 
     { minLength: 1, maxLength: 8 },
   );
 
-  it('every call that waited for consent runs once approved, whatever the rules', async () => {
+  it("every call that waited for consent or the client's result runs once approved or answered, whatever the rules", async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.array(rule, { maxLength: 5 }),
         turns,
         fc.boolean(),
-        async (rules, steps, readOnly) => {
+        // e runs on the client (needing no consent: the client answers it), or every tool needs consent
+        fc.boolean(),
+        async (rules, steps, readOnly, clientE) => {
           const clock = new FakeClock();
           let approving = false;
           const outputs = new Map<string, string>();
@@ -325,8 +327,17 @@ describe('a person is only asked about calls that can run once approved', () => 
             timers: new ManualTimers(),
           });
           const setup = aSetup(
-            [{ type: 'requires_consent', tool_name: '*' }, ...rules],
-            TOOLS.map((n) => aTool(n, readOnly ? 'read_only' : 'side_effecting')),
+            [
+              ...(clientE ? ['a', 'b', 'c', 'd'] : ['*']).map((tool_name): ToolRule => ({
+                type: 'requires_consent',
+                tool_name,
+              })),
+              ...rules,
+            ],
+            TOOLS.map((n) => ({
+              ...aTool(n, readOnly ? 'read_only' : 'side_effecting'),
+              ...(clientE && n === 'e' ? { kind: 'client' as const } : {}),
+            })),
           );
           let batchId = 'b1';
           let pass = executor.newPass(setup, batchId);
@@ -345,15 +356,28 @@ describe('a person is only asked about calls that can run once approved', () => 
                 return { toolCallId, name: c.name, arguments: { v: c.arg } };
               });
               approving = false;
-              const asked = (await executor.executeBatch(setup, pass, calls, meta()))
-                .filter((o) => o.kind === 'consent_required')
-                .map((o) => calls.find((c) => c.toolCallId === o.toolCallId)!);
-              // the person approves every request; the batch goes on with those calls, in order
+              const waiting = (await executor.executeBatch(setup, pass, calls, meta()))
+                .filter((o) => o.kind === 'consent_required' || o.kind === 'client_required')
+                .map((o) => {
+                  const call = calls.find((c) => c.toolCallId === o.toolCallId)!;
+                  if (o.kind === 'consent_required') return call;
+                  const value = outputs.get(o.toolCallId)!;
+                  const status = value === 'fails' ? ('error' as const) : ('success' as const);
+                  const clientResult = { status, value, startedAt: o.startedAt!, heartbeat: false };
+                  return { ...call, clientResult };
+                });
+              // the person approves every request, the client answers its calls; the batch goes on
+              // with those calls, in order
               approving = true;
-              const after = await executor.executeBatch(setup, pass, asked, meta());
+              const after = await executor.executeBatch(setup, pass, waiting, meta());
               // (a call that runs and fails has run: its status is the tool's)
               expect(after.map((o) => `${o.toolCallId}:${o.kind}`)).toEqual(
-                asked.map((c) => `${c.toolCallId}:executed`),
+                waiting.map((c) => `${c.toolCallId}:executed`),
+              );
+              // the client's results take their places in the pass history, in the turn's order
+              const went = waiting.map((c) => c.toolCallId);
+              expect(pass.history.map((e) => e.toolCallId).filter((i) => went.includes(i))).toEqual(
+                went,
               );
             }
           }

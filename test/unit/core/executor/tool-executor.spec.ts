@@ -2,6 +2,7 @@ import type {
   ConsentCheck,
   ConsentCheckRequest,
   ToolCallRequest,
+  ToolOutcome,
 } from '../../../../src/core/executor/contracts';
 import type { ToolRule } from '../../../../src/core/rules/tool-rule';
 import type { ToolSafety } from '../../../../src/core/tools/tool-definition';
@@ -512,25 +513,82 @@ describe('calls of one turn that wait for consent count toward batch rules, cool
   });
 });
 
+/** `a` calls a with `{}`, `a {"x":1}` with those arguments; ids `call-<position>`. */
+const calls = (specs: string[]): ToolCallRequest[] =>
+  specs.map((c, i) => {
+    const [name, args] = c.split(/ (.*)/);
+    return {
+      toolCallId: `call-${i}`,
+      name,
+      arguments: args ? (JSON.parse(args) as Record<string, unknown>) : {},
+    };
+  });
+const pending = (req: ConsentCheckRequest): ConsentCheck => ({
+  kind: 'pending',
+  requestId: `req-${req.toolCallId}`,
+});
+const approved = (req: ConsentCheckRequest): ConsentCheck => ({
+  kind: 'approved',
+  requestId: `req-${req.toolCallId}`,
+});
+const child = (parent: string, children: string[]): ToolRule => ({
+  type: 'constrain_child_tools',
+  tool_name: parent,
+  children,
+});
+
+const turn = (h: Harness, sent: ToolCallRequest[]) =>
+  h.executor.executeBatch(h.setup, h.pass, sent, h.meta());
+/** The parked turn goes on: the client's results and the approved calls, in the turn's order. */
+const goOn = (h: Harness, parked: ToolOutcome[], sent: ToolCallRequest[]) =>
+  turn(
+    h,
+    parked.map((o) => {
+      const call = sent.find((c) => c.toolCallId === o.toolCallId)!;
+      return o.kind === 'client_required'
+        ? {
+            ...call,
+            clientResult: {
+              status: 'success' as const,
+              value: `${o.toolName} ok`,
+              startedAt: o.startedAt!,
+              heartbeat: o.requestHeartbeat,
+            },
+          }
+        : call;
+    }),
+  );
+/**
+ * A table row: the turn gets `codes` (the first refusal's text matching `text`), only the calls that can
+ * run once approved asked anyone; then every request approved and the client's calls answered, each
+ * waiting call runs, in the turn's order.
+ */
+async function turnThenGoOn(h: Harness, specs: string[], codes: string, text: RegExp) {
+  h.consent.answer = pending;
+  const sent = calls(specs);
+  const out = await turn(h, sent);
+  expect(out.map(code).join(' ')).toBe(codes);
+  expect(h.consent.requests.map((r) => r.toolCallId)).toEqual(
+    out.filter((o) => o.kind === 'consent_required').map((o) => o.toolCallId),
+  );
+  expect(out.find((o) => o.kind === 'refused')?.returnValue ?? '').toMatch(text);
+  const ranFirst = out.filter((o) => o.kind === 'executed');
+  expect(h.invoker.calls.map((c) => c.name)).toEqual(ranFirst.map((o) => o.toolName));
+
+  h.consent.answer = approved;
+  const parked = out.filter((o) => o.kind === 'client_required' || o.kind === 'consent_required');
+  expect((await goOn(h, parked, sent)).map(code)).toEqual(parked.map(() => 'ok'));
+  const asked = parked.filter((o) => o.kind === 'consent_required');
+  expect(h.invoker.calls.map((c) => c.name)).toEqual(
+    [...ranFirst, ...asked].map((o) => o.toolName),
+  );
+  // the pass history: what ran at once, then the waiting calls in the turn's order
+  expect(h.pass.history.map((e) => e.toolCallId)).toEqual(
+    [...ranFirst, ...parked].map((o) => o.toolCallId),
+  );
+}
+
 describe('calls of one turn that wait for consent: the ordering rules see them as run, in order', () => {
-  /** `a` calls a with `{}`, `a {"x":1}` with those arguments; ids `call-<position>`. */
-  const calls = (specs: string[]): ToolCallRequest[] =>
-    specs.map((c, i) => {
-      const [name, args] = c.split(/ (.*)/);
-      return {
-        toolCallId: `call-${i}`,
-        name,
-        arguments: args ? (JSON.parse(args) as Record<string, unknown>) : {},
-      };
-    });
-  const pending = (req: ConsentCheckRequest): ConsentCheck => ({
-    kind: 'pending',
-    requestId: `req-${req.toolCallId}`,
-  });
-  const approved = (req: ConsentCheckRequest): ConsentCheck => ({
-    kind: 'approved',
-    requestId: `req-${req.toolCallId}`,
-  });
   /** a, b and c need consent; d and e do not. */
   const anAgent = (rules: ToolRule[]) =>
     new Harness(
@@ -541,13 +599,6 @@ describe('calls of one turn that wait for consent: the ordering rules see them a
         ...rules,
       ]),
     );
-  const turn = (h: Harness, sent: ToolCallRequest[]) =>
-    h.executor.executeBatch(h.setup, h.pass, sent, h.meta());
-  const child = (parent: string, children: string[]): ToolRule => ({
-    type: 'constrain_child_tools',
-    tool_name: parent,
-    children,
-  });
 
   it.each<[string, ToolRule[], string[], string, RegExp]>([
     [
@@ -640,26 +691,7 @@ describe('calls of one turn that wait for consent: the ordering rules see them a
       'pending ok',
       /^$/,
     ],
-  ])('%s', async (_s, rules, specs, codes, text) => {
-    const h = anAgent(rules);
-    h.consent.answer = pending;
-    const sent = calls(specs);
-    const out = await turn(h, sent);
-    expect(out.map(code).join(' ')).toBe(codes);
-    // only the calls that can run once approved asked anyone
-    expect(h.consent.requests.map((r) => r.toolCallId)).toEqual(
-      out.filter((o) => o.kind === 'consent_required').map((o) => o.toolCallId),
-    );
-    expect(out.find((o) => o.kind === 'refused')?.returnValue ?? '').toMatch(text);
-    const ranFirst = sent.filter((_c, i) => out[i].kind === 'executed').map((c) => c.name);
-    expect(h.invoker.calls.map((c) => c.name)).toEqual(ranFirst);
-
-    // every request approved: the batch goes on with the waiting calls, in order, and each runs
-    h.consent.answer = approved;
-    const asked = sent.filter((_c, i) => out[i].kind === 'consent_required');
-    expect((await turn(h, asked)).map(code)).toEqual(asked.map(() => 'ok'));
-    expect(h.invoker.calls.map((c) => c.name)).toEqual([...ranFirst, ...asked.map((c) => c.name)]);
-  });
+  ])('%s', (_s, rules, specs, codes, text) => turnThenGoOn(anAgent(rules), specs, codes, text));
 
   it('approved: the parent and its child run in order, the refused call stays refused, nothing runs twice', async () => {
     const h = anAgent([child('a', ['c'])]);
@@ -769,6 +801,143 @@ describe('calls of one turn that wait for consent: the ordering rules see them a
     expect(h.pass.history.map((e) => e.toolName)).toEqual(['d']);
     // with nothing waiting, the cache answers
     expect(await h.run(['d {"x":1}'])).toBe('cached');
+  });
+});
+
+describe("client calls of one turn wait for the client's result: the rules see them as run, in order", () => {
+  /** k and m run on the client; a, b and c need consent; d and e do not. */
+  const anAgent = (rules: ToolRule[]) =>
+    new Harness(
+      aSetup(
+        [
+          { type: 'requires_consent', tool_name: 'a' },
+          { type: 'requires_consent', tool_name: 'b' },
+          { type: 'requires_consent', tool_name: 'c' },
+          ...rules,
+        ],
+        [
+          ...['a', 'b', 'c', 'd', 'e'].map((n) => aTool(n)),
+          ...['k', 'm'].map((n) => ({ ...aTool(n, 'side_effecting'), kind: 'client' as const })),
+        ],
+      ),
+    );
+
+  it.each<[string, ToolRule[], string[], string, RegExp]>([
+    [
+      'constrain_child_tools: right after a client call of k only c, so d does not run ahead',
+      [child('k', ['c'])],
+      ['k', 'd'],
+      'client RuleViolation',
+      /^\[ToolRuleViolation\] right after k only c may run, not d \(its call call-0 in this turn waits for the client's result and runs first\); allowed now: c$/,
+    ],
+    [
+      'constrain_child_tools: b refused at once, c asked about',
+      [child('k', ['c'])],
+      ['k', 'b', 'c'],
+      'client RuleViolation pending',
+      /right after k only c may run, not b \(its call call-0 in this turn waits for the client's result/,
+    ],
+    [
+      'a child that needs no consent does not run ahead of its client parent',
+      [child('k', ['d'])],
+      ['k', 'd'],
+      'client RuleViolation',
+      /^\[ToolRuleViolation\] d did not run: it comes after k in this turn, whose call call-0 waits for the client's result, and this agent's ordering rules run a turn's calls in order; call d again once k has run; allowed now: d$/,
+    ],
+    [
+      'parent_last_tool: b comes right after the client call of its parent',
+      [{ type: 'parent_last_tool', tool_name: 'k', children: ['b'] }],
+      ['k', 'b'],
+      'client pending',
+      /^$/,
+    ],
+    [
+      "conditional: the next tool depends on k's output, unknown until the client answers",
+      [{ type: 'conditional', tool_name: 'k', child_output_mapping: { yes: 'b', no: 'c' } }],
+      ['k', 'b'],
+      'client RuleViolation',
+      /the tool that may run after k depends on its output, not known yet: its call call-0 in this turn waits for the client's result; call b again once k has run/,
+    ],
+    [
+      'requires_preceding_tools: whether k succeeds is not known yet',
+      [{ type: 'requires_preceding_tools', tool_name: 'b', tools: ['k'] }],
+      ['k', 'b'],
+      'client RuleViolation',
+      /b requires k earlier in this pass; whether k succeeds is not known yet: its call call-0 in this turn waits for the client's result/,
+    ],
+    [
+      'requires_following_tools: b must run before k, which comes first',
+      [{ type: 'requires_following_tools', tool_name: 'b', tools: ['k'] }],
+      ['k', 'b'],
+      'client RuleViolation',
+      /b must run before k, which comes before it \(its call call-0 in this turn waits for the client's result and runs first\)/,
+    ],
+    [
+      'run_first: a client start tool meets the rule for the calls after it',
+      [{ type: 'run_first', tool_name: 'k' }],
+      ['k', 'b'],
+      'client pending',
+      /^$/,
+    ],
+    [
+      "the client's calls go to it together, in order: none runs ahead of another",
+      [child('k', ['m'])],
+      ['k', 'm'],
+      'client client',
+      /^$/,
+    ],
+    [
+      'a client call after a call waiting for consent still does not run ahead of it',
+      [child('a', ['k'])],
+      ['a', 'k'],
+      'pending RuleViolation',
+      /k did not run: it comes after a in this turn, whose call call-0 waits for consent/,
+    ],
+    [
+      'without ordering rules, a call after a client call runs at once (unchanged)',
+      [],
+      ['k', 'd'],
+      'client ok',
+      /^$/,
+    ],
+    [
+      'max count: a client call is counted once (when it is admitted), not again as waiting',
+      [{ type: 'max_count_per_step', tool_name: 'k', max_count_limit: 2 }],
+      ['k {"n":1}', 'k {"n":2}', 'k {"n":3}'],
+      'client client RuleViolation',
+      /^\[ToolRuleViolation\] k reached its limit of 2 calls in this batch; allowed now/,
+    ],
+    [
+      'dedupe: an identical call would be a duplicate once the client answers the first',
+      [{ type: 'dedupe', tool_name: 'k', window_seconds: 60, mode: 'reject' }],
+      ['k {"x":1}', 'k {"x":1}', 'k {"x":2}'],
+      'client Deduplicated client',
+      /\(call call-0, waiting for the client's result; dedupe window 60s\)/,
+    ],
+  ])('%s', (_s, rules, specs, codes, text) => turnThenGoOn(anAgent(rules), specs, codes, text));
+
+  it("on resume the client's result takes its place in the turn, before the approved call after it", async () => {
+    const h = anAgent([{ type: 'parent_last_tool', tool_name: 'k', children: ['b'] }]);
+    h.consent.answer = pending;
+    const sent = calls(['k', 'b']);
+    const out = await turn(h, sent);
+    expect(out.map(code)).toEqual(['client', 'pending']);
+    h.consent.answer = approved;
+    expect((await goOn(h, out, sent)).map(code)).toEqual(['ok', 'ok']);
+    expect(h.pass.history.map((e) => e.toolName)).toEqual(['k', 'b']);
+    expect(h.invoker.calls.map((c) => c.name)).toEqual(['b']);
+  });
+
+  it('the client refuses its call: the approved call after it is checked without it', async () => {
+    const h = anAgent([{ type: 'parent_last_tool', tool_name: 'k', children: ['b'] }]);
+    h.consent.answer = pending;
+    const sent = calls(['k', 'b']);
+    expect((await turn(h, sent)).map(code)).toEqual(['client', 'pending']);
+    h.consent.answer = approved;
+    // (the processor answers the refused client call itself: only b goes on)
+    const [b] = await turn(h, [sent[1]]);
+    expect(b.returnValue).toMatch(/b may run only right after k/);
+    expect(h.invoker.calls).toHaveLength(0);
   });
 });
 
