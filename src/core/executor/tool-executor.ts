@@ -449,7 +449,7 @@ export class ToolExecutor {
       if (isPromise(entry)) entry = await entry;
       if (entry && isLive(policy, entry, now)) {
         if (policy.mode === 'return_cached' && !entry.unknown) {
-          const ahead = runsAhead(idx, name, awaiting, false);
+          const ahead = runsAhead(idx, name, awaiting, false, false);
           if (ahead) return refuse(ahead.code, ahead.detail);
           // The model got the result, so ordering rules see it (as the last call, a start tool, an exit),
           // but it satisfies no prerequisite; nothing ran, so nothing is counted.
@@ -499,6 +499,9 @@ export class ToolExecutor {
     let grantId: string | undefined;
     const consentRule = idx.consent.get(name);
     if (consentRule) {
+      // nobody is asked about a call that could not run once approved
+      const ahead = runsAhead(idx, name, awaiting, tool.kind === 'client', true);
+      if (ahead) return refuse(ahead.code, ahead.detail);
       let c: ConsentCheck;
       try {
         c = await this.deps.consent.check({
@@ -547,7 +550,7 @@ export class ToolExecutor {
     }
 
     // the rules judged it as coming after the turn's waiting calls: it may not run before them
-    const ahead = runsAhead(idx, name, awaiting, tool.kind === 'client');
+    const ahead = runsAhead(idx, name, awaiting, tool.kind === 'client', false);
     if (ahead) return refuse(ahead.code, ahead.detail);
 
     // 6. arguments against the tool's JSON Schema
@@ -853,22 +856,29 @@ function pendingFor(idx: RuleIndex, batch: BatchState): string[] {
  * history records) after an earlier call of its turn that waits would run out of the order the rules judged
  * it in, and could change what they say of the waiting one once approved or answered: refused. A call the
  * client runs (`onClient`) goes to it with the turn's earlier client calls, in order: only a call that waits
- * for consent comes after it.
+ * for consent comes after it. A call about to be asked about (`asking`) runs after the calls that wait for
+ * consent once approved, except after a client tool's, which then waits for the client: it would run ahead
+ * (unless it runs on the client too, after it).
  */
 function runsAhead(
   idx: RuleIndex,
   name: string,
   awaiting: readonly AwaitingCall[],
   onClient: boolean,
+  asking: boolean,
 ): Denial | undefined {
-  if (!idx.hasOrderingRules) return undefined;
+  if (!idx.hasOrderingRules || (asking && onClient)) return undefined;
   let w: AwaitingCall | undefined;
-  for (let i = awaiting.length - 1; i >= 0 && !w; i--)
-    if (!onClient || !awaiting[i].client) w = awaiting[i];
+  for (let i = awaiting.length - 1; i >= 0 && !w; i--) {
+    const a = awaiting[i];
+    if (asking ? !a.client && idx.tools.get(a.toolName)?.kind === 'client' : !onClient || !a.client)
+      w = a;
+  }
   if (!w) return undefined;
+  const waits = asking ? "consent, then for the client's result" : waitingFor(w);
   return deny(
     'RuleViolation',
-    `${name} did not run: it comes after ${w.toolName} in this turn, whose call ${w.toolCallId} waits for ${waitingFor(w)}, and this agent's ordering rules run a turn's calls in order; call ${name} again once ${w.toolName} has run`,
+    `${name} did not run: it comes after ${w.toolName} in this turn, whose call ${w.toolCallId} waits for ${waits}, and this agent's ordering rules run a turn's calls in order; call ${name} again once ${w.toolName} has run`,
   );
 }
 

@@ -928,6 +928,45 @@ describe("client calls of one turn wait for the client's result: the rules see t
     expect(h.invoker.calls.map((c) => c.name)).toEqual(['b']);
   });
 
+  it('a client call that needs consent waits for the client once approved: with ordering rules, no one is asked about a call after it', async () => {
+    const h = anAgent([
+      { type: 'requires_consent', tool_name: 'k' },
+      { type: 'parent_last_tool', tool_name: 'k', children: ['b'] },
+    ]);
+    h.consent.answer = pending;
+    const sent = calls(['k', 'b']);
+    const out = await turn(h, sent);
+    expect(out.map(code)).toEqual(['pending', 'RuleViolation']);
+    expect(out[1].returnValue).toMatch(
+      /^\[ToolRuleViolation\] b did not run: it comes after k in this turn, whose call call-0 waits for consent, then for the client's result, and this agent's ordering rules run a turn's calls in order; call b again once k has run/,
+    );
+    expect(h.consent.requests.map((r) => r.toolCallId)).toEqual(['call-0']);
+    // approved, k goes to the client; answered, b may follow it
+    h.consent.answer = approved;
+    const [k] = await turn(h, [sent[0]]);
+    expect(code(k)).toBe('client');
+    expect((await goOn(h, [k], sent)).map(code)).toEqual(['ok']);
+    expect((await turn(h, [{ toolCallId: 'call-9', name: 'b', arguments: {} }])).map(code)).toEqual(
+      ['ok'],
+    );
+  });
+
+  it('two client calls that need consent: both are asked about, and go to the client together once approved', async () => {
+    const h = anAgent([
+      { type: 'requires_consent', tool_name: 'k' },
+      { type: 'requires_consent', tool_name: 'm' },
+      child('k', ['m']),
+    ]);
+    h.consent.answer = pending;
+    const sent = calls(['k', 'm']);
+    expect((await turn(h, sent)).map(code)).toEqual(['pending', 'pending']);
+    h.consent.answer = approved;
+    const both = await turn(h, sent);
+    expect(both.map(code)).toEqual(['client', 'client']);
+    expect((await goOn(h, both, sent)).map(code)).toEqual(['ok', 'ok']);
+    expect(h.pass.history.map((e) => e.toolName)).toEqual(['k', 'm']);
+  });
+
   it('the client refuses its call: the approved call after it is checked without it', async () => {
     const h = anAgent([{ type: 'parent_last_tool', tool_name: 'k', children: ['b'] }]);
     h.consent.answer = pending;
