@@ -747,20 +747,17 @@ export class MessagingService implements OnModuleInit {
    * recover the other.
    */
   private async adopt(agentId: string): Promise<void> {
+    // A run still going here is from the tenure this instance lost, whether or not another instance has
+    // ended it since (its writes would pass the fence under the new token): it stops before anything is
+    // read, and is then recovered as it left itself, if still `running`.
+    await Promise.all(
+      this.processor.activeRunIds(agentId).map((id) => this.processor.stop(id, 'interrupted')),
+    );
     this.repo.forget(agentId);
     this.agents.forget(agentId);
     this.exec.forgetAgent(agentId, await this.repo.openBatchIds(agentId));
-    for (const found of await this.repo.runsOfAgent(agentId, 'running')) {
-      let run = found;
-      if (this.processor.isActive(run.id)) {
-        // still going here, from the tenure this instance lost: once stopped, it is as it left it
-        await this.processor.stop(run.id, 'interrupted');
-        const left = await this.repo.findRunById(run.id);
-        if (left?.status !== 'running') continue;
-        run = left;
-      }
+    for (const run of await this.repo.runsOfAgent(agentId, 'running'))
       await this.recovery.interrupt(run);
-    }
   }
 
   /**

@@ -5,11 +5,13 @@ import * as path from 'node:path';
 import { NOT_STARTED, OUTCOME_UNKNOWN } from '../../src/processing/run-recovery';
 import { ProcessingRepository } from '../../src/processing/processing.repository';
 import { MessagingService } from '../../src/processing/messaging.service';
+import { AgentProcessor } from '../../src/processing/agent-processor.service';
 import type { RunEntity } from '../../src/processing/entities/run.entity';
 import { ToolExecutorService } from '../../src/rules/tool-executor.service';
 import { PermissionBrokerService } from '../../src/permissions/permission-broker.service';
 import { DataSource } from 'typeorm';
 import { sqlTable } from '../../src/database/sql-names';
+import { AGENT_LEASES } from '../../src/cluster/agent-leases';
 import { startApp, startAppProcess, TestApp } from '../support/app-harness';
 import { FakeModelServer, startFakeModelServer } from '../support/fake-model-server';
 import {
@@ -490,14 +492,21 @@ describe('processing: restart recovery', () => {
         const repo = t.app.get(ProcessingRepository);
         const append = repo.append.bind(repo);
         const runsOfAgent = repo.runsOfAgent.bind(repo);
-        let sweepRead!: () => void;
-        const swept = new Promise<void>((r) => (sweepRead = r));
+        let sweepCame!: () => void;
+        const swept = new Promise<void>((r) => (sweepCame = r));
         let lapsed = false;
-        // the sweep has read the agent's running runs: the run stops only after it looked at them
+        // the run goes on only once the sweep is taking the agent back: it asks the run to stop (before
+        // it reads the agent's running runs), or it has read them
         jest.spyOn(repo, 'runsOfAgent').mockImplementation(async (agentId, status) => {
           const runs = await runsOfAgent(agentId, status);
-          if (lapsed && status === 'running') setImmediate(sweepRead);
+          if (lapsed && status === 'running') setImmediate(sweepCame);
           return runs;
+        });
+        const processor = t.app.get(AgentProcessor);
+        const stop = processor.stop.bind(processor);
+        jest.spyOn(processor, 'stop').mockImplementation((runId, why) => {
+          if (lapsed) setImmediate(sweepCame);
+          return stop(runId, why);
         });
         jest.spyOn(repo, 'append').mockImplementation(async (agentId, rows, step) => {
           if (lapsed || !rows.some((r) => r.message_type === 'tool_return_message'))
@@ -526,6 +535,55 @@ describe('processing: restart recovery', () => {
         expect(tools.calls).toHaveLength(1);
       } finally {
         jest.restoreAllMocks();
+        await t.close();
+      }
+    },
+  );
+
+  pgOnly(
+    'the lease lapses while a tool runs, another instance ends the run and lets the agent go, a message brings it back here: the old run stops, it calls no model and runs nothing more',
+    async () => {
+      const { t, id, lapse } = await lapsingLease();
+      try {
+        let started!: () => void;
+        const toolStarted = new Promise<void>((r) => (started = r));
+        let finish!: () => void;
+        const finished = new Promise<void>((r) => (finish = r));
+        tools.handle('lookup', async () => {
+          started();
+          await finished;
+          return { body: 'found it' };
+        });
+        fake.push({ tool_calls: [{ name: 'lookup', arguments: {} }] });
+        const run = (await api(t, 'POST', `/v1/agents/${id}/messages/async`, say('look it up')))
+          .body.id;
+        await toolStarted;
+        await lapse();
+        // another instance took the agent, ended the run (recovery) and let it go: a new owner, token + 1
+        const ds = t.app.get(DataSource);
+        const leases = sqlTable(t.config.database.schema, 'agent_leases');
+        await ds.query(
+          `UPDATE ${leases} SET owner = 'other/1', token = token + 1, expires_at = 0 WHERE agent_id = $1`,
+          [id],
+        );
+        await ds.query(
+          `UPDATE ${sqlTable(t.config.database.schema, 'runs')} SET status = 'failed', error = 'interrupted' WHERE id = $1`,
+          [run],
+        );
+        // this instance has not noticed yet, but its own deadline has passed: the next message takes it back
+        (t.app.get(AGENT_LEASES) as any).mine.get(id).until = 0;
+        fake.push({ content: 'next answer' });
+        const next = api(t, 'POST', `/v1/agents/${id}/messages`, say('next'));
+        setTimeout(finish, 200); // the tool answers once the agent is back here
+        const answered = await next;
+        expect(answered.body.stop_reason.stop_reason).toBe('end_turn');
+        expect(answered.body.messages.at(-1)).toMatchObject({ content: 'next answer' });
+        // the old run went no further: one model call for it, one for the next message
+        expect(fake.requests).toHaveLength(2);
+        const msgs = (await api(t, 'GET', `/v1/runs/${run}/messages`)).body as any[];
+        expect(msgs.map((m) => m.tool_return)).not.toContain('found it');
+        expect((await api(t, 'GET', `/v1/runs/${run}`)).body).toMatchObject({ status: 'failed' });
+      } finally {
         await t.close();
       }
     },
