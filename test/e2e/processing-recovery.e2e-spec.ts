@@ -571,7 +571,7 @@ describe('processing: restart recovery', () => {
           [run],
         );
         // this instance has not noticed yet, but its own deadline has passed: the next message takes it back
-        (t.app.get(AGENT_LEASES) as any).mine.get(id).until = 0;
+        t.app.get<{ mine: Map<string, { until: number }> }>(AGENT_LEASES).mine.get(id)!.until = 0;
         fake.push({ content: 'next answer' });
         const next = api(t, 'POST', `/v1/agents/${id}/messages`, say('next'));
         setTimeout(finish, 200); // the tool answers once the agent is back here
