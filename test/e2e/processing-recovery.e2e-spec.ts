@@ -441,25 +441,35 @@ describe('processing: restart recovery', () => {
     return { t, id, lapse };
   }
 
+  /** A run whose `lookup` call is running when the lease lapses; `finish` makes the tool answer 'found it'. */
+  async function lapsedInTool(
+    t: TestApp,
+    id: string,
+    lapse: () => Promise<void>,
+  ): Promise<{ run: string; finish: () => void }> {
+    let started!: () => void;
+    const toolStarted = new Promise<void>((r) => (started = r));
+    let finish!: () => void;
+    const finished = new Promise<void>((r) => (finish = r));
+    tools.handle('lookup', async () => {
+      started();
+      await finished;
+      return { body: 'found it' };
+    });
+    fake.push({ tool_calls: [{ name: 'lookup', arguments: {} }] });
+    const run = (await api(t, 'POST', `/v1/agents/${id}/messages/async`, say('look it up'))).body
+      .id as string;
+    await toolStarted;
+    await lapse();
+    return { run, finish };
+  }
+
   pgOnly(
     'the agent’s lease lapses while a tool runs and no other instance takes the agent: the run is recovered here, its call gets a return, the next message runs',
     async () => {
       const { t, id, lapse } = await lapsingLease();
       try {
-        let started!: () => void;
-        const toolStarted = new Promise<void>((r) => (started = r));
-        let finish!: () => void;
-        const finished = new Promise<void>((r) => (finish = r));
-        tools.handle('lookup', async () => {
-          started();
-          await finished;
-          return { body: 'found it' };
-        });
-        fake.push({ tool_calls: [{ name: 'lookup', arguments: {} }] });
-        const run = (await api(t, 'POST', `/v1/agents/${id}/messages/async`, say('look it up')))
-          .body.id;
-        await toolStarted;
-        await lapse();
+        const { run, finish } = await lapsedInTool(t, id, lapse);
         finish(); // the tool answers; the fence refuses the return this instance would write
 
         expect(await runEnded(t, run)).toMatchObject({ status: 'failed', error: 'interrupted' });
@@ -545,20 +555,7 @@ describe('processing: restart recovery', () => {
     async () => {
       const { t, id, lapse } = await lapsingLease();
       try {
-        let started!: () => void;
-        const toolStarted = new Promise<void>((r) => (started = r));
-        let finish!: () => void;
-        const finished = new Promise<void>((r) => (finish = r));
-        tools.handle('lookup', async () => {
-          started();
-          await finished;
-          return { body: 'found it' };
-        });
-        fake.push({ tool_calls: [{ name: 'lookup', arguments: {} }] });
-        const run = (await api(t, 'POST', `/v1/agents/${id}/messages/async`, say('look it up')))
-          .body.id;
-        await toolStarted;
-        await lapse();
+        const { run, finish } = await lapsedInTool(t, id, lapse);
         // another instance took the agent, ended the run (recovery) and let it go: a new owner, token + 1
         const ds = t.app.get(DataSource);
         const leases = sqlTable(t.config.database.schema, 'agent_leases');
