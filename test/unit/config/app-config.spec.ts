@@ -250,7 +250,7 @@ describe('loadConfig', () => {
 
   it('quotas: defaults for every tenant, other numbers for some; each checked, tenant names as given', () => {
     const c = loadConfig({}, { quotas: { blocks: 7, tenants: { 'team.a': { blocks: 2 } } } });
-    expect(c.quotas.defaults).toMatchObject({ agents: 10000, blocks: 7, running_runs: 64 });
+    expect(c.quotas.defaults).toMatchObject({ agents: 10000, blocks: 7, running_runs: 256 });
     expect(c.quotas.tenants).toEqual({ 'team.a': { blocks: 2 } });
     let err: ConfigError | undefined;
     try {
