@@ -39,7 +39,12 @@ export class AgentFilesLoader implements OnApplicationBootstrap {
       names.set(name, file);
       try {
         // unknown fields (typos) are reported together with invalid values
-        if ((await this.agents.upsertFromFile(doc, unknownAgentFileFields(doc))).changed) changed++;
+        const done = await this.agents.upsertFromFile(doc, unknownAgentFileFields(doc));
+        if (done.changed) changed++;
+        if (done.sharesNameWith)
+          this.logger.warn(
+            `agent file ${file}: created agent ${done.agent.id} named "${name}", beside agent ${done.sharesNameWith} of the same name created over the API in tenant default (left as it is); clients that find agents by name see both`,
+          );
       } catch (e) {
         if (e instanceof DomainError && Array.isArray(e.details.problems)) {
           const problems = e.details.problems as { path: string; message: string }[];

@@ -52,6 +52,13 @@ export type InitialMessagesWriter = (
 ) => Promise<void>;
 
 /** An agent with everything its response needs; relations not in `include` are left empty. */
+/** `sharesNameWith`: an API-created agent of tenant default that has the name of the file's new agent. */
+export interface FileAgentUpsert {
+  agent: AgentEntity;
+  changed: boolean;
+  sharesNameWith?: string;
+}
+
 export interface AgentView {
   record: AgentRecord;
   include: ReadonlySet<AgentRelation>;
@@ -491,7 +498,7 @@ export class AgentsService {
   async upsertFromFile(
     doc: unknown,
     fileProblems: ValidationProblem[] = [],
-  ): Promise<{ agent: AgentEntity; changed: boolean }> {
+  ): Promise<FileAgentUpsert> {
     try {
       return await answeringConflicts(() => this.upsertFileAgent(doc, fileProblems));
     } catch (e) {
@@ -504,7 +511,7 @@ export class AgentsService {
   private async upsertFileAgent(
     doc: unknown,
     fileProblems: ValidationProblem[],
-  ): Promise<{ agent: AgentEntity; changed: boolean }> {
+  ): Promise<FileAgentUpsert> {
     const tenantId = DEFAULT_TENANT;
     const draft = await this.validate(tenantId, doc, undefined, fileProblems);
     // the file's own agent: one a tenant created over the API (or imported) is never the file's
@@ -517,23 +524,15 @@ export class AgentsService {
       .digest('hex');
     if (existing?.source_hash === hash) return { agent: existing, changed: false };
     if (!existing) {
-      // neither taken over nor shadowed in silence: clients find agents by name (?name=)
-      const taken = await this.agents.findOldestByName(tenantId, draft.name, 'api');
-      if (taken)
-        throw validationFailed(
-          [
-            {
-              path: 'name',
-              message: `"${draft.name}" is the name of agent ${taken.id}, created over the API in tenant ${tenantId}; a file never takes over an agent it did not create: rename the file's agent, or rename or delete that one`,
-            },
-          ],
-          'agent file is invalid',
-        );
+      // Never taken over; and a tenant's agent of the name must not keep the operator's from booting:
+      // both live, and the loader says so (clients that find agents by ?name= see both).
+      const sharesName = await this.agents.findOldestByName(tenantId, draft.name, 'api');
       return {
         agent: await this.agents.save(await this.newEntity(tenantId, draft, 'file', hash), {
           operator: true,
         }),
         changed: true,
+        sharesNameWith: sharesName?.id,
       };
     }
     const blocks = draft.blocks.map((b) => ({

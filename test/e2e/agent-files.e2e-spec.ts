@@ -1,4 +1,5 @@
 import Letta from '@letta-ai/letta-client';
+import { Logger } from '@nestjs/common';
 import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
@@ -23,8 +24,8 @@ model_script:
 `;
 
 /**
- * Agents in config/agents/*.yaml are upserted by name at boot, among the agents files created; a broken file,
- * or one naming an agent a tenant created over the API, stops the boot.
+ * Agents in config/agents/*.yaml are upserted by name at boot, among the agents files created; a broken file
+ * stops the boot, and an agent a tenant created over the API is never taken over.
  */
 describe('agent files', () => {
   const dirs: string[] = [];
@@ -160,25 +161,40 @@ describe('agent files', () => {
     return (await res.json()) as Json;
   };
 
-  it("a file never takes over a tenant's API-created agent of its name: the boot stops naming both, nothing changed", async () => {
+  it("a tenant's API agent named like a file's is never taken over, and never keeps the operator's agent from booting", async () => {
     const dir = newDir();
     let t = await startApp({ dir });
     const tenants = await createOverApi(t.baseUrl, 'helper');
     await t.close();
 
-    // the operator adds a file whose agent has that name
+    // the operator adds a file whose agent has that name: the boot goes on and says so
     const file = path.join(dir, 'agents', 'helper.yaml');
     writeFileSync(file, AGENT);
-    await expect(startApp({ dir })).rejects.toThrow(
-      `agent file ${file}: name: "helper" is the name of agent ${String(tenants.id)}, created over the API in tenant default`,
-    );
-
-    // renamed, the file's agent is created alongside; the tenant's is as it was
-    writeFileSync(file, AGENT.replace('name: helper', 'name: helper-ops'));
-    t = await startApp({ dir });
+    const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    let warned: string[];
+    try {
+      t = await startApp({ dir });
+    } finally {
+      warned = warn.mock.calls.map((c) => String(c[0]));
+      warn.mockRestore();
+    }
     const agents = await listAll(t.baseUrl);
+    const fromFile = agents.find((a) => a.source === 'file');
+    expect(fromFile).toMatchObject({ name: 'helper', description: 'first version' });
     expect(agents.find((a) => a.id === tenants.id)).toEqual(tenants);
-    expect(agents.find((a) => a.name === 'helper-ops')).toMatchObject({ source: 'file' });
+    expect(warned).toContainEqual(
+      expect.stringContaining(
+        `agent file ${file}: created agent ${String(fromFile?.id)} named "helper", beside agent ${String(tenants.id)} of the same name created over the API`,
+      ),
+    );
+    await t.close();
+
+    // re-boots keep both as they are
+    t = await startApp({ dir });
+    const again = await listAll(t.baseUrl);
+    expect(again.find((a) => a.id === tenants.id)).toEqual(tenants);
+    expect(again.find((a) => a.id === fromFile?.id)).toEqual(fromFile);
+    expect(again).toHaveLength(2);
     await t.close();
   });
 
