@@ -19,14 +19,24 @@ const PROBE_CHARS = 16;
  * escapes it; as base64 (whole, or inside a Basic credential a service builds around it, at any
  * alignment); and, for a value that is base64 of text (a Basic credential), decoded, and its password
  * alone. Of forms found at the same place the longest wins, so a value inside another is not half
- * replaced. Plain string search in linear time, never a pattern built from a value: the cost stays
- * linear whatever a tenant makes its secret and its echo. Apply once, before any cut.
+ * replaced; forms that overlap are replaced together, so no part of one is left. Plain string search in
+ * linear time, never a pattern built from a value: the cost stays linear whatever a tenant makes its
+ * secret and its echo. Apply once, before any cut.
+ *
+ * Each further group of values is replaced in what the groups before left. Values a tenant may not
+ * read go first, values it may choose after: a chosen value then never matches across part of a hidden
+ * one, so whether it was replaced tells nothing about the hidden one.
  */
-export function redactor(secrets: readonly SecretValue[]): Redact {
+export function redactor(...groups: readonly (readonly SecretValue[])[]): Redact {
+  const passes = groups.map(redactorOf).filter((r) => r !== null);
+  return (text) => passes.reduce((t, redact) => redact(t), text);
+}
+
+function redactorOf(secrets: readonly SecretValue[]): Redact | null {
   const labels = new Map<string, string>();
   for (const s of secrets)
     for (const form of forms(s.value)) if (!labels.has(form)) labels.set(form, s.label);
-  if (labels.size === 0) return (text) => text;
+  if (labels.size === 0) return null;
   const ordered = [...labels].sort((a, b) => b[0].length - a[0].length);
   return (text) => {
     // per place, the longest form that starts there (`ordered` is longest first)
@@ -45,9 +55,14 @@ export function redactor(secrets: readonly SecretValue[]): Redact {
     let pos = 0;
     for (let start = 0; start < text.length; start++) {
       const i = found[start];
-      if (i === -1 || start < pos) continue;
-      out += `${text.slice(pos, start)}[redacted:${ordered[i][1]}]`;
-      pos = start + ordered[i][0].length;
+      if (i === -1) continue;
+      const end = start + ordered[i][0].length;
+      // one that starts inside the last replaced stretch and goes on lengthens it
+      if (start < pos) pos = Math.max(pos, end);
+      else {
+        out += `${text.slice(pos, start)}[redacted:${ordered[i][1]}]`;
+        pos = end;
+      }
     }
     return out + text.slice(pos);
   };

@@ -66,6 +66,25 @@ describe('redactor: every form an echo shows a secret in is [redacted:LABEL]', (
     expect(both('xx-abcd1234-yy and abcd1234')).toBe('[redacted:LONG] and [redacted:SHORT]');
   });
 
+  it('two values whose echoes overlap: replaced together, no part of either is left', () => {
+    const both = redactor([
+      { label: 'A', value: 'head-1234' },
+      { label: 'B', value: '1234-tail-5678' },
+    ]);
+    expect(both('head-1234-tail-5678!')).toBe('[redacted:A]!');
+  });
+
+  it.each(['"key":"sk-l', '"key":"sk-X'])(
+    'a later group’s value (%s) cannot match across an earlier group’s: the answer is the same whether it guessed right',
+    (guess) => {
+      const redact = redactor(
+        [{ label: 'HIDDEN', value: 'sk-literal-9d2c41a7' }],
+        [{ label: 'CHOSEN', value: guess }],
+      );
+      expect(redact('{"key":"sk-literal-9d2c41a7"}')).toBe('{"key":"[redacted:HIDDEN]"}');
+    },
+  );
+
   it('ordinary text is untouched: no secrets, values under 4 characters, base64 fragments under 8', () => {
     expect(redactor([])('anything')).toBe('anything');
     expect(redactor([{ label: 'X', value: 'abc' }])('abc abc')).toBe('abc abc');
