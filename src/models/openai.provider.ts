@@ -1,4 +1,5 @@
 import { readBodyCapped } from '../common/bounded-body';
+import { type Redact, redactor } from '../core/secrets/redactor';
 import { countTokens } from './token-count';
 import {
   ChatMessage,
@@ -82,9 +83,11 @@ export class OpenAiProvider implements ModelProvider {
   private readonly baseBackoffMs: number;
   private readonly maxBackoffMs: number;
   private readonly bounds: ModelAnswerBounds;
+  private readonly redact: Redact;
 
   constructor(private readonly opts: OpenAiProviderOptions) {
     this.bounds = opts.bounds;
+    this.redact = keyRedactor(opts.apiKey);
     this.sleep = opts.sleep ?? realSleep;
     this.random = opts.random ?? Math.random;
     this.now = opts.now ?? Date.now;
@@ -223,7 +226,7 @@ export class OpenAiProvider implements ModelProvider {
   /** A 3xx is not followed: the call fails at once, naming where the endpoint pointed. */
   private redirected(res: Response): ModelError {
     void res.body?.cancel().catch(() => undefined);
-    return new ModelError('llm_api_error', this.redact(redirectMessage('model', res)), res.status);
+    return new ModelError('llm_api_error', redirectMessage('model', res, this.redact), res.status);
   }
 
   private async httpError(res: Response): Promise<Error> {
@@ -234,7 +237,7 @@ export class OpenAiProvider implements ModelProvider {
     } catch {
       // the status alone will do
     }
-    const detail = providerMessage(text) || res.statusText || 'no details';
+    const detail = providerMessage(text, this.redact) || res.statusText || 'no details';
     const msg = `model endpoint answered ${res.status}: ${detail}`;
     if (res.status === 429 || res.status >= 500) {
       return new Retryable(msg, res.status, this.retryAfter(res.headers));
@@ -268,7 +271,7 @@ export class OpenAiProvider implements ModelProvider {
     if (isObj(json.error))
       throw new ModelError(
         this.overflows(text) ? 'context_window_exceeded' : 'llm_api_error',
-        this.redact(providerMessage(text)),
+        providerMessage(text, this.redact),
       );
     const choice = Array.isArray(json.choices) ? (json.choices[0] as unknown) : undefined;
     if (!isObj(choice) || !isObj(choice.message)) throw invalid('the model answer has no choices');
@@ -341,7 +344,7 @@ export class OpenAiProvider implements ModelProvider {
         throw new ModelError(
           // after text went out, the call cannot be made again: an overflow then is just an error
           !emitted.any && this.overflows(data) ? 'context_window_exceeded' : 'llm_api_error',
-          this.redact(providerMessage(data)),
+          providerMessage(data, this.redact),
         );
       sawChunk = true;
       if (isObj(chunk.usage)) usage = chunk.usage;
@@ -441,12 +444,6 @@ export class OpenAiProvider implements ModelProvider {
       finishReason,
     };
   }
-
-  /** The key must never leave through an error message, even when a provider echoes it. */
-  private redact(text: string): string {
-    const key = this.opts.apiKey;
-    return key ? text.split(key).join('***') : text;
-  }
 }
 
 /** An SSE stream's text as lines: each ended by CRLF, LF or CR, as the SSE spec allows all three. */
@@ -530,29 +527,45 @@ export function isContextOverflow(body: string, maxChars: number): boolean {
   return CONTEXT_OVERFLOW.test(body.slice(0, maxChars));
 }
 
+/**
+ * The key must never leave through an error message, even when a provider echoes it (also escaped or
+ * as base64): everything a provider says is read through this before it is cut or put in an error.
+ */
+export function keyRedactor(apiKey: string | null): Redact {
+  return redactor(apiKey ? [{ label: 'api_key', value: apiKey }] : []);
+}
+
 /** What a 3xx answer says (redirects are never followed): its status and Location, cut to 300 characters. */
-export function redirectMessage(what: 'model' | 'embedding', res: Response): string {
-  const location = res.headers.get('location')?.slice(0, 300);
+export function redirectMessage(
+  what: 'model' | 'embedding',
+  res: Response,
+  redact: Redact,
+): string {
+  const location = res.headers.get('location');
+  const shown = location === null ? null : redact(location).slice(0, 300);
   return (
-    `the ${what} endpoint answered ${res.status} ${location ? `redirecting to ${location}` : 'without a Location'}: ` +
+    `the ${what} endpoint answered ${res.status} ${shown ? `redirecting to ${shown}` : 'without a Location'}: ` +
     "redirects are not followed (the prompt would go elsewhere); set the provider's base_url to the final URL"
   );
 }
 
-/** The message a provider put in its error body (`{error:{message}}`, `{message}`, `{detail}`), else the text. */
-export function providerMessage(text: string): string {
+/**
+ * The message a provider put in its error body (`{error:{message}}`, `{message}`, `{detail}`), else the
+ * text cut to 500 characters; redacted as decoded from JSON and before the cut.
+ */
+export function providerMessage(text: string, redact: Redact): string {
   try {
     const j: unknown = JSON.parse(text);
     if (isObj(j)) {
-      if (isObj(j.error) && typeof j.error.message === 'string') return j.error.message;
-      if (typeof j.error === 'string') return j.error;
-      if (typeof j.message === 'string') return j.message;
-      if (typeof j.detail === 'string') return j.detail;
+      if (isObj(j.error) && typeof j.error.message === 'string') return redact(j.error.message);
+      if (typeof j.error === 'string') return redact(j.error);
+      if (typeof j.message === 'string') return redact(j.message);
+      if (typeof j.detail === 'string') return redact(j.detail);
     }
   } catch {
     // not JSON: use the text itself
   }
-  return text.trim().slice(0, 500);
+  return redact(text.trim()).slice(0, 500);
 }
 
 /** An error with its network code (ECONNREFUSED …) when it has one. */

@@ -116,8 +116,11 @@ export interface FakeModelServer {
   waitForRequests(count: number): Promise<RecordedRequest[]>;
   /** Every embeddings request received (its parsed body), in arrival order. */
   embeddingRequests: any[];
-  /** Answer embeddings requests with this error status (null: answer them), and these headers (a 3xx's `location`). */
-  failEmbeddings(status: number | null, headers?: Record<string, string>): void;
+  /**
+   * Answer embeddings requests with this error status (null: answer them), these headers (a 3xx's
+   * `location`) and this error message.
+   */
+  failEmbeddings(status: number | null, headers?: Record<string, string>, message?: string): void;
   /** Clears queues, the responder and recorded requests. */
   reset(): void;
   close(): Promise<void>;
@@ -216,6 +219,7 @@ export async function startFakeModelServer(): Promise<FakeModelServer> {
   const embeddingRequests: any[] = [];
   let embeddingFailure: number | null = null;
   let embeddingFailureHeaders: Record<string, string> = {};
+  let embeddingFailureMessage: string | undefined;
   const created = Math.floor(Date.now() / 1000);
 
   const notify = () => {
@@ -363,7 +367,10 @@ export async function startFakeModelServer(): Promise<FakeModelServer> {
           res,
           embeddingFailure,
           {
-            error: { message: `fake embeddings error ${embeddingFailure}`, type: 'server_error' },
+            error: {
+              message: embeddingFailureMessage ?? `fake embeddings error ${embeddingFailure}`,
+              type: 'server_error',
+            },
           },
           embeddingFailureHeaders,
         );
@@ -504,9 +511,10 @@ export async function startFakeModelServer(): Promise<FakeModelServer> {
       });
     },
     embeddingRequests,
-    failEmbeddings(status, headers = {}) {
+    failEmbeddings(status, headers = {}, message) {
       embeddingFailure = status;
       embeddingFailureHeaders = headers;
+      embeddingFailureMessage = message;
     },
     reset() {
       queue = [];
@@ -516,6 +524,7 @@ export async function startFakeModelServer(): Promise<FakeModelServer> {
       embeddingRequests.length = 0;
       embeddingFailure = null;
       embeddingFailureHeaders = {};
+      embeddingFailureMessage = undefined;
     },
     close() {
       for (const s of sockets) s.destroy();

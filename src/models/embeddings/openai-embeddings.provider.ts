@@ -2,10 +2,12 @@ import { readBodyCapped } from '../../common/bounded-body';
 import {
   describe,
   isRedirect,
+  keyRedactor,
   providerMessage,
   redirectMessage,
   type SleepFn,
 } from '../openai.provider';
+import type { Redact } from '../../core/secrets/redactor';
 import { EmbeddingError, type EmbeddingProvider } from './embedding-provider';
 
 export interface OpenAiEmbeddingsOptions {
@@ -28,7 +30,11 @@ const isObj = (v: unknown): v is Json => typeof v === 'object' && v !== null && 
 
 /** OpenAI-compatible `POST {base_url}/embeddings`, in batches, with a timeout and retries on 429/5xx. */
 export class OpenAiEmbeddings implements EmbeddingProvider {
-  constructor(private readonly opts: OpenAiEmbeddingsOptions) {}
+  private readonly redact: Redact;
+
+  constructor(private readonly opts: OpenAiEmbeddingsOptions) {
+    this.redact = keyRedactor(opts.apiKey);
+  }
 
   async embed(texts: string[]): Promise<number[][]> {
     const out: number[][] = [];
@@ -73,14 +79,15 @@ export class OpenAiEmbeddings implements EmbeddingProvider {
       }
       if (isRedirect(res.status)) {
         void res.body?.cancel().catch(() => undefined);
-        throw new EmbeddingError('bad_answer', this.redact(redirectMessage('embedding', res)));
+        throw new EmbeddingError('bad_answer', redirectMessage('embedding', res, this.redact));
       }
       const read = await readBodyCapped(
         res,
         res.ok ? this.opts.maxResponseBytes : this.opts.maxErrorBodyBytes,
       ).catch((e: unknown) => ({ exceeded: false as const, text: '', error: describe(e) }));
       if (!res.ok) {
-        const detail = (!read.exceeded && providerMessage(read.text)) || res.statusText;
+        const detail =
+          (!read.exceeded && providerMessage(read.text, this.redact)) || res.statusText;
         const msg = `the embedding endpoint answered ${res.status}: ${detail}`;
         if (res.status === 429 || res.status >= 500) return { retry: msg };
         throw new EmbeddingError('bad_answer', this.redact(msg));
@@ -123,10 +130,5 @@ export class OpenAiEmbeddings implements EmbeddingProvider {
 
   private bad(msg: string): EmbeddingError {
     return new EmbeddingError('bad_answer', `embedding endpoint: ${msg}`);
-  }
-
-  private redact(text: string): string {
-    const key = this.opts.apiKey;
-    return key ? text.split(key).join('***') : text;
   }
 }

@@ -663,7 +663,34 @@ describe('OpenAiProvider against the fake model server', () => {
     const e = await failure(provider().complete(req()));
     expect(e.kind).toBe('llm_api_error');
     expect(`${e.message} ${e.stack} ${JSON.stringify(e)}`).not.toContain(KEY);
-    expect(e.message).toContain('***');
+    expect(e.message).toContain('[redacted:api_key]');
+  });
+
+  // `/` and `+`: the forms a JSON or URL encoder gives it differ from the key as sent
+  const SLASHED = 'sk-proj/9f8e7d6c+5b4a3210';
+  const escaped = JSON.stringify({ authorization: `Bearer ${SLASHED}` }).replace(/\//g, '\\/');
+  const basic = Buffer.from(`apikey:${SLASHED}`).toString('base64');
+  it.each<[string, FakeTurn, string]>([
+    [
+      'JSON-escaped inside its message (a gateway passing on its upstream’s answer)',
+      { status: 401, body: { error: { message: `upstream refused ${escaped}` } } },
+      escaped.slice(25, -2),
+    ],
+    [
+      'as base64 (the Basic credential it built)',
+      { status: 401, body: { error: { message: `rejected: Basic ${basic}` } } },
+      basic.slice(4, -4),
+    ],
+    [
+      'across the 500th character of an error text (scrubbed before the cut)',
+      { status: 400, body: `${'x'.repeat(480)} ${SLASHED}` },
+      SLASHED.slice(0, 8),
+    ],
+  ])('nor the key %s', async (_name, turn, echo) => {
+    fake.push(turn);
+    const e = await failure(provider({ apiKey: SLASHED }).complete(req()));
+    expect(`${e.message} ${JSON.stringify(e)}`).not.toContain(echo);
+    expect(e.message).toContain('[redacted:api_key]');
   });
 });
 
