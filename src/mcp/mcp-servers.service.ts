@@ -13,7 +13,12 @@ import {
   validateMcpServer,
 } from '../core/mcp/mcp-server-spec';
 import { mcpToolDefinitions, mcpToolReturn } from '../core/mcp/mcp-tools';
-import { secretArgsOf, secretValuesOf } from '../core/secrets/declared-values';
+import {
+  credentialNamed,
+  literalValuesOf,
+  referencedValuesOf,
+  secretArgsOf,
+} from '../core/secrets/declared-values';
 import { Redact, redactor } from '../core/secrets/redactor';
 import type { Clock, IdGenerator } from '../core/ports';
 import type { ToolDefinition } from '../core/tools/tool-definition';
@@ -255,7 +260,8 @@ export class McpServersService implements OnModuleInit {
    * The connection settings with `${NAME}` resolved at the last moment: a tenant's server from the
    * tenant's secrets only; an operator file from the operator's environment (as http tool headers are).
    * With them, what removes their secret material from anything the server answers: the resolved
-   * values, credential-named literals (`API_KEY: sk-…`) and credential flags' arguments.
+   * values, literal header values, credential-named literal env values (`API_KEY: sk-…`) and credential
+   * flags' arguments.
    */
   private async endpoint(
     server: McpServerEntity,
@@ -289,7 +295,10 @@ export class McpServersService implements OnModuleInit {
             env: resolve(c.env, 'env'),
           },
         },
-        redact: redactor([...secretValuesOf(c.env, secrets), ...secretArgsOf(c.args)]),
+        redact: redactor(
+          [...literalValuesOf(c.env, credentialNamed), ...secretArgsOf(c.args)],
+          referencedValuesOf(c.env, secrets),
+        ),
       };
     const headers = {
       ...c.custom_headers,
@@ -304,7 +313,7 @@ export class McpServersService implements OnModuleInit {
           headers: resolve(headers, 'header'),
         },
       },
-      redact: redactor(secretValuesOf(headers, secrets)),
+      redact: redactor(literalValuesOf(headers), referencedValuesOf(headers, secrets)),
     };
   }
 

@@ -3,7 +3,7 @@ import * as http from 'node:http';
 import * as https from 'node:https';
 import { isIP, LookupFunction } from 'node:net';
 import { HostPolicy } from '../core/net/host-policy';
-import { secretValuesOf } from '../core/secrets/declared-values';
+import { literalValuesOf, referencedValuesOf } from '../core/secrets/declared-values';
 import { redactor } from '../core/secrets/redactor';
 import type { HttpToolSpec } from '../core/tools/tool-definition';
 import { resolveHeaders } from './tool-declaration';
@@ -36,7 +36,7 @@ class TooLarge extends Error {}
  * Calls an http tool: `{arguments, agent_id, run_id, tool_call_id}` as JSON (query parameters for GET),
  * the tool_call_id also as `Idempotency-Key`. A 2xx body is the result; anything else is an error return.
  * `${NAME}` header values are resolved here and nowhere else; no resolved value reaches a result or a log:
- * an answer that echoes one (or a credential header's literal value) shows `[redacted:NAME]` instead.
+ * an answer that echoes one (or a header's literal value) shows `[redacted:NAME]` instead.
  * Every connection (the first and each redirect) is checked against the outbound policy after DNS
  * resolution; the body is read as it streams and dropped past `maxResponseBytes`.
  */
@@ -54,8 +54,10 @@ export async function invokeHttpTool(
       value: `tool is misconfigured: header ${resolved.header} names \${${resolved.missing}}, which is not set`,
     };
   }
-  // the body, the error text: nothing the tenant or the model sees carries what the call sent
-  const redact = redactor(secretValuesOf(spec.headers ?? {}, secrets));
+  // the body, the error text: nothing the tenant or the model sees carries what the call sent (the
+  // literals first: a tenant's secret cannot be set to probe an operator's file's literal key)
+  const headers = spec.headers ?? {};
+  const redact = redactor(literalValuesOf(headers), referencedValuesOf(headers, secrets));
   const payload = {
     arguments: args,
     agent_id: ctx.agentId,

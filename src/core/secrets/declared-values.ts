@@ -13,9 +13,16 @@ const REF = /(\$\{[A-Za-z_][A-Za-z0-9_]*\})/;
 const SCHEME = /^[A-Za-z]{1,16} +$/;
 /** Literal text with no letter or digit: separators (`:`, `/`, `; `), never a credential. */
 const NO_TEXT = /^[^A-Za-z0-9]*$/;
-/** Entries whose literal value is a credential (its text is scrubbed from outputs). */
+/** Names of entries and flags whose literal value is a credential. */
 const CREDENTIAL_NAME =
   /auth|key|token|secret|pass|pwd|cookie|credential|signature|session|private/i;
+
+/**
+ * A name that says its value is a credential (`API_KEY`, `--token`). An MCP server's env is the
+ * configuration of a process (`TOOL_PREFIX`, a data folder) that its tool names and results repeat:
+ * of it, only such names' literal values are scrubbed.
+ */
+export const credentialNamed = (name: string): boolean => CREDENTIAL_NAME.test(name);
 
 const MASK = '[redacted]';
 
@@ -61,9 +68,9 @@ export function keepUnread(
 export function shownArgs(args: readonly string[]): string[] {
   return args.map((a, i) => {
     const inline = /^(--?[\w.-]+=)/.exec(a);
-    if (inline && CREDENTIAL_NAME.test(inline[1])) return inline[1] + MASK;
+    if (inline && credentialNamed(inline[1])) return inline[1] + MASK;
     const flag = i > 0 ? args[i - 1] : '';
-    return /^--?[\w.-]+$/.test(flag) && CREDENTIAL_NAME.test(flag) && !a.startsWith('-') ? MASK : a;
+    return /^--?[\w.-]+$/.test(flag) && credentialNamed(flag) && !a.startsWith('-') ? MASK : a;
   });
 }
 
@@ -81,26 +88,31 @@ function hiddenText(value: string): string[] {
 }
 
 /**
- * The secret material a call sends with these declared values: each `${NAME}` value it resolved
- * (labelled NAME), and the hidden literal text of credential-named entries (`Authorization`,
- * `X-Api-Key`, `GITHUB_TOKEN`; labelled by the entry's name).
+ * The literal text a call sends with these declared values, each as it is hidden when shown, labelled
+ * by the entry's name; of the entries `named` takes (all: a header's name does not tell a key from
+ * other text, `X-Partner: sk-…`). The declaration's author may not have meant a tenant to read it (an
+ * operator's file): scrub it first.
  */
-export function secretValuesOf(
+export function literalValuesOf(
+  declared: Record<string, string>,
+  named: (name: string) => boolean = () => true,
+): SecretValue[] {
+  return Object.entries(declared)
+    .filter(([name]) => named(name))
+    .flatMap(([name, v]) => hiddenText(v).map((value) => ({ label: name, value })));
+}
+
+/** Each `${NAME}` value a call resolved for these declared values, labelled NAME. */
+export function referencedValuesOf(
   declared: Record<string, string>,
   resolved: Record<string, string>,
 ): SecretValue[] {
-  const refs: SecretValue[] = [];
-  const literals: SecretValue[] = [];
-  for (const [name, v] of Object.entries(declared)) {
-    v.split(REF).forEach((p, i) => {
-      const ref = i % 2 === 1 ? p.slice(2, -1) : null;
-      if (ref !== null && Object.hasOwn(resolved, ref))
-        refs.push({ label: ref, value: resolved[ref] });
-    });
-    if (CREDENTIAL_NAME.test(name))
-      for (const text of hiddenText(v)) literals.push({ label: name, value: text });
-  }
-  return [...refs, ...literals];
+  return Object.values(declared).flatMap((v) =>
+    v
+      .split(REF)
+      .filter((p, i) => i % 2 === 1 && Object.hasOwn(resolved, p.slice(2, -1)))
+      .map((p) => ({ label: p.slice(2, -1), value: resolved[p.slice(2, -1)] })),
+  );
 }
 
 /** The values of credential-named flags in command-line arguments (labelled by the flag). */

@@ -24,7 +24,12 @@ describe('security: a tool that echoes the secrets it was sent', () => {
   const BASIC = Buffer.from('svc-user:basic-pass-1c8e4f').toString('base64');
   const MCP_LITERAL = 'sk-mcp-literal-5a0e7d13';
   const MCP_ARG = 'sk-mcp-arg-2f6b9e40';
+  // literal keys under names that do not say "key"
+  const PARTNER = 'partner-literal-6e2b90d4c1';
+  const WORKSPACE = 'ws-tenant-literal-3a7f05';
   const ALL = [
+    PARTNER,
+    WORKSPACE,
     OPERATOR_KEY,
     TENANT_KEY,
     ALLOWED,
@@ -85,6 +90,17 @@ describe('security: a tool that echoes the secrets it was sent', () => {
         '    safety: read_only',
         '    kind: http',
         `    http: { url: "${url}/headers", method: POST, headers: { X-Api-Key: ${LITERAL} } }`,
+        '  - name: operator_partner',
+        '    description: Calls the partner’s service.',
+        '    safety: read_only',
+        '    kind: http',
+        `    http: { url: "${url}/headers", method: POST, headers: { X-Partner: ${PARTNER} } }`,
+        // a value the tenant may set (its own secret of that name wins) beside the literal key
+        '  - name: operator_traced',
+        '    description: Calls the operator’s service with a trace tag.',
+        '    safety: read_only',
+        '    kind: http',
+        `    http: { url: "${url}/headers", method: POST, headers: { X-Api-Key: ${LITERAL}, X-Trace: "\${ALLOWED}" } }`,
       ].join('\n'),
     );
     // the operator's stdio MCP server, which every tenant may use: a key from the environment, a
@@ -155,13 +171,18 @@ describe('security: a tool that echoes the secrets it was sent', () => {
   }
 
   /** Tenant A's agent whose scripted model calls `tool` once per message, then answers. */
-  async function agentCalling(tool: string, args: Record<string, unknown>): Promise<string> {
+  async function agentCalling(
+    tool: string,
+    args: Record<string, unknown>,
+    secrets: Record<string, string> = {},
+  ): Promise<string> {
     const agent = await api(
       t,
       'POST',
       '/v1/agents/',
       {
         name: `echo-${Math.random().toString(36).slice(2)}`,
+        secrets,
         tools: [tool],
         include_base_tools: false,
         model_script: [{ tool_calls: [{ name: tool, arguments: args }] }, { content: 'done' }],
@@ -254,6 +275,35 @@ describe('security: a tool that echoes the secrets it was sent', () => {
     const listed = await api(t, 'GET', '/v1/tools/', undefined, A);
     expect(JSON.stringify(listed.body)).not.toContain(LITERAL);
   });
+
+  it('the operator’s tool with a literal key under a name that does not say so (X-Partner): scrubbed too', async () => {
+    const text = await everythingTheTenantSees('operator_partner');
+    expect(seen[0]['x-partner']).toBe(PARTNER);
+    expect(leaked(text)).toEqual([]);
+    expect(text).toContain('[redacted:X-Partner]');
+  });
+
+  it('a tenant’s tool with a literal value under an ordinary name: hidden on read, and scrubbed from its answers', async () => {
+    await aTool('workspace_echo', '/headers', { 'X-Workspace': WORKSPACE });
+    const text = await everythingTheTenantSees('workspace_echo');
+    expect(seen[0]['x-workspace']).toBe(WORKSPACE);
+    expect(leaked(text)).toEqual([]);
+    expect(text).toContain('[redacted:X-Workspace]');
+  });
+
+  it.each(['"x-api-key":"sk-l', '"x-api-key":"sk-X'])(
+    'a tenant sets the secret the operator’s tool also sends to %s… (probing its literal key by what scrubbing leaves): whichever the guess, the key is replaced whole',
+    async (guess) => {
+      const id = await agentCalling('operator_traced', {}, { ALLOWED: guess });
+      const reply = await api(t, 'POST', `/v1/agents/${id}/messages`, say('go'), A);
+      expect(seen[0]).toMatchObject({ 'x-api-key': LITERAL, 'x-trace': guess });
+      const answer = reply.body.messages.find((m: any) => m.message_type === 'tool_return_message')
+        .tool_return as string;
+      expect(answer).toContain('"x-api-key":"[redacted:X-Api-Key]"');
+      expect(answer).not.toContain(LITERAL.slice(4, 12));
+      expect(answer).toContain('"x-trace":"[redacted:ALLOWED]"');
+    },
+  );
 
   /** Calls an MCP tool as tenant A (the scripted model asks for it once); the whole reply as text. */
   async function callMcp(tool: string, args: Record<string, unknown>): Promise<string> {

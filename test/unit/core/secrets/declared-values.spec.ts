@@ -1,8 +1,10 @@
 import {
+  credentialNamed,
   keepUnread,
+  literalValuesOf,
+  referencedValuesOf,
   referencesOnly,
   secretArgsOf,
-  secretValuesOf,
   shownArgs,
   shownValue,
 } from '../../../../src/core/secrets/declared-values';
@@ -43,37 +45,50 @@ describe('keepUnread: a declaration sent back as it was read keeps what it could
   });
 });
 
-describe('secretValuesOf: what a call’s output must not show', () => {
-  it('each resolved reference by its name; literal text of credential-named entries by the entry', () => {
+describe('what a call’s output must not show', () => {
+  const declared = {
+    Authorization: 'Bearer ${TOKEN}',
+    'X-Api-Key': 'sk-literal-1',
+    'X-Partner': 'partner-literal-2',
+    'X-Mixed-Token': 'pre-${OTHER}',
+    Accept: 'application/json',
+    'X-Region': '${REGION}',
+  };
+
+  it('literal text, whatever the entry’s name, by the entry (the text shown as [redacted])', () => {
+    expect(literalValuesOf(declared)).toEqual([
+      { label: 'X-Api-Key', value: 'sk-literal-1' },
+      { label: 'X-Partner', value: 'partner-literal-2' },
+      { label: 'X-Mixed-Token', value: 'pre-' },
+      { label: 'Accept', value: 'application/json' },
+    ]);
+  });
+
+  it('of an MCP server’s env (a process’s configuration), credential-named entries only', () => {
     expect(
-      secretValuesOf(
-        {
-          Authorization: 'Bearer ${TOKEN}',
-          'X-Api-Key': 'sk-literal-1',
-          'X-Mixed-Token': 'pre-${OTHER}',
-          Accept: 'application/json',
-          'X-Region': '${REGION}',
-        },
-        { TOKEN: 'tok-1', OTHER: 'oth-1', REGION: 'eu-west-1' },
+      literalValuesOf(
+        { TOOL_PREFIX: 'local_', DATA_DIR: '/srv/data', API_KEY: 'sk-env-1' },
+        credentialNamed,
       ),
+    ).toEqual([{ label: 'API_KEY', value: 'sk-env-1' }]);
+  });
+
+  it('each resolved reference by its name; one with no value (never sent) is not listed', () => {
+    expect(
+      referencedValuesOf(declared, { TOKEN: 'tok-1', OTHER: 'oth-1', REGION: 'eu-west-1' }),
     ).toEqual([
       { label: 'TOKEN', value: 'tok-1' },
       { label: 'OTHER', value: 'oth-1' },
       { label: 'REGION', value: 'eu-west-1' },
-      { label: 'X-Api-Key', value: 'sk-literal-1' },
-      { label: 'X-Mixed-Token', value: 'pre-' },
     ]);
+    expect(referencedValuesOf({ A: '${NOPE}' }, {})).toEqual([]);
   });
 
   it('a literal Authorization: the whole value and the credential after its scheme', () => {
-    expect(secretValuesOf({ Authorization: 'Basic dXNlcjpwdw==' }, {})).toEqual([
+    expect(literalValuesOf({ Authorization: 'Basic dXNlcjpwdw==' })).toEqual([
       { label: 'Authorization', value: 'Basic dXNlcjpwdw==' },
       { label: 'Authorization', value: 'dXNlcjpwdw==' },
     ]);
-  });
-
-  it('a reference with no value (never sent) is not listed', () => {
-    expect(secretValuesOf({ A: '${NOPE}' }, {})).toEqual([]);
   });
 });
 
