@@ -11,6 +11,7 @@ import { ConfigModule } from './config/config.module';
 import { CoreProvidersModule } from './common/core-providers.module';
 import { DatabaseModule } from './database/database.module';
 import { QuotasModule } from './quotas/quotas.module';
+import { QuotasApiModule } from './quotas/quotas-api.module';
 import { HealthController } from './health/health.controller';
 import { ConsoleController } from './console/console.controller';
 import { SecretsModule } from './secrets/secrets.module';
@@ -52,6 +53,7 @@ export class AppModule {
         ConversationsModule,
         AgentFileModule,
         WebhooksModule,
+        QuotasApiModule,
         ObservabilityModule,
       ],
       controllers: [HealthController, ConsoleController],

@@ -23,7 +23,7 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
       .setTitle('Rulebound agent server')
       .setVersion(APP_VERSION)
       .setDescription(
-        "Letta's `/v1` REST API (so Letta's clients work unchanged) plus our extensions: consent requests, grants, audit, secrets, webhooks, MCP servers. Errors are `{code, message, details}`. The WebSocket protocol at `/v1/ws` is described in [/asyncapi.json](/asyncapi.json).",
+        "Letta's `/v1` REST API (so Letta's clients work unchanged) plus our extensions: consent requests, grants, audit, secrets, webhooks, MCP servers, quotas. Errors are `{code, message, details}`. The WebSocket protocol at `/v1/ws` is described in [/asyncapi.json](/asyncapi.json).",
       )
       .addBearerAuth({
         type: 'http',

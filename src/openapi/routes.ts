@@ -597,6 +597,11 @@ export const ROUTES: Record<string, RouteDoc> = {
     response: ['Grant'],
   },
   GrantsController_revoke: { summary: 'Revoke a grant', response: 'Grant' },
+  QuotasController_get: {
+    summary:
+      "The calling tenant's quotas: for each, what it uses and its bound (stored counts over every instance; running_runs on the instance that answers)",
+    response: 'TenantUsage',
+  },
 };
 
 /** The success body's schema of a route doc, as OpenAPI wants it. */

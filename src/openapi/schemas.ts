@@ -4,6 +4,7 @@
  * them, so a mapper that drifts fails the tests. Objects stay open (Letta's clients ignore extra
  * fields, and so may ours).
  */
+import { QUOTA_NAMES } from '../core/limits/quotas';
 import { WEBHOOK_EVENTS } from '../core/webhooks/webhook-rules';
 
 type Schema = Record<string, unknown>;
@@ -352,5 +353,21 @@ export const SCHEMAS: Record<string, Schema> = {
     source: { enum: ['api', 'config'] },
     created_at: dateTimeOrNull,
     updated_at: dateTimeOrNull,
+  }),
+  TenantUsage: obj(['instance_id', 'quotas'], {
+    instance_id: str,
+    quotas: {
+      type: 'array',
+      items: obj(['quota', 'used', 'limit', 'setting', 'scope'], {
+        quota: { enum: [...QUOTA_NAMES] },
+        used: int,
+        limit: int,
+        setting: { ...str, description: 'The setting that gives the bound, e.g. quotas.agents' },
+        scope: {
+          enum: ['tenant', 'instance'],
+          description: 'tenant: stored, counted over every instance; instance: on this instance',
+        },
+      }),
+    },
   }),
 };

@@ -83,6 +83,11 @@ export class Mailbox {
     return this.queues.get(agentId)?.jobs.length ?? 0;
   }
 
+  /** The tenant's jobs running here (what its slots, `slotsOf`, bound). */
+  runningOf(tenantId: string): number {
+    return this.running.get(tenantId) ?? 0;
+  }
+
   /** Agents with a job queued or running. */
   busyAgents(): string[] {
     return [...this.queues.keys()];

@@ -4,7 +4,13 @@ import { DataSource, EntityManager } from 'typeorm';
 import { DomainError } from '../common/domain-error';
 import type { AppConfig } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
-import { quotaFor, quotaRefusal, type QuotaRefusal, type StoredQuota } from '../core/limits/quotas';
+import {
+  quotaFor,
+  quotaRefusal,
+  quotaSetting,
+  type QuotaRefusal,
+  type StoredQuota,
+} from '../core/limits/quotas';
 import { TenantUsageEntity } from './tenant-usage.entity';
 
 /**
@@ -52,14 +58,18 @@ export class TenantQuotas {
     if (refusal) throw quotaExceeded(refusal, this.settingOf(tenantId, quota));
   }
 
+  /** What the tenant stores, per quota (one row each; a quota never used has none). */
+  async stored(tenantId: string): Promise<Partial<Record<StoredQuota, number>>> {
+    const rows = await this.ds.getRepository(TenantUsageEntity).findBy({ tenant_id: tenantId });
+    return Object.fromEntries(rows.map((r) => [r.quota, Number(r.used)]));
+  }
+
   private limitOf(tenantId: string, quota: StoredQuota): number {
     return quotaFor(this.config.quotas, tenantId, quota);
   }
 
   private settingOf(tenantId: string, quota: StoredQuota): string {
-    return this.config.quotas.tenants[tenantId]?.[quota] !== undefined
-      ? `quotas.tenants.${tenantId}.${quota}`
-      : `quotas.${quota}`;
+    return quotaSetting(this.config.quotas, tenantId, quota);
   }
 }
 

@@ -47,6 +47,7 @@ describe('API description', () => {
       '/v1/tools',
       '/v1/consent/requests/{id}/decision',
       '/v1/health/ready',
+      '/v1/quotas',
       '/metrics',
     ])
       expect(Object.keys(doc.paths)).toContain(path);

@@ -55,3 +55,43 @@ export function quotaRefusal(
 ): QuotaRefusal | null {
   return added > 0 && used > limit ? { quota, limit, used } : null;
 }
+
+/** The setting that bounds the tenant's `name`: its own number, or the default. */
+export function quotaSetting(settings: QuotaSettings, tenantId: string, name: QuotaName): string {
+  return settings.tenants[tenantId]?.[name] !== undefined
+    ? `quotas.tenants.${tenantId}.${name}`
+    : `quotas.${name}`;
+}
+
+/** One quota of a tenant as it stands: what it uses, its bound and the setting that gives it. */
+export interface QuotaUsage {
+  quota: QuotaName;
+  used: number;
+  limit: number;
+  setting: string;
+  /** `tenant`: counted over every instance (stored); `instance`: counted on the instance that answers. */
+  scope: 'tenant' | 'instance';
+}
+
+/**
+ * Every quota of the tenant: the stored counts (`stored`, a missing one is 0) and its runs processing on
+ * this instance (`runningHere`), each against its bound.
+ */
+export function quotaUsage(
+  settings: QuotaSettings,
+  tenantId: string,
+  stored: Partial<Record<StoredQuota, number>>,
+  runningHere: number,
+): QuotaUsage[] {
+  const of = (quota: QuotaName, used: number, scope: QuotaUsage['scope']): QuotaUsage => ({
+    quota,
+    used,
+    limit: quotaFor(settings, tenantId, quota),
+    setting: quotaSetting(settings, tenantId, quota),
+    scope,
+  });
+  return [
+    ...STORED_QUOTAS.map((q) => of(q, stored[q] ?? 0, 'tenant')),
+    of('running_runs', runningHere, 'instance'),
+  ];
+}

@@ -2,6 +2,7 @@ import {
   QUOTA_NAMES,
   quotaFor,
   quotaRefusal,
+  quotaUsage,
   type Quotas,
 } from '../../../../src/core/limits/quotas';
 
@@ -26,5 +27,27 @@ describe('quotas', () => {
   ])('quotaRefusal: %s', (_case, limit, used, added, refused) => {
     const r = quotaRefusal('passages', limit, used, added);
     expect(r).toEqual(refused ? { quota: 'passages', limit, used } : null);
+  });
+
+  it('quotaUsage: every quota with its count (none stored: 0), bound and setting; running runs per instance', () => {
+    const big = quotaUsage(settings, 'big', { agents: 7, passages: 3 }, 2);
+    expect(big.map((q) => q.quota)).toEqual(QUOTA_NAMES);
+    const by = Object.fromEntries(big.map((q) => [q.quota, q]));
+    expect(by.agents).toEqual({
+      quota: 'agents',
+      used: 7,
+      limit: 100,
+      setting: 'quotas.tenants.big.agents',
+      scope: 'tenant',
+    });
+    expect(by.passages).toMatchObject({ used: 3, limit: 10, setting: 'quotas.passages' });
+    expect(by.blocks).toMatchObject({ used: 0, limit: 10 });
+    expect(by.running_runs).toEqual({
+      quota: 'running_runs',
+      used: 2,
+      limit: 10,
+      setting: 'quotas.running_runs',
+      scope: 'instance',
+    });
   });
 });
