@@ -100,6 +100,8 @@ export interface AppConfig {
       max_retries: number;
       /** Models that accept images (`name`, or a prefix ending in `*`). */
       vision_models: string[];
+      /** Calls a minute to the provider from this instance, shared fairly between tenants; 0 = no bound. */
+      requests_per_minute: number;
     };
     /** Further operator-declared providers; `openai` (above) and `scripted` always exist. */
     providers: ModelProviderConfig[];
@@ -198,6 +200,8 @@ export interface ModelProviderConfig {
   max_retries: number;
   /** Models that accept images (`name`, or a prefix ending in `*`); none by default. */
   vision_models: string[];
+  /** Calls a minute with the operator's key from this instance, shared fairly between tenants; 0 = no bound. */
+  requests_per_minute: number;
 }
 
 /** Embedding models for archival memory's vector search (docs/memory.md); none = full text only. */
@@ -686,6 +690,7 @@ function validate(
         vision_models: list('models.openai.vision_models').length
           ? stringList('models.openai.vision_models')
           : [],
+        requests_per_minute: int('models.openai.requests_per_minute', 0, REQUESTS_PER_MINUTE_MAX),
       },
       providers: modelProviders(get('models.providers'), secrets),
       max_response_bytes: int('models.max_response_bytes', 1024),
@@ -904,7 +909,9 @@ const PROVIDER_FIELDS = [
   'timeout_seconds',
   'max_retries',
   'vision_models',
+  'requests_per_minute',
 ];
+const REQUESTS_PER_MINUTE_MAX = 100_000_000;
 
 /** `models.providers`: each entry names its key once (literal, environment variable or tenant secret). */
 function modelProviders(raw: unknown, env: Record<string, string>): ModelProviderConfig[] {
@@ -943,6 +950,7 @@ function modelProviders(raw: unknown, env: Record<string, string>): ModelProvide
         `give one of api_key, api_key_env, api_key_secret, not ${given.join(' and ')}`,
       );
     const keyEnv = optStr('api_key_env');
+    const keyFromTenant = optStr('api_key_secret') !== null;
     if (keyEnv !== null && env[keyEnv] === undefined)
       throw new ConfigError(`${at}.api_key_env`, `environment variable ${keyEnv} is not set`);
     const modelNames = (k: string): string[] => {
@@ -969,8 +977,27 @@ function modelProviders(raw: unknown, env: Record<string, string>): ModelProvide
       context_window: num('context_window', 128_000, 256, 10_000_000),
       timeout_seconds: num('timeout_seconds', 60, 1, 3600),
       max_retries: num('max_retries', 3, 0, 10),
+      requests_per_minute: providerRate(at, num, keyFromTenant),
     };
   });
+}
+
+/**
+ * A provider's `requests_per_minute` bounds the operator's key. One keyed by each tenant's own secret has
+ * each tenant's limit, which the operator does not know and no tenant shares: a bound there is refused.
+ */
+function providerRate(
+  at: string,
+  num: (k: string, def: number, min: number, max: number) => number,
+  keyFromTenant: boolean,
+): number {
+  const rate = num('requests_per_minute', 0, 0, REQUESTS_PER_MINUTE_MAX);
+  if (rate > 0 && keyFromTenant)
+    throw new ConfigError(
+      `${at}.requests_per_minute`,
+      "bounds the operator's key; this provider is keyed by each tenant's api_key_secret, whose own limit applies",
+    );
+  return rate;
 }
 
 const EMBEDDING_PROVIDER_FIELDS = [

@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { EmbeddingsService } from './embeddings/embeddings.service';
 import { ModelsController } from './models.controller';
+import { ModelRateLimiter } from './model-rate.limiter';
 import { MODEL_RETRY_SLEEP, ModelsService } from './models.service';
 import { realSleep } from './openai.provider';
 import { ModelProvidersService } from './providers/model-providers.service';
@@ -11,6 +12,7 @@ import { ModelProvidersService } from './providers/model-providers.service';
   providers: [
     ModelsService,
     ModelProvidersService,
+    ModelRateLimiter,
     EmbeddingsService,
     { provide: MODEL_RETRY_SLEEP, useValue: realSleep },
   ],

@@ -4,6 +4,7 @@ import { AppConfig } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
 import { ToolDefinition } from '../core/tools/tool-definition';
 import { ChatMessage, LlmConfig, ModelError, ModelProvider, ToolSchema } from './model-provider';
+import { ModelRateLimiter } from './model-rate.limiter';
 import { OpenAiProvider, OpenAiProviderOptions, SleepFn } from './openai.provider';
 import { ModelProvidersService } from './providers/model-providers.service';
 import { ProviderInfo } from './providers/provider-catalog';
@@ -27,6 +28,7 @@ export class ModelsService {
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly providers: ModelProvidersService,
+    private readonly rates: ModelRateLimiter,
     @Optional() @Inject(MODEL_RETRY_SLEEP) private readonly sleep?: SleepFn,
     @Optional() @Inject(TENANT_SECRET_READER) private readonly readSecret?: TenantSecretReader,
   ) {
@@ -37,7 +39,7 @@ export class ModelsService {
    * The client for an agent's llm_config: always the configured provider's base URL and key, whatever
    * endpoint the stored config names. 400 when it names no configured provider.
    */
-  providerFor(llmConfig: LlmConfig, tenantId?: string): ModelProvider {
+  providerFor(llmConfig: LlmConfig, tenantId: string): ModelProvider {
     const r = this.providers.forCall(llmConfig);
     if ('error' in r)
       throw badRequest(
@@ -49,6 +51,9 @@ export class ModelsService {
       );
     const p = r.ok;
     if (p.key.from === 'tenant_secret') return this.tenantKeyed(p, p.key.secret, tenantId);
+    // a bounded provider's calls wait in their tenant's turn: a client of the caller's own
+    const admit = this.rates.admitterFor(p.name, tenantId);
+    if (admit) return new OpenAiProvider({ ...this.options(p, this.operatorKey(p)), admit });
     let client = this.clients.get(p.name);
     if (!client) {
       client = new OpenAiProvider(this.options(p, this.operatorKey(p)));
@@ -62,10 +67,10 @@ export class ModelsService {
   }
 
   /** The provider's key is the calling tenant's secret: read at each call, never kept. */
-  private tenantKeyed(p: ProviderInfo, secret: string, tenantId?: string): ModelProvider {
+  private tenantKeyed(p: ProviderInfo, secret: string, tenantId: string): ModelProvider {
     return {
       complete: async (req) => {
-        const key = tenantId !== undefined ? await this.readSecret?.(tenantId, secret) : undefined;
+        const key = await this.readSecret?.(tenantId, secret);
         if (key === undefined)
           throw new ModelError(
             'llm_api_error',

@@ -14,6 +14,9 @@ import {
 /** Sleeps `ms`; rejects (any error) when `signal` aborts first. Injected so tests never really wait. */
 export type SleepFn = (ms: number, signal?: AbortSignal) => Promise<void>;
 
+/** Waits until a call may go to the provider (its rate); rejects (any error) when `signal` aborts first. */
+export type AdmitFn = (signal?: AbortSignal) => Promise<void>;
+
 export interface OpenAiProviderOptions {
   /** Sent as `Authorization: Bearer …`; never logged, never part of an error message. */
   apiKey: string | null;
@@ -23,6 +26,8 @@ export interface OpenAiProviderOptions {
   bounds: ModelAnswerBounds;
   timeoutMs: number;
   maxRetries: number;
+  /** Waits for the provider's rate before each attempt (`requests_per_minute`); none: no bound. */
+  admit?: AdmitFn;
   sleep?: SleepFn;
   /** In [0, 1): the backoff jitter. */
   random?: () => number;
@@ -116,6 +121,12 @@ export class OpenAiProvider implements ModelProvider {
         }
       }
       if (req.signal?.aborted) throw cancelled();
+      if (this.opts.admit)
+        try {
+          await this.opts.admit(req.signal);
+        } catch {
+          throw cancelled();
+        }
       try {
         return await this.attempt(url, body, headers, req);
       } catch (e) {

@@ -6,6 +6,7 @@ import { RunEvent, RunEventsBus, ToolOutcomeFacts } from '../common/run-events';
 import type { AppConfig } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
 import { Transactor } from '../database/transactor';
+import { ModelRateLimiter } from '../models/model-rate.limiter';
 import { ConsentGateway } from '../permissions/consent.gateway';
 import { PermissionBrokerService } from '../permissions/permission-broker.service';
 import { BoundedLabel, toolLabel } from './labels';
@@ -118,6 +119,16 @@ export class MetricsService implements OnModuleInit, OnApplicationShutdown {
       registers: [this.registry],
       collect(this: Gauge) {
         this.set(gateway().server?.clients.size ?? 0);
+      },
+    });
+    const rates = () => this.moduleRef.get(ModelRateLimiter, { strict: false });
+    new Gauge({
+      name: 'agent_model_calls_waiting',
+      help: "Model calls waiting on this instance for their provider's requests_per_minute, by provider",
+      labelNames: ['provider'],
+      registers: [this.registry],
+      collect(this: Gauge) {
+        for (const { provider, calls } of rates().waiting()) this.set({ provider }, calls);
       },
     });
   }

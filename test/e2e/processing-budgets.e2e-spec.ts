@@ -167,7 +167,10 @@ describe('processing: budgets per agent and per request', () => {
   describe('per-model-call timeout', () => {
     it('the request value, else the agent value, reaches the provider; else its configured default', async () => {
       const models = t.app.get(ModelsService);
-      const provider = models.providerFor({ model: 'fake', model_endpoint_type: 'openai' });
+      const provider = models.providerFor(
+        { model: 'fake', model_endpoint_type: 'openai' },
+        'default',
+      );
       const spy = jest.spyOn(provider, 'complete');
       try {
         const id = await looping({ budgets: { model_call_timeout_seconds: 20 } });

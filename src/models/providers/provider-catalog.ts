@@ -16,6 +16,8 @@ export interface ProviderInfo {
   max_retries: number;
   /** Models that accept images: names, or prefixes ending in `*`. */
   vision_models: string[];
+  /** Calls a minute from this instance, shared fairly between tenants (ModelRateLimiter); 0 = no bound. */
+  requests_per_minute: number;
 }
 
 /** One listable model: what a models API shows per configured provider and model. */
@@ -40,6 +42,7 @@ const SCRIPTED: ProviderInfo = {
   timeout_seconds: 60,
   max_retries: 0,
   vision_models: [],
+  requests_per_minute: 0,
 };
 
 /** Base URLs compare without trailing slashes and with URL normalisation (case of the host, default port). */
@@ -75,6 +78,7 @@ export class ProviderCatalog {
       timeout_seconds: o.timeout_seconds,
       max_retries: o.max_retries,
       vision_models: o.vision_models,
+      requests_per_minute: o.requests_per_minute,
     };
     for (const p of [openai, SCRIPTED, ...models.providers.map(fromConfig)])
       this.byName.set(p.name, p);
@@ -221,5 +225,6 @@ function fromConfig(c: ModelProviderConfig): ProviderInfo {
     timeout_seconds: c.timeout_seconds,
     max_retries: c.max_retries,
     vision_models: c.vision_models,
+    requests_per_minute: c.requests_per_minute,
   };
 }

@@ -123,8 +123,38 @@ describe('loadConfig', () => {
     ['two key sources', { api_key: 'a', api_key_secret: 'B' }, /give one of/],
     ['an unset key variable', { api_key_env: 'NOPE_NOT_SET' }, /NOPE_NOT_SET is not set/],
     ['an unknown field', { key: 'x' }, /models\.providers\[0\]\.key: unknown field/],
+    ['a negative rate', { requests_per_minute: -1 }, /\[0\]\.requests_per_minute: must be/],
+    [
+      "a rate on tenants' own keys",
+      { api_key_secret: 'MY_KEY', requests_per_minute: 60 },
+      /\[0\]\.requests_per_minute: bounds the operator's key/,
+    ],
   ])('models.providers: rejects %s', (_what, over, message) => {
     expect(() => loadConfig({}, provider(over))).toThrow(message);
+  });
+
+  it('requests_per_minute: no bound unless set, on models.openai and on each provider', () => {
+    const plain = loadConfig({}, provider({}));
+    expect([
+      plain.models.openai.requests_per_minute,
+      plain.models.providers[0].requests_per_minute,
+    ]).toEqual([0, 0]);
+    const set = loadConfig(
+      {},
+      {
+        models: {
+          openai: { requests_per_minute: 500 },
+          providers: [{ name: 'p', base_url: 'http://10.0.0.5/v1', requests_per_minute: 60 }],
+        },
+      },
+    );
+    expect([
+      set.models.openai.requests_per_minute,
+      set.models.providers[0].requests_per_minute,
+    ]).toEqual([500, 60]);
+    expect(() => loadConfig({}, { models: { openai: { requests_per_minute: 1.5 } } })).toThrow(
+      /models\.openai\.requests_per_minute/,
+    );
   });
 
   it('models.providers: the key comes from the named environment variable', () => {

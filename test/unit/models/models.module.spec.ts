@@ -1,5 +1,6 @@
 import { Test } from '@nestjs/testing';
 import { loadConfig } from '../../../src/config/app-config';
+import { CoreProvidersModule } from '../../../src/common/core-providers.module';
 import { ConfigModule } from '../../../src/config/config.module';
 import { ModelsModule } from '../../../src/models/models.module';
 import { MODEL_RETRY_SLEEP, ModelsService } from '../../../src/models/models.service';
@@ -15,7 +16,7 @@ describe('ModelsModule', () => {
       { models: { openai: { base_url: fake.baseUrl, api_key: 'sk-module' } } },
     );
     const mod = await Test.createTestingModule({
-      imports: [ConfigModule.forRoot(config), ModelsModule],
+      imports: [ConfigModule.forRoot(config), CoreProvidersModule, ModelsModule],
     })
       .overrideProvider(MODEL_RETRY_SLEEP)
       .useValue((ms: number) => {
@@ -29,7 +30,7 @@ describe('ModelsModule', () => {
       if (!('ok' in h)) throw new Error(h.error);
       const llm = h.ok;
       fake.push({ status: 503, headers: { 'retry-after': '2' } }, { content: 'hi' });
-      const r = await models.providerFor(llm).complete({
+      const r = await models.providerFor(llm, 'default').complete({
         llmConfig: llm,
         messages: [{ role: 'user', content: 'hello' }],
         tools: [],

@@ -2,6 +2,7 @@ import { DomainError } from '../../../src/common/domain-error';
 import { loadConfig } from '../../../src/config/app-config';
 import { ToolDefinition } from '../../../src/core/tools/tool-definition';
 import { LlmConfig } from '../../../src/models/model-provider';
+import { ModelRateLimiter } from '../../../src/models/model-rate.limiter';
 import { ModelsService } from '../../../src/models/models.service';
 import { ModelProvidersService } from '../../../src/models/providers/model-providers.service';
 import { OpenAiProvider } from '../../../src/models/openai.provider';
@@ -11,7 +12,8 @@ import { REQUEST_HEARTBEAT_DESCRIPTION } from '../../../src/models/tool-schema';
 const BASE = 'http://127.0.0.1:9/v1';
 const service = () => {
   const config = loadConfig({}, { models: { openai: { base_url: BASE, api_key: 'sk-x' } } });
-  return new ModelsService(config, new ModelProvidersService(config));
+  const providers = new ModelProvidersService(config);
+  return new ModelsService(config, providers, new ModelRateLimiter({ now: Date.now }, providers));
 };
 
 const codeOf = (fn: () => unknown): string | undefined => {
@@ -30,12 +32,14 @@ describe('ModelsService', () => {
     ['openai', OpenAiProvider],
     ['scripted', ScriptedProvider],
   ])('providerFor(%s)', (type, cls) => {
-    expect(service().providerFor({ model: 'm', model_endpoint_type: type })).toBeInstanceOf(cls);
+    expect(
+      service().providerFor({ model: 'm', model_endpoint_type: type }, 'default'),
+    ).toBeInstanceOf(cls);
   });
 
   it.each(['anthropic', '', undefined, 42])('providerFor(%p) is UNKNOWN_MODEL_PROVIDER', (type) => {
     const cfg = { model: 'm', model_endpoint_type: type } as unknown as LlmConfig;
-    expect(codeOf(() => service().providerFor(cfg))).toBe('UNKNOWN_MODEL_PROVIDER');
+    expect(codeOf(() => service().providerFor(cfg, 'default'))).toBe('UNKNOWN_MODEL_PROVIDER');
   });
 
   it.each<[string, Partial<LlmConfig>]>([
@@ -43,7 +47,7 @@ describe('ModelsService', () => {
     ['a provider that is not configured', { provider_name: 'elsewhere' }],
   ])('providerFor refuses %s', (_what, over) => {
     const cfg = { model: 'm', model_endpoint_type: 'openai', ...over } as LlmConfig;
-    expect(codeOf(() => service().providerFor(cfg))).toMatch(
+    expect(codeOf(() => service().providerFor(cfg, 'default'))).toMatch(
       /^(MODEL_ENDPOINT_NOT_ALLOWED|UNKNOWN_MODEL_PROVIDER)$/,
     );
   });

@@ -401,6 +401,36 @@ describe('OpenAiProvider against the fake model server', () => {
     expect(fake.requests).toHaveLength(1);
   });
 
+  it("waits for the provider's rate before every attempt, retries too", async () => {
+    const events: string[] = [];
+    fake.respond(() => {
+      events.push('sent');
+      return events.length < 6 ? { status: 429 } : { content: 'ok' };
+    });
+    const p = provider({
+      admit: () => {
+        events.push('admitted');
+        return Promise.resolve();
+      },
+    });
+    expect((await p.complete(req())).content).toBe('ok');
+    expect(events).toEqual(['admitted', 'sent', 'admitted', 'sent', 'admitted', 'sent']);
+  });
+
+  it('cancellation while waiting for the rate is `cancelled`, and sends nothing', async () => {
+    const ac = new AbortController();
+    const p = provider({
+      admit: (signal) =>
+        new Promise((_resolve, reject) =>
+          signal?.addEventListener('abort', () => reject(new Error('aborted'))),
+        ),
+    });
+    const call = failure(p.complete(req({ signal: ac.signal })));
+    ac.abort();
+    expect((await call).kind).toBe('cancelled');
+    expect(fake.requests).toHaveLength(0);
+  });
+
   it('an already-cancelled request sends nothing', async () => {
     const e = await failure(provider().complete(req({ signal: AbortSignal.abort() })));
     expect(e.kind).toBe('cancelled');
