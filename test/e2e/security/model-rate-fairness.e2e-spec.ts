@@ -79,7 +79,7 @@ describe("security: one tenant's flood of model calls does not spend another ten
       floodRuns.push(r.body.id);
     }
     // the burst went to the provider; the rest of A's calls wait on the instance
-    await until(async () => (await waiting()) === FLOOD - 2);
+    await until(async () => reached.length === 2 && (await waiting()) === FLOOD - 2);
     expect(reached).toEqual(['A', 'A']);
 
     const b = await api(t, 'POST', `/v1/agents/${bAgent}/messages/async`, say('hi'), TENANT_B);
