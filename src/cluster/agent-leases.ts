@@ -30,8 +30,14 @@ export interface AgentLeases {
   releaseAll(): Promise<void>;
   /** Agents with queued or running runs that no live instance holds, and held ones with runs left waiting. */
   orphaned(olderThan: number): Promise<OrphanedAgent[]>;
-  /** Inside a transaction: throws LEASE_LOST unless this instance still holds the agent. */
-  guard(em: EntityManager, agentId: string): Promise<void>;
+  /**
+   * This instance's current tenure of the agent (null: it does not hold it). A tenure starts with every
+   * `fresh` acquisition: a run keeps the one it started under, so its writes never pass once that
+   * tenure is over, even when this instance has taken the agent back since.
+   */
+  tenure(agentId: string): string | null;
+  /** Inside a transaction: throws LEASE_LOST unless this instance still holds the agent in that tenure. */
+  guard(em: EntityManager, agentId: string, tenure: string | null): Promise<void>;
   /** Whether the leases are shared with other instances (PostgreSQL). */
   readonly shared: boolean;
 }
@@ -50,14 +56,20 @@ export function leaseLost(agentId: string): DomainError {
 /** One process (SQLite): it holds every agent it touches, for as long as it runs. */
 export class LocalAgentLeases implements AgentLeases {
   readonly shared = false;
-  private readonly agents = new Set<string>();
+  /** The tenure of each agent held. */
+  private readonly agents = new Map<string, string>();
+  private tenures = 0;
 
   constructor(private readonly ds: DataSource) {}
 
   acquire(_tenantId: string, agentId: string): Promise<Acquired> {
     if (this.agents.has(agentId)) return Promise.resolve('kept');
-    this.agents.add(agentId);
+    this.agents.set(agentId, String(++this.tenures));
     return Promise.resolve('fresh');
+  }
+
+  tenure(agentId: string): string | null {
+    return this.agents.get(agentId) ?? null;
   }
 
   holds(agentId: string): boolean {
@@ -65,7 +77,7 @@ export class LocalAgentLeases implements AgentLeases {
   }
 
   held(): string[] {
-    return [...this.agents];
+    return [...this.agents.keys()];
   }
 
   renew(): Promise<string[]> {

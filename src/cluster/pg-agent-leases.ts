@@ -24,8 +24,13 @@ export class PgAgentLeases implements AgentLeases {
   readonly shared = true;
   private readonly leases: string;
   private readonly runs: string;
-  /** Token of each agent this instance holds or last held, and until when (local clock) it holds it. */
-  private readonly mine = new Map<string, { token: string; until: number }>();
+  /**
+   * Token of each agent this instance holds or last held, its tenure here (the token stays the same when
+   * this instance takes back an agent nobody took meanwhile; the tenure does not), and until when (local
+   * clock) it holds it.
+   */
+  private readonly mine = new Map<string, { token: string; tenure: string; until: number }>();
+  private tenures = 0;
   /** Releases under way, by agent: an acquisition of the agent waits for it (else the release could win). */
   private readonly releasing = new Map<string, Promise<unknown>>();
 
@@ -53,8 +58,14 @@ export class PgAgentLeases implements AgentLeases {
     if (rows.length === 0) return null;
     const token = String(rows[0].token);
     const before = this.mine.get(agentId);
-    this.mine.set(agentId, { token, until: this.until() });
-    return before?.token === token ? 'kept' : 'fresh';
+    const kept = before?.token === token;
+    const tenure = kept ? before.tenure : `${token}.${++this.tenures}`;
+    this.mine.set(agentId, { token, tenure, until: this.until() });
+    return kept ? 'kept' : 'fresh';
+  }
+
+  tenure(agentId: string): string | null {
+    return this.mine.get(agentId)?.tenure ?? null;
   }
 
   holds(agentId: string): boolean {
@@ -144,9 +155,10 @@ export class PgAgentLeases implements AgentLeases {
     return rows.map((r) => ({ tenantId: r.tenant_id, agentId: r.agent_id }));
   }
 
-  async guard(em: EntityManager, agentId: string): Promise<void> {
+  async guard(em: EntityManager, agentId: string, tenure: string | null): Promise<void> {
     const m = this.mine.get(agentId);
-    const rows: unknown[] = m
+    const current = m !== undefined && m.tenure === tenure;
+    const rows: unknown[] = current
       ? await em.query(
           `SELECT 1 FROM ${this.leases} WHERE agent_id = $1 AND owner = $2 AND token = $3
              AND expires_at > ${NOW} FOR SHARE`,
@@ -154,7 +166,8 @@ export class PgAgentLeases implements AgentLeases {
         )
       : [];
     if (rows.length === 0) {
-      this.mine.delete(agentId);
+      // a write of an earlier tenure ends nothing: this instance may hold the agent again, rightly
+      if (current) this.mine.delete(agentId);
       throw leaseLost(agentId);
     }
   }

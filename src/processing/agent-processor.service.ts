@@ -19,6 +19,7 @@ import { BatchBudgets, exhaustedBudget, resolveBudgets } from '../core/loop/budg
 import { runStatusFor, StopReason } from '../core/loop/stop-reason';
 import type { Clock, IdGenerator } from '../core/ports';
 import type { ToolDefinition } from '../core/tools/tool-definition';
+import { AGENT_LEASES, type AgentLeases } from '../cluster/agent-leases';
 import { CLOCK } from '../common/clock';
 import { ID_GENERATOR } from '../common/ids';
 import { RunEvent, RunEventsBus, ToolOutcomeFacts } from '../common/run-events';
@@ -82,6 +83,8 @@ class RunStop extends Error {
 /** Everything one run needs while it is processed. */
 interface RunContext {
   run: RunEntity;
+  /** The lease tenure the run started under: its writes pass only while it lasts. */
+  tenure: string | null;
   agent: AgentRecord;
   tools: ToolDefinition[];
   setup: AgentToolSetup;
@@ -161,6 +164,7 @@ export class AgentProcessor {
     @Inject(TOOLS_PORT) private readonly toolsPort: ToolsPort,
     @Inject(MODELS_PORT) private readonly models: ModelsPort,
     @Inject(EXECUTOR_PORT) private readonly exec: ExecutorPort,
+    @Inject(AGENT_LEASES) private readonly leases: AgentLeases,
     private readonly callbacks: RunCallbacks,
     private readonly chunks: RunChunks,
   ) {}
@@ -198,19 +202,22 @@ export class AgentProcessor {
 
   /**
    * Processes one queued run to its end (failures end it as failed). Throws LEASE_LOST when this
-   * instance no longer holds the agent: before starting the run (it stays queued), or while it ran (it
-   * stays `running`: the fence refused its writes, so what it had not stored, its end included, is
-   * written by the recovery of whichever instance holds the agent next, this one included).
+   * instance no longer holds the agent in the tenure the run started under: before starting the run (it
+   * stays queued), or while it ran (it stays `running`: the fence refused its writes, so what it had not
+   * stored, its end included, is written by the recovery of whichever instance holds the agent next, this
+   * one included).
    */
   async process(queued: RunEntity): Promise<RunResult | null> {
     const now = this.clock.now();
-    if (!(await this.repo.claimRun(queued, now))) return null;
+    const tenure = this.leases.tenure(queued.agent_id);
+    if (!(await this.repo.claimRun(queued, now, tenure))) return null;
     const run: RunEntity = { ...queued, status: 'running', started_at: now };
     const controller = new AbortController();
     let markStopped!: () => void;
     const stopped = new Promise<void>((resolve) => (markStopped = resolve));
     const ctx: RunContext = {
       run,
+      tenure,
       agent: null as unknown as AgentRecord,
       tools: [],
       setup: null as unknown as AgentToolSetup,
@@ -222,6 +229,7 @@ export class AgentProcessor {
         runId: run.id,
         batchId: run.batch_id,
         signal: controller.signal,
+        tenure,
       },
       usage: { ...EMPTY_USAGE },
       batchSteps: 0,
@@ -1029,7 +1037,7 @@ export class AgentProcessor {
     rows: NewMessage[],
     step?: StepEntity,
   ): Promise<MessageEntity[]> {
-    const stored = await this.repo.append(ctx.run.agent_id, rows, step);
+    const stored = await this.repo.append(ctx.run.agent_id, rows, step, ctx.tenure);
     for (const m of stored) {
       if (m.payload._held) continue; // shown later, as its approval request or its call
       const mapped = mapMessage(m);

@@ -219,11 +219,15 @@ export class ProcessingRepository {
 
   /**
    * created → running; false when the run is no longer queued (cancelled meanwhile). Throws LEASE_LOST
-   * when this instance no longer holds the agent: only the holder starts its runs.
+   * when this instance no longer holds the agent in `tenure`: only the holder starts its runs.
    */
-  async claimRun(run: Pick<RunEntity, 'id' | 'agent_id'>, at: number): Promise<boolean> {
+  async claimRun(
+    run: Pick<RunEntity, 'id' | 'agent_id'>,
+    at: number,
+    tenure: string | null,
+  ): Promise<boolean> {
     const res = await this.writes.run(async (em) => {
-      await this.leases.guard(em, run.agent_id);
+      await this.leases.guard(em, run.agent_id, tenure);
       return updateWhere(
         em,
         RunEntity,
@@ -503,23 +507,31 @@ export class ProcessingRepository {
 
   /**
    * A run's messages (and its step, when given) in one transaction; returns them with their seq_id. With
-   * shared leases the transaction checks this instance still holds the agent (LEASE_LOST otherwise): an
-   * instance that stalled past its lease writes nothing beside the new holder's rows.
+   * shared leases the transaction checks this instance still holds the agent in `tenure` (a run's: the
+   * one it started under; else the current one, as this call reads it) and throws LEASE_LOST otherwise:
+   * an instance that stalled past its lease writes nothing beside the new holder's rows, nor does a run
+   * of a tenure it lost after it took the agent back.
    */
-  append(agentId: string, messages: NewMessage[], step?: StepEntity): Promise<MessageEntity[]> {
-    return this.insertMessages(agentId, messages, step, this.leases.shared);
+  append(
+    agentId: string,
+    messages: NewMessage[],
+    step?: StepEntity,
+    tenure = this.leases.tenure(agentId),
+  ): Promise<MessageEntity[]> {
+    return this.insertMessages(agentId, messages, step, this.leases.shared ? tenure : undefined);
   }
 
   /** A new agent's history from an agent file: no run writes it yet, and no instance holds it. */
   appendImported(agentId: string, messages: NewMessage[]): Promise<MessageEntity[]> {
-    return this.insertMessages(agentId, messages, undefined, false);
+    return this.insertMessages(agentId, messages, undefined, undefined);
   }
 
+  /** `fence`: the tenure the write is checked against; undefined: not checked. */
   private async insertMessages(
     agentId: string,
     messages: NewMessage[],
     step: StepEntity | undefined,
-    fenced: boolean,
+    fence: string | null | undefined,
   ): Promise<MessageEntity[]> {
     if (messages.length === 0 && !step) return [];
     const rows = await this.withSeq(agentId, messages);
@@ -527,7 +539,8 @@ export class ProcessingRepository {
       { entity: StepEntity, rows: step ? [step] : [] },
       { entity: MessageEntity, rows },
     ];
-    if (fenced) await this.writes.insertChecked((em) => this.leases.guard(em, agentId), ...sets);
+    if (fence !== undefined)
+      await this.writes.insertChecked((em) => this.leases.guard(em, agentId, fence), ...sets);
     else await this.writes.insert(...sets);
     for (const m of rows) {
       const key = historyKey(agentId, m.conversation_id);

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
-import { DataSource, EntityManager, In, LessThanOrEqual } from 'typeorm';
+import { DataSource, In, LessThanOrEqual } from 'typeorm';
 import type {
   BatchState,
   DedupeEntry,
@@ -10,6 +10,7 @@ import type {
 import { cloneBatch } from '../core/executor/in-memory-state-store';
 import { approxBytes } from '../common/approx-bytes';
 import { DEFAULT_TENANT } from '../config/app-config';
+import type { AgentLeases } from '../cluster/agent-leases';
 import type { GroupCommit } from '../database/group-commit';
 import { RowReader } from '../database/raw-reads';
 import { deleteWhere, updateWhere } from '../database/raw-writes';
@@ -50,10 +51,10 @@ export class DbExecutorStateStore implements ExecutorStateStore {
     /** Each cache's keys and values together, estimated: a dedupe entry holds a tool's result and arguments. */
     maxBytes: number,
     /**
-     * Several instances: checks, in the claim's transaction, that this instance still holds the agent,
-     * so a call never starts on an instance that lost the agent to another.
+     * Several instances: checks, in the claim's transaction, that this instance still holds the agent in
+     * the claiming run's tenure, so a call never starts on an instance that lost the agent to another.
      */
-    private readonly ownership?: (em: EntityManager, agentId: string) => Promise<void>,
+    private readonly ownership?: Pick<AgentLeases, 'guard' | 'tenure'>,
   ) {
     const bounded = <V extends object | number | boolean>() =>
       new LRUCache<string, V>({
@@ -179,6 +180,7 @@ export class DbExecutorStateStore implements ExecutorStateStore {
     stepId: string,
     at: number,
     tenantId = DEFAULT_TENANT,
+    tenure = this.ownership?.tenure(agentId) ?? null,
   ): Promise<boolean> {
     const ck = k(agentId, k(toolCallId, stepId));
     if (this.claims.has(ck)) return false;
@@ -187,10 +189,10 @@ export class DbExecutorStateStore implements ExecutorStateStore {
       // The primary key decides: a plain insert (shared with other claims' rows) fails when the id was
       // claimed before, by an earlier process or a concurrent caller.
       const row = { ...where, tenant_id: tenantId, at };
-      const guard = this.ownership;
-      if (guard)
+      const fence = this.ownership;
+      if (fence)
         await this.tx.run(async (em) => {
-          await guard(em, agentId);
+          await fence.guard(em, agentId, tenure);
           await em.insert(ToolCallClaimEntity, row);
         });
       else await this.tx.insert({ entity: ToolCallClaimEntity, rows: [row] });

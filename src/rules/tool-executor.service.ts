@@ -61,7 +61,7 @@ export class ToolExecutorService implements OnModuleInit, OnModuleDestroy {
       d.cache_max_entries,
       d.cache_max_bytes,
       // one process (SQLite) holds every agent: claims keep their shared multi-row insert
-      leases.shared ? (em, agentId) => leases.guard(em, agentId) : undefined,
+      leases.shared ? leases : undefined,
     );
     this.executor = new ToolExecutor({
       clock,

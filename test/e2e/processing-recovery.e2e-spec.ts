@@ -11,7 +11,7 @@ import { ToolExecutorService } from '../../src/rules/tool-executor.service';
 import { PermissionBrokerService } from '../../src/permissions/permission-broker.service';
 import { DataSource } from 'typeorm';
 import { sqlTable } from '../../src/database/sql-names';
-import { AGENT_LEASES } from '../../src/cluster/agent-leases';
+import { AGENT_LEASES, type AgentLeases } from '../../src/cluster/agent-leases';
 import { startApp, startAppProcess, TestApp } from '../support/app-harness';
 import { FakeModelServer, startFakeModelServer } from '../support/fake-model-server';
 import {
@@ -464,6 +464,20 @@ describe('processing: restart recovery', () => {
     return { run, finish };
   }
 
+  /** Another instance took the agent, ended the run (recovery) and let it go: a new owner, token + 1. */
+  async function endedElsewhere(t: TestApp, id: string, run: string): Promise<void> {
+    const ds = t.app.get(DataSource);
+    const schema = t.config.database.schema;
+    await ds.query(
+      `UPDATE ${sqlTable(schema, 'agent_leases')} SET owner = 'other/1', token = token + 1, expires_at = 0 WHERE agent_id = $1`,
+      [id],
+    );
+    await ds.query(
+      `UPDATE ${sqlTable(schema, 'runs')} SET status = 'failed', error = 'interrupted' WHERE id = $1`,
+      [run],
+    );
+  }
+
   pgOnly(
     'the agent’s lease lapses while a tool runs and no other instance takes the agent: the run is recovered here, its call gets a return, the next message runs',
     async () => {
@@ -556,17 +570,7 @@ describe('processing: restart recovery', () => {
       const { t, id, lapse } = await lapsingLease();
       try {
         const { run, finish } = await lapsedInTool(t, id, lapse);
-        // another instance took the agent, ended the run (recovery) and let it go: a new owner, token + 1
-        const ds = t.app.get(DataSource);
-        const leases = sqlTable(t.config.database.schema, 'agent_leases');
-        await ds.query(
-          `UPDATE ${leases} SET owner = 'other/1', token = token + 1, expires_at = 0 WHERE agent_id = $1`,
-          [id],
-        );
-        await ds.query(
-          `UPDATE ${sqlTable(t.config.database.schema, 'runs')} SET status = 'failed', error = 'interrupted' WHERE id = $1`,
-          [run],
-        );
+        await endedElsewhere(t, id, run);
         // this instance has not noticed yet, but its own deadline has passed: the next message takes it back
         t.app.get<{ mine: Map<string, { until: number }> }>(AGENT_LEASES).mine.get(id)!.until = 0;
         fake.push({ content: 'next answer' });
@@ -581,6 +585,53 @@ describe('processing: restart recovery', () => {
         expect(msgs.map((m) => m.tool_return)).not.toContain('found it');
         expect((await api(t, 'GET', `/v1/runs/${run}`)).body).toMatchObject({ status: 'failed' });
       } finally {
+        await t.close();
+      }
+    },
+  );
+
+  pgOnly(
+    'a tool’s return is on its way to the database when the agent comes back here under a new lease token: the fence of the lost tenure refuses it',
+    async () => {
+      const { t, id, lapse } = await lapsingLease();
+      try {
+        const { run, finish } = await lapsedInTool(t, id, lapse);
+        await endedElsewhere(t, id, run);
+        // the old run's write of its return is in flight (a slow connection, a stalled event loop)
+        // until this instance has taken the agent back
+        const leases = t.app.get<AgentLeases & { mine: Map<string, { until: number }> }>(
+          AGENT_LEASES,
+        );
+        const acquire = leases.acquire.bind(leases);
+        let back!: () => void;
+        const reacquired = new Promise<void>((r) => (back = r));
+        jest.spyOn(leases, 'acquire').mockImplementation(async (tenantId, agentId) => {
+          const got = await acquire(tenantId, agentId);
+          back();
+          return got;
+        });
+        const repo = t.app.get(ProcessingRepository);
+        const append = repo.append.bind(repo);
+        let sent!: () => void;
+        const inFlight = new Promise<void>((r) => (sent = r));
+        jest.spyOn(repo, 'append').mockImplementation(async (agentId, rows, ...rest) => {
+          if (rows.some((r) => r.payload.tool_return === 'found it')) {
+            sent();
+            await reacquired;
+          }
+          return append(agentId, rows, ...rest);
+        });
+        finish();
+        await inFlight;
+        leases.mine.get(id)!.until = 0; // its own deadline has passed: the next message takes it back
+        fake.push({ content: 'next answer' });
+        const next = await api(t, 'POST', `/v1/agents/${id}/messages`, say('next'));
+        expect(next.body.stop_reason.stop_reason).toBe('end_turn');
+        const history = (await api(t, 'GET', `/v1/agents/${id}/messages?limit=100`)).body as any[];
+        expect(history.map((m) => m.tool_return)).not.toContain('found it');
+        expect((await api(t, 'GET', `/v1/runs/${run}`)).body).toMatchObject({ status: 'failed' });
+      } finally {
+        jest.restoreAllMocks();
         await t.close();
       }
     },

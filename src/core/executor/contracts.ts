@@ -67,6 +67,8 @@ export interface ExecutionMeta {
   signal?: AbortSignal;
   /** No one can be asked (a direct run, outside any batch): only a standing grant covers consent. */
   grantsOnly?: boolean;
+  /** The run's lease tenure (opaque here), handed to the store's claims: none passes once it is over. */
+  tenure?: string | null;
 }
 
 export type ToolErrorType =
@@ -229,6 +231,7 @@ export interface ExecutorStateStore {
   /**
    * Records that a call is about to execute; false when it already was (at most once). A call is its
    * tool_call_id within the step whose turn holds it (`stepId`, '' for a call outside any model turn).
+   * `tenure`: the claiming run's (ExecutionMeta.tenure), for a store that fences claims by it.
    */
   claimToolCall(
     agentId: string,
@@ -236,6 +239,7 @@ export interface ExecutorStateStore {
     stepId: string,
     at: number,
     tenantId?: string,
+    tenure?: string | null,
   ): MaybePromise<boolean>;
   /**
    * Whether the call was claimed, i.e. its tool may have started (recovery tells "started" from "not").

@@ -584,6 +584,7 @@ export class ToolExecutor {
       call.stepId ?? '',
       now,
       setup.tenantId,
+      meta.tenure,
     );
     if (isPromise(claimed)) claimed = await claimed;
     if (!claimed)
