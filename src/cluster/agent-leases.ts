@@ -36,6 +36,11 @@ export interface AgentLeases {
    * tenure is over, even when this instance has taken the agent back since.
    */
   tenure(agentId: string): string | null;
+  /**
+   * Ends this instance's tenure of the agent here, its lease row left as it is: the next acquisition is
+   * `fresh`, so what was cached of the agent is dropped and its unfinished runs recovered first.
+   */
+  forget(agentId: string): void;
   /** Inside a transaction: throws LEASE_LOST unless this instance still holds the agent in that tenure. */
   guard(em: EntityManager, agentId: string, tenure: string | null): Promise<void>;
   /** Whether the leases are shared with other instances (PostgreSQL). */
@@ -70,6 +75,10 @@ export class LocalAgentLeases implements AgentLeases {
 
   tenure(agentId: string): string | null {
     return this.agents.get(agentId) ?? null;
+  }
+
+  forget(agentId: string): void {
+    this.agents.delete(agentId);
   }
 
   holds(agentId: string): boolean {

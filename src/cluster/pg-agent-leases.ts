@@ -68,6 +68,10 @@ export class PgAgentLeases implements AgentLeases {
     return this.mine.get(agentId)?.tenure ?? null;
   }
 
+  forget(agentId: string): void {
+    this.mine.delete(agentId);
+  }
+
   holds(agentId: string): boolean {
     const m = this.mine.get(agentId);
     return m !== undefined && m.until > Date.now();

@@ -68,6 +68,21 @@ import {
   ToolsPort,
 } from './processing.ports';
 
+/** How many times a run's write is tried before the run is left to recovery (a dropped connection passes). */
+const WRITE_ATTEMPTS = 3;
+/** The wait before each further attempt. */
+const WRITE_RETRY_MS = [100, 400];
+
+/**
+ * A write of the run kept failing (a full disk, a lost database): the run is left `running`, and the
+ * recovery of the agent's next tenure ends it from what is stored (a started call's outcome unknown).
+ */
+export class RunNotStored extends Error {
+  constructor(runId: string, cause: unknown) {
+    super(`run ${runId}: its messages could not be stored: ${String(cause)}`, { cause });
+  }
+}
+
 /** Why a run's abort signal fired. */
 type AbortWhy = 'cancelled' | 'interrupted' | 'max_wall_time';
 
@@ -205,7 +220,7 @@ export class AgentProcessor {
    * instance no longer holds the agent in the tenure the run started under: before starting the run (it
    * stays queued), or while it ran (it stays `running`: the fence refused its writes, so what it had not
    * stored, its end included, is written by the recovery of whichever instance holds the agent next, this
-   * one included).
+   * one included). Throws RunNotStored, the run left `running` in the same way, when its writes fail.
    */
   async process(queued: RunEntity): Promise<RunResult | null> {
     const now = this.clock.now();
@@ -260,20 +275,22 @@ export class AgentProcessor {
       wallTimer.unref();
       stop = await this.runBatch(ctx);
     } catch (e) {
-      const code = (e as { code?: string })?.code;
-      if (code === 'LEASE_LOST') {
-        // Ending it here would leave its unanswered calls without a return when no other instance
-        // took the agent (a lapsed lease): no recovery would ever run for a run already ended.
+      if (leftToRecovery(e)) {
+        // Ending it here would leave its unanswered calls without a return: no recovery runs for a run
+        // already ended. Recovery ends it from what is stored, giving every started call a return.
         this.leave(ctx);
         throw e;
       }
       ({ stop, detail } = this.stopFor(ctx, e));
       errorType = errorTypeOf(e);
       // a run that failed before its first write (no model, say) still keeps what the client sent
-      if (code !== 'NOT_FOUND')
-        await this.writeInput(ctx).catch((w: unknown) =>
-          this.logger.error(`run ${run.id}: its input could not be stored: ${String(w)}`),
-        );
+      if ((e as { code?: string })?.code !== 'NOT_FOUND')
+        try {
+          await this.writeInput(ctx);
+        } catch (w) {
+          this.leave(ctx); // left to recovery (RunNotStored, LEASE_LOST), which stores the input
+          throw w;
+        }
     } finally {
       clearTimeout(wallTimer);
     }
@@ -1032,12 +1049,27 @@ export class AgentProcessor {
     );
   }
 
+  /**
+   * Stores the run's messages (and step) under the run's tenure, tried again on a failure (a dropped
+   * connection): one that keeps failing, or LEASE_LOST, leaves the run to recovery (RunNotStored).
+   */
   private async write(
     ctx: RunContext,
     rows: NewMessage[],
     step?: StepEntity,
   ): Promise<MessageEntity[]> {
-    const stored = await this.repo.append(ctx.run.agent_id, rows, step, ctx.tenure);
+    let stored: MessageEntity[];
+    for (let attempt = 1; ; attempt++) {
+      try {
+        stored = await this.repo.append(ctx.run.agent_id, rows, step, ctx.tenure);
+        break;
+      } catch (e) {
+        if (leftToRecovery(e)) throw e;
+        if (attempt >= WRITE_ATTEMPTS) throw new RunNotStored(ctx.run.id, e);
+        this.logger.warn(`run ${ctx.run.id}: a write failed, trying again: ${String(e)}`);
+        await new Promise((r) => setTimeout(r, WRITE_RETRY_MS[attempt - 1]));
+      }
+    }
     for (const m of stored) {
       if (m.payload._held) continue; // shown later, as its approval request or its call
       const mapped = mapMessage(m);
@@ -1137,6 +1169,11 @@ function deniedOutcome(c: ParkedCall, reason: string): ToolOutcome {
 function stopForAbort(ctx: RunContext): RunStop {
   const why = ctx.controller.signal.reason as AbortWhy;
   return why === 'interrupted' ? new RunStop('error', 'interrupted') : new RunStop(why);
+}
+
+/** The run stops here without an end, which recovery writes: its tenure is over, or its writes fail. */
+function leftToRecovery(e: unknown): boolean {
+  return e instanceof RunNotStored || (e as { code?: string })?.code === 'LEASE_LOST';
 }
 
 function throwIfAborted(ctx: RunContext): void {

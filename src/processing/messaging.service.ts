@@ -16,7 +16,7 @@ import { hasImages } from '../core/loop/content-parts';
 import { stepCallKey } from '../core/loop/tool-call-ids';
 import type { Clock, IdGenerator } from '../core/ports';
 import type { StopReason } from '../core/loop/stop-reason';
-import { AgentProcessor } from './agent-processor.service';
+import { AgentProcessor, RunNotStored } from './agent-processor.service';
 import { mapMessage, MappedMessage } from './message.mapper';
 import type { ClientToolSpec, ParkedCall, RunEntity, RunInput } from './entities/run.entity';
 import { Mailbox } from './mailbox';
@@ -118,14 +118,26 @@ export class MessagingService implements OnModuleInit {
           result = await this.processor.process(run);
         } catch (e) {
           this.queuedRuns.delete(job.runId);
-          if (!isLeaseLost(e)) {
+          const notStored = e instanceof RunNotStored;
+          if (!isLeaseLost(e) && !notStored) {
             this.settle(job.runId, null);
             throw e;
           }
-          // this instance lost the agent: the run stays queued, or `running` if it had started, for
-          // whichever instance takes the agent next (this one too: its lease may just have lapsed), which
-          // queues the one and recovers the other; its callers are settled when it ends there
-          if (!this.leases.holds(run.agent_id)) this.dropAgent(run.agent_id, 'a write was refused');
+          // this instance lost the agent, or the run's writes failed: the run stays queued, or `running`
+          // if it had started, for whichever instance takes the agent next (this one too: its lease may
+          // just have lapsed; after failed writes it takes the agent again at once, and until that
+          // recovery passes, at the next message or the keeper's next sweep), which queues the one and
+          // recovers the other before any other run of the agent starts; its callers are settled when
+          // it ends there
+          if (notStored) {
+            this.logger.error(e.message);
+            this.leases.forget(run.agent_id);
+          }
+          if (!this.leases.holds(run.agent_id))
+            this.dropAgent(
+              run.agent_id,
+              notStored ? 'its run could not be stored' : 'a write was refused',
+            );
           void this.serially(run.agent_id, () => this.take(run.tenant_id, run.agent_id));
           return;
         }
@@ -733,7 +745,14 @@ export class MessagingService implements OnModuleInit {
       return;
     }
     if (got === 'fresh') {
-      await this.adopt(agentId);
+      try {
+        await this.adopt(agentId);
+      } catch (e) {
+        // not recovered (the database still refuses writes, say): nothing of the agent runs here until
+        // a later take (the next message, the keeper's sweep) recovers it
+        this.leases.forget(agentId);
+        throw e;
+      }
       // decisions stored while no instance was there to continue the batch: its continuation is stored
       // before the queue is read, so that it goes ahead of the messages waiting behind the batch
       await this.resumeIfDecided(tenantId, agentId);

@@ -2,7 +2,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { NOT_STARTED, OUTCOME_UNKNOWN } from '../../src/processing/run-recovery';
+import { NOT_STARTED, OUTCOME_UNKNOWN, RunRecovery } from '../../src/processing/run-recovery';
 import { ProcessingRepository } from '../../src/processing/processing.repository';
 import { MessagingService } from '../../src/processing/messaging.service';
 import { AgentProcessor } from '../../src/processing/agent-processor.service';
@@ -636,6 +636,125 @@ describe('processing: restart recovery', () => {
       }
     },
   );
+
+  /**
+   * The database refuses every tool return (on, a full disk or a constraint) or takes them again (off),
+   * with a trigger on `messages`, so the refusal is the database's own error on either engine.
+   */
+  async function refuseToolReturns(t: TestApp, on: boolean): Promise<void> {
+    const ds = t.app.get(DataSource);
+    const schema = t.config.database.schema;
+    const messages = sqlTable(schema, 'messages');
+    if (!process.env.TEST_DATABASE_URL) {
+      await ds.query(
+        on
+          ? `CREATE TRIGGER refuse_tool_returns BEFORE INSERT ON messages
+             WHEN NEW.message_type = 'tool_return_message'
+             BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END`
+          : `DROP TRIGGER refuse_tool_returns`,
+      );
+      return;
+    }
+    const fn = sqlTable(schema, 'refuse_tool_returns');
+    if (!on) {
+      await ds.query(`DROP TRIGGER refuse_tool_returns ON ${messages}`);
+      await ds.query(`DROP FUNCTION ${fn}()`);
+      return;
+    }
+    await ds.query(
+      `CREATE FUNCTION ${fn}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+         IF NEW.message_type = 'tool_return_message' THEN
+           RAISE EXCEPTION 'could not extend file: No space left on device' USING ERRCODE = '53100';
+         END IF;
+         RETURN NEW;
+       END $$`,
+    );
+    await ds.query(
+      `CREATE TRIGGER refuse_tool_returns BEFORE INSERT ON ${messages}
+       FOR EACH ROW EXECUTE FUNCTION ${fn}()`,
+    );
+  }
+
+  it('the database refuses a tool’s return (disk full): the run is left to recovery, and once writes pass again the call gets its unknown outcome before the next message runs', async () => {
+    const t = await startApp({ modelBaseUrl: fake.baseUrl });
+    try {
+      await tools.declare(t, 'lookup');
+      const id = await createAgent(t, fake, { tools: ['lookup'], include_base_tools: false });
+      await refuseToolReturns(t, true);
+      const recovery = t.app.get(RunRecovery);
+      const interrupt = recovery.interrupt.bind(recovery);
+      let refusedAgain!: () => void;
+      const recoveryRefused = new Promise<void>((r) => (refusedAgain = r));
+      // recovery runs at once, and is refused too while the disk is still full
+      jest.spyOn(recovery, 'interrupt').mockImplementation(async (run) => {
+        try {
+          return await interrupt(run);
+        } catch (e) {
+          refusedAgain();
+          throw e;
+        }
+      });
+      fake.push({ tool_calls: [{ name: 'lookup', arguments: {} }] });
+      const run = (await api(t, 'POST', `/v1/agents/${id}/messages/async`, say('look it up'))).body
+        .id as string;
+      // (bounded: before the fix the run ended at once, as failed, and no recovery came)
+      await Promise.race([recoveryRefused, new Promise((r) => setTimeout(r, 5000))]);
+      expect(tools.calls).toHaveLength(1);
+      // what the API answers meanwhile: the run has not ended (its call has no stored outcome)
+      expect((await api(t, 'GET', `/v1/runs/${run}`)).body.status).toBe('running');
+
+      await refuseToolReturns(t, false); // space freed
+      fake.push({ content: 'next answer' });
+      const next = await api(t, 'POST', `/v1/agents/${id}/messages`, say('next'));
+      expect(next.body.stop_reason.stop_reason).toBe('end_turn');
+      expect(await runEnded(t, run)).toMatchObject({ status: 'failed', error: 'interrupted' });
+      const msgs = (await api(t, 'GET', `/v1/runs/${run}/messages`)).body as any[];
+      const call = msgs.find((m) => m.message_type === 'tool_call_message').tool_call.tool_call_id;
+      expect(msgs.at(-1)).toMatchObject({
+        message_type: 'tool_return_message',
+        tool_call_id: call,
+        status: 'error',
+        tool_return: OUTCOME_UNKNOWN,
+      });
+      // the next model request carries the call with its return (no call without a result)
+      const sent = fake.requests.at(-1)!.messages;
+      const asked = sent.findIndex((m: any) => m.tool_calls?.some((c: any) => c.id === call));
+      expect(asked).toBeGreaterThan(0);
+      expect(sent[asked + 1]).toMatchObject({ role: 'tool', tool_call_id: call });
+      expect(tools.calls).toHaveLength(1); // never run again
+    } finally {
+      jest.restoreAllMocks();
+      await t.close();
+    }
+  });
+
+  it('a tool’s return is refused once (a dropped connection): it is written again and the call keeps its real result', async () => {
+    const t = await startApp({ modelBaseUrl: fake.baseUrl });
+    try {
+      await tools.declare(t, 'lookup');
+      tools.handle('lookup', () => Promise.resolve({ body: 'found it' }));
+      const id = await createAgent(t, fake, { tools: ['lookup'], include_base_tools: false });
+      const repo = t.app.get(ProcessingRepository);
+      const append = repo.append.bind(repo);
+      let refused = 0;
+      jest.spyOn(repo, 'append').mockImplementation((agentId, rows, ...rest) => {
+        if (refused === 0 && rows.some((r) => r.message_type === 'tool_return_message')) {
+          refused++;
+          return Promise.reject(new Error('Connection terminated unexpectedly'));
+        }
+        return append(agentId, rows, ...rest);
+      });
+      fake.push({ tool_calls: [{ name: 'lookup', arguments: {} }] }, { content: 'done' });
+      const res = await api(t, 'POST', `/v1/agents/${id}/messages`, say('look it up'));
+      expect(refused).toBe(1);
+      expect(res.body.stop_reason.stop_reason).toBe('end_turn');
+      const ret = res.body.messages.find((m: any) => m.message_type === 'tool_return_message');
+      expect(ret).toMatchObject({ status: 'success', tool_return: 'found it' });
+    } finally {
+      jest.restoreAllMocks();
+      await t.close();
+    }
+  });
 
   it('shutdown: a run stuck in a tool past the grace period is interrupted; queued runs wait for the next boot', async () => {
     let t = await startApp({
