@@ -88,7 +88,12 @@ export type OutcomeKind =
   | 'refused' // a rule, dedupe, bad arguments or a denial stopped it; never ran
   | 'timeout' // ran and did not finish in time
   | 'consent_required' // parked: a consent request is pending
-  | 'client_required'; // admitted, counted and claimed: the client runs it and returns the result
+  | 'client_required' // admitted, counted and claimed: the client runs it and returns the result
+  | 'deferred'; // held: an earlier call of its turn that waits decides its verdict; judged once it is decided
+
+/** The call waits (for consent, the client, or, held, for an earlier call's decision): no return yet. */
+export const parksOn = (o: { kind: OutcomeKind }): boolean =>
+  o.kind === 'consent_required' || o.kind === 'client_required' || o.kind === 'deferred';
 
 export interface ToolOutcome {
   toolCallId: string;

@@ -14,7 +14,6 @@ import { RuleIndex, ruleIndexFor } from '../rules/rule-index';
 import {
   type AwaitingCall,
   type Denial,
-  deny,
   lastCall,
   type RuleView,
   waitingFor,
@@ -236,10 +235,13 @@ export class ToolExecutor {
     const idx = ruleIndexFor(setup);
     const out: ToolOutcome[] = [];
     const awaiting: AwaitingCall[] = [];
+    // the turn's first held call: whether the later ones may run depends on whether it runs
+    let heldCall: ToolOutcome | undefined;
     // a call alone: one that waits (for consent, for the client) is seen by the later ones as run
     const push = async (call: ToolCallRequest, o: ToolOutcome) => {
       if (o.kind === 'consent_required' || o.kind === 'client_required')
         awaiting.push(awaitingCall(call, o.arguments, o.kind === 'client_required'));
+      else if (o.kind === 'deferred') heldCall ??= o;
       await settle(o);
     };
     const settle = async (o: ToolOutcome) => {
@@ -248,6 +250,17 @@ export class ToolExecutor {
     };
     let i = 0;
     while (i < calls.length) {
+      if (heldCall) {
+        const c = calls[i++];
+        await settle(
+          held(
+            c,
+            plainArgs(c),
+            `it comes after ${heldCall.toolName} (call ${heldCall.toolCallId}), held too`,
+          ),
+        );
+        continue;
+      }
       const answered = calls[i].clientResult;
       if (answered) {
         await push(calls[i], await this.completeClientCall(setup, idx, pass, calls[i], answered));
@@ -434,6 +447,14 @@ export class ToolExecutor {
           : (await this.allowedAfter(setup, pass, awaiting)).tools;
       return { outcome: refused(call, args, code, detail, d, allowedNow) };
     };
+    /** Held until `w` (a call of this turn that waits) is decided: nothing runs, nothing is recorded. */
+    const hold = (w: AwaitingCall, why?: string): Admission => ({
+      outcome: held(
+        call,
+        args,
+        `it comes after ${w.toolName} (call ${w.toolCallId}, waiting for ${waitingFor(w)})${why ? `: ${why}` : ''}`,
+      ),
+    });
     const tool = idx.tools.get(name);
     if (!tool) return refuse('NotFound', `no tool named ${name}`);
     const now = this.deps.clock.now();
@@ -449,8 +470,8 @@ export class ToolExecutor {
       if (isPromise(entry)) entry = await entry;
       if (entry && isLive(policy, entry, now)) {
         if (policy.mode === 'return_cached' && !entry.unknown) {
-          const ahead = runsAhead(idx, name, awaiting, false, false);
-          if (ahead) return refuse(ahead.code, ahead.detail);
+          const ahead = runsAhead(idx, awaiting, false, false);
+          if (ahead) return hold(ahead);
           // The model got the result, so ordering rules see it (as the last call, a start tool, an exit),
           // but it satisfies no prerequisite; nothing ran, so nothing is counted.
           pass.history.push({
@@ -487,6 +508,8 @@ export class ToolExecutor {
     view.awaiting = awaiting;
     let v = checkPassRules(idx, name, view);
     if (v.allowed) v = checkBatchRules(idx, name, view);
+    // an ordering rule the turn's waiting call decides: judged once it is decided, in the turn's order
+    if (!v.allowed && v.waitingOn) return hold(v.waitingOn, v.detail);
     if (v.allowed && idx.cooldowns.has(name)) {
       let last = store.getLastExecution(setup.agentId, name);
       if (isPromise(last)) last = await last;
@@ -499,9 +522,9 @@ export class ToolExecutor {
     let grantId: string | undefined;
     const consentRule = idx.consent.get(name);
     if (consentRule) {
-      // nobody is asked about a call that could not run once approved
-      const ahead = runsAhead(idx, name, awaiting, tool.kind === 'client', true);
-      if (ahead) return refuse(ahead.code, ahead.detail);
+      // nobody is asked about a call that would run ahead of an earlier one: it waits for that one
+      const ahead = runsAhead(idx, awaiting, tool.kind === 'client', true);
+      if (ahead) return hold(ahead);
       let c: ConsentCheck;
       try {
         c = await this.deps.consent.check({
@@ -550,8 +573,8 @@ export class ToolExecutor {
     }
 
     // the rules judged it as coming after the turn's waiting calls: it may not run before them
-    const ahead = runsAhead(idx, name, awaiting, tool.kind === 'client', false);
-    if (ahead) return refuse(ahead.code, ahead.detail);
+    const ahead = runsAhead(idx, awaiting, tool.kind === 'client', false);
+    if (ahead) return hold(ahead);
 
     // 6. arguments against the tool's JSON Schema
     if (badJson)
@@ -855,32 +878,26 @@ function pendingFor(idx: RuleIndex, batch: BatchState): string[] {
 /**
  * With ordering rules, a call that would run now (or be answered from the dedupe cache, which the pass
  * history records) after an earlier call of its turn that waits would run out of the order the rules judged
- * it in, and could change what they say of the waiting one once approved or answered: refused. A call the
- * client runs (`onClient`) goes to it with the turn's earlier client calls, in order: only a call that waits
- * for consent comes after it. A call about to be asked about (`asking`) runs after the calls that wait for
- * consent once approved, except after a client tool's, which then waits for the client: it would run ahead
- * (unless it runs on the client too, after it).
+ * it in, and could change what they say of the waiting one once approved or answered: it is held, and
+ * judged in its place once that one is decided (the waiting call answered). A call the client runs
+ * (`onClient`) goes to it with the turn's earlier client calls, in order: only a call that waits for consent
+ * comes after it. A call about to be asked about (`asking`) runs after the calls that wait for consent once
+ * approved, except after a client tool's, which then waits for the client: it would run ahead (unless it
+ * runs on the client too, after it).
  */
 function runsAhead(
   idx: RuleIndex,
-  name: string,
   awaiting: readonly AwaitingCall[],
   onClient: boolean,
   asking: boolean,
-): Denial | undefined {
+): AwaitingCall | undefined {
   if (!idx.hasOrderingRules || (asking && onClient)) return undefined;
-  let w: AwaitingCall | undefined;
-  for (let i = awaiting.length - 1; i >= 0 && !w; i--) {
+  for (let i = awaiting.length - 1; i >= 0; i--) {
     const a = awaiting[i];
     if (asking ? !a.client && idx.tools.get(a.toolName)?.kind === 'client' : !onClient || !a.client)
-      w = a;
+      return a;
   }
-  if (!w) return undefined;
-  const waits = asking ? "consent, then for the client's result" : waitingFor(w);
-  return deny(
-    'RuleViolation',
-    `${name} did not run: it comes after ${w.toolName} in this turn, whose call ${w.toolCallId} waits for ${waits}, and this agent's ordering rules run a turn's calls in order; call ${name} again once ${w.toolName} has run`,
-  );
+  return undefined;
 }
 
 /**
@@ -924,6 +941,11 @@ function base(
     continueLoop: false,
     exitLoop: false,
   };
+}
+
+/** A held call (outcome `deferred`): the processor parks it with the waiting ones; it has no return yet. */
+function held(call: ToolCallRequest, args: Record<string, unknown>, why: string): ToolOutcome {
+  return base(call, args, 'deferred', 'error', `[ToolHeld] ${call.name} waits: ${why}`);
 }
 
 function refused(

@@ -1,4 +1,4 @@
-import type { OutcomeKind } from '../executor/contracts';
+import { type OutcomeKind, parksOn } from '../executor/contracts';
 import type { ToolRule } from '../rules/tool-rule';
 import { canonicalRuleType } from '../rules/tool-rule';
 import { selectConditionalChild } from '../rules/conditional.rule';
@@ -96,8 +96,7 @@ function endOr(
 
 export function decideAfterTurn(view: TurnView): LoopDecision {
   const { outcomes } = view;
-  if (outcomes.some((o) => o.kind === 'consent_required' || o.kind === 'client_required'))
-    return { kind: 'park' };
+  if (outcomes.some(parksOn)) return { kind: 'park' };
   if (outcomes.length === 0) return endOr(view, 'end_turn');
 
   // 1. an exit_loop tool ran in this pass, successfully or not (as Letta's terminal tools): the batch

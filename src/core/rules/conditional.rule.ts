@@ -33,6 +33,7 @@ export function checkConditional(rule: ConditionalRule, tool: string, view: Rule
       'RuleViolation',
       `the tool that may run after ${rule.tool_name} depends on its output, not known yet: ${waits(last)}; call ${tool} again once ${rule.tool_name} has run, if its output allows it`,
       rule,
+      last,
     );
   }
   const child = selectConditionalChild(rule, last.returnValue);

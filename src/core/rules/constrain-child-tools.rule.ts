@@ -28,5 +28,6 @@ export function checkConstrainChild(
     'RuleViolation',
     `right after ${rule.tool_name} only ${list(rule.children)} may run, not ${tool}${isWaiting(last) ? ` (${waits(last)} and runs first)` : ''}`,
     rule,
+    isWaiting(last) ? last : undefined,
   );
 }

@@ -31,6 +31,7 @@ export function checkParentLast(
     'RuleViolation',
     `${tool} may run only right after ${list(parents)}${last && isWaiting(last) ? `, and it comes right after ${last.toolName} (${waits(last)})` : ''}`,
     rules[0],
+    last && isWaiting(last) ? last : undefined,
   );
 }
 

@@ -26,5 +26,6 @@ export function checkRequiresFollowing(
     'RuleViolation',
     `${tool} must run before ${w.toolName}, which comes before it (${waits(w)} and runs first)`,
     rule,
+    w,
   );
 }

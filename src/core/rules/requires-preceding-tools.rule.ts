@@ -25,9 +25,12 @@ export function checkRequiresPreceding(
   if (missing.length === 0) return ALLOW;
   let w;
   for (const t of missing) if ((w = waitingCallOf(view, t))) break;
+  // the waiting calls decide it only when each missing tool has one
+  const decides = missing.every((t) => waitingCallOf(view, t) !== undefined);
   return deny(
     'RuleViolation',
     `${tool} requires ${list(missing)} earlier in this pass${w ? `; whether ${w.toolName} succeeds is not known yet: ${waits(w)}; call ${tool} again once it has run` : ''}`,
     rule,
+    decides ? w : undefined,
   );
 }

@@ -3,15 +3,34 @@ import type { ToolRule } from './tool-rule';
 
 /** A check's answer. Denials carry the rule and a detail; the model-facing text is rendered in render-refusal.ts. */
 export type Verdict =
-  { allowed: true } | { allowed: false; code: ToolErrorType; rule?: ToolRule; detail: string };
+  | { allowed: true }
+  | {
+      allowed: false;
+      code: ToolErrorType;
+      rule?: ToolRule;
+      detail: string;
+      /**
+       * The call of this turn that waits (for consent or the client) whose fate decides this denial: an
+       * ordering rule that could allow the call once the waiting one is decided (denied, or run with the
+       * right status or output). The executor holds such a call until then instead of refusing it.
+       */
+      waitingOn?: AwaitingCall;
+    };
 
 export type Denial = Extract<Verdict, { allowed: false }>;
 
 /** Shared, so an allowing check allocates nothing. */
 export const ALLOW: Verdict = Object.freeze({ allowed: true });
 
-export function deny(code: ToolErrorType, detail: string, rule?: ToolRule): Denial {
-  return { allowed: false, code, rule, detail };
+export function deny(
+  code: ToolErrorType,
+  detail: string,
+  rule?: ToolRule,
+  waitingOn?: AwaitingCall,
+): Denial {
+  return waitingOn
+    ? { allowed: false, code, rule, detail, waitingOn }
+    : { allowed: false, code, rule, detail };
 }
 
 /** The read-only state a check sees. */

@@ -211,6 +211,8 @@ export function code(o: ToolOutcome): string {
       return 'pending';
     case 'client_required':
       return 'client';
+    case 'deferred':
+      return 'held';
     case 'timeout':
       return 'Timeout';
     case 'refused':

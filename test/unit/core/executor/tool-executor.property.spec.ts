@@ -1,5 +1,9 @@
 import fc from 'fast-check';
-import type { ToolInvoker, ToolOutcome } from '../../../../src/core/executor/contracts';
+import {
+  parksOn,
+  type ToolInvoker,
+  type ToolOutcome,
+} from '../../../../src/core/executor/contracts';
 import { InMemoryStateStore } from '../../../../src/core/executor/in-memory-state-store';
 import { ToolExecutor } from '../../../../src/core/executor/tool-executor';
 import { ruleIndexFor } from '../../../../src/core/rules/rule-index';
@@ -290,7 +294,7 @@ describe('a person is only asked about calls that can run once approved', () => 
     { minLength: 1, maxLength: 8 },
   );
 
-  it("every call that waited for consent or the client's result runs once approved or answered, whatever the rules", async () => {
+  it("every call that waited for consent or the client's result runs once approved or answered, and a held call is judged after it, in order, once, whatever the rules", async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.array(rule, { maxLength: 5 }),
@@ -302,13 +306,18 @@ describe('a person is only asked about calls that can run once approved', () => 
         fc.boolean(),
         async (rules, steps, readOnly, clientE, consentE) => {
           const clock = new FakeClock();
-          let approving = false;
           const outputs = new Map<string, string>();
+          /** Each execution: its call and the round (of its turn's decisions) it ran in. */
+          const ran: { id: string; round: number }[] = [];
+          let round = 0;
+          /** A person is asked once per call, and approves what was asked about. */
+          const asked = new Set<string>();
           const executor = new ToolExecutor({
             clock,
             store: new InMemoryStateStore(),
             invoker: {
               invoke: (_t, _args, ctx) => {
+                ran.push({ id: ctx.toolCallId, round });
                 const value = outputs.get(ctx.toolCallId)!;
                 return Promise.resolve({
                   status: value === 'fails' ? 'error' : 'success',
@@ -317,14 +326,15 @@ describe('a person is only asked about calls that can run once approved', () => 
               },
             },
             consent: {
-              check: (req) =>
-                Promise.resolve(
-                  req.arguments.v === 0
-                    ? { kind: 'granted', grantId: 'g' }
-                    : approving
-                      ? { kind: 'approved', requestId: `req-${req.toolCallId}` }
-                      : { kind: 'pending', requestId: `req-${req.toolCallId}` },
-                ),
+              check: (req) => {
+                if (req.arguments.v === 0)
+                  return Promise.resolve({ kind: 'granted', grantId: 'g' });
+                const requestId = `req-${req.toolCallId}`;
+                if (asked.has(req.toolCallId))
+                  return Promise.resolve({ kind: 'approved', requestId });
+                asked.add(req.toolCallId);
+                return Promise.resolve({ kind: 'pending', requestId });
+              },
             },
             limits: { batchTtlMs: 1e9 },
             timers: new ManualTimers(),
@@ -342,6 +352,7 @@ describe('a person is only asked about calls that can run once approved', () => 
               ...(clientE && n === 'e' ? { kind: 'client' as const } : {}),
             })),
           );
+          const ordered = ruleIndexFor(setup).hasOrderingRules;
           let batchId = 'b1';
           let pass = executor.newPass(setup, batchId);
           const meta = () => ({ tenantId: 'default', agentId: setup.agentId, runId: 'r', batchId });
@@ -358,43 +369,166 @@ describe('a person is only asked about calls that can run once approved', () => 
                 outputs.set(toolCallId, c.output);
                 return { toolCallId, name: c.name, arguments: { v: c.arg } };
               });
-              approving = false;
-              /** The calls that wait; the client's with its answer. */
+              /** The calls that wait or are held, in order; the client's with its answer. */
               const goOn = (outcomes: ToolOutcome[]) =>
-                outcomes
-                  .filter((o) => o.kind === 'consent_required' || o.kind === 'client_required')
-                  .map((o) => {
-                    const call = calls.find((c) => c.toolCallId === o.toolCallId)!;
-                    if (o.kind === 'consent_required') return call;
-                    const value = outputs.get(o.toolCallId)!;
-                    const status = value === 'fails' ? ('error' as const) : ('success' as const);
-                    const clientResult = {
-                      status,
-                      value,
-                      startedAt: o.startedAt!,
-                      heartbeat: false,
-                    };
-                    return { ...call, clientResult };
-                  });
-              const waiting = goOn(await executor.executeBatch(setup, pass, calls, meta()));
+                outcomes.filter(parksOn).map((o) => {
+                  const call = calls.find((c) => c.toolCallId === o.toolCallId)!;
+                  if (o.kind !== 'client_required') return call;
+                  const value = outputs.get(o.toolCallId)!;
+                  const status = value === 'fails' ? ('error' as const) : ('success' as const);
+                  const clientResult = {
+                    status,
+                    value,
+                    startedAt: o.startedAt!,
+                    heartbeat: false,
+                  };
+                  return { ...call, clientResult };
+                });
+              const waited = new Set<string>();
+              const final = new Map<string, ToolOutcome>();
+              round = 0;
+              let outcomes = await executor.executeBatch(setup, pass, calls, meta());
               // the person approves every request, the client answers its calls; the batch goes on
-              // with those calls, in order (an approved client call then waits for the client)
-              approving = true;
-              const after = await executor.executeBatch(setup, pass, waiting, meta());
-              const last = await executor.executeBatch(setup, pass, goOn(after), meta());
-              const final = (id: string) =>
-                (last.find((o) => o.toolCallId === id) ?? after.find((o) => o.toolCallId === id))!;
-              // (a call that runs and fails has run: its status is the tool's)
-              expect(waiting.map((c) => `${c.toolCallId}:${final(c.toolCallId).kind}`)).toEqual(
-                waiting.map((c) => `${c.toolCallId}:executed`),
-              );
-              // with ordering rules, the waiting calls take their places in the pass history in order
-              if (ruleIndexFor(setup).hasOrderingRules) {
-                const went = waiting.map((c) => c.toolCallId);
-                expect(
-                  pass.history.map((e) => e.toolCallId).filter((i) => went.includes(i)),
-                ).toEqual(went);
+              // with the waiting and held calls, in order, until none is left
+              for (;;) {
+                for (const o of outcomes) {
+                  final.set(o.toolCallId, o);
+                  if (o.kind === 'consent_required' || o.kind === 'client_required')
+                    waited.add(o.toolCallId);
+                  // a call is held only behind a waiting one, and only with ordering rules
+                  if (o.kind === 'deferred') expect(ordered).toBe(true);
+                }
+                const parked = goOn(outcomes);
+                if (parked.length === 0) break;
+                // a held call never ran before the decisions it waits for
+                const held = outcomes.filter((o) => o.kind === 'deferred').map((o) => o.toolCallId);
+                expect(ran.filter((r) => held.includes(r.id))).toEqual([]);
+                expect(++round).toBeLessThan(3 * calls.length + 2);
+                outcomes = await executor.executeBatch(setup, pass, parked, meta());
               }
+              // (a call that runs and fails has run: its status is the tool's)
+              expect([...waited].map((id) => `${id}:${final.get(id)!.kind}`)).toEqual(
+                [...waited].map((id) => `${id}:executed`),
+              );
+              // nothing ran twice
+              const ids = ran.map((r) => r.id);
+              expect(new Set(ids).size).toBe(ids.length);
+              // with ordering rules, the turn's calls that ran take their places in the pass history
+              // in the turn's order, the held ones after the calls they waited for
+              if (ordered) {
+                const inTurn = calls.map((c) => c.toolCallId);
+                const history = pass.history
+                  .map((e) => e.toolCallId)
+                  .filter((i) => inTurn.includes(i));
+                expect(history).toEqual(inTurn.filter((i) => history.includes(i)));
+              }
+            }
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it('a turn whose requests are all approved ends as it would have had they been approved at once: what ran, ran in the same order', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(rule, { maxLength: 5 }),
+        turns,
+        fc.boolean(),
+        async (rules, steps, consentE) => {
+          const setup = aSetup(
+            [
+              ...(consentE ? ['*'] : ['a', 'b', 'c', 'd']).map((tool_name): ToolRule => ({
+                type: 'requires_consent',
+                tool_name,
+              })),
+              ...rules,
+            ],
+            TOOLS.map((n) => aTool(n, 'side_effecting')),
+          );
+          /** An agent whose person answers each request later (`later`), or at once. */
+          const agent = (later: boolean) => {
+            const clock = new FakeClock();
+            const ran: string[] = [];
+            const asked = new Set<string>();
+            const executor = new ToolExecutor({
+              clock,
+              store: new InMemoryStateStore(),
+              invoker: {
+                invoke: (_t, args, ctx) => {
+                  ran.push(ctx.toolCallId);
+                  const value = String(args.output);
+                  return Promise.resolve({
+                    status: value === 'fails' ? 'error' : 'success',
+                    value,
+                  });
+                },
+              },
+              consent: {
+                check: (req) => {
+                  if (req.arguments.v === 0)
+                    return Promise.resolve({ kind: 'granted', grantId: 'g' });
+                  const requestId = `req-${req.toolCallId}`;
+                  if (!later || asked.has(req.toolCallId))
+                    return Promise.resolve({ kind: 'approved', requestId });
+                  asked.add(req.toolCallId);
+                  return Promise.resolve({ kind: 'pending', requestId });
+                },
+              },
+              limits: { batchTtlMs: 1e9 },
+              timers: new ManualTimers(),
+            });
+            return { clock, ran, executor, pass: executor.newPass(setup, 'b0'), batchId: 'b0' };
+          };
+          const ordered = ruleIndexFor(setup).hasOrderingRules;
+          const now = agent(false);
+          const later = agent(true);
+          let n = 0;
+          for (const s of steps) {
+            if (s === 'wait') for (const x of [now, later]) x.clock.advance(15_000);
+            else if (s === 'batch')
+              for (const x of [now, later]) {
+                await x.executor.completeBatch(x.batchId);
+                x.batchId = `b${n}`;
+                x.pass = x.executor.newPass(setup, x.batchId);
+              }
+            else {
+              // each call's arguments its own: no two calls are the same one for dedupe
+              const calls = s.map((c) => ({
+                toolCallId: `call-${++n}`,
+                name: c.name,
+                arguments: { v: c.arg, output: c.output, n },
+              }));
+              const meta = (x: typeof now) => ({
+                tenantId: 'default',
+                agentId: setup.agentId,
+                runId: 'r',
+                batchId: x.batchId,
+              });
+              await now.executor.executeBatch(setup, now.pass, calls, meta(now));
+              let outcomes = await later.executor.executeBatch(
+                setup,
+                later.pass,
+                calls,
+                meta(later),
+              );
+              for (let round = 0; outcomes.some(parksOn); round++) {
+                expect(round).toBeLessThan(3 * calls.length);
+                const ids = outcomes.filter(parksOn).map((o) => o.toolCallId);
+                outcomes = await later.executor.executeBatch(
+                  setup,
+                  later.pass,
+                  calls.filter((c) => ids.includes(c.toolCallId)),
+                  meta(later),
+                );
+              }
+              // with ordering rules in the same order; without, a call may run ahead of a waiting one
+              const seen = (ids: string[]) => (ordered ? ids : [...ids].sort());
+              expect(seen(later.ran)).toEqual(seen(now.ran));
+              expect(seen(later.pass.history.map((e) => e.toolCallId))).toEqual(
+                seen(now.pass.history.map((e) => e.toolCallId)),
+              );
             }
           }
         },
