@@ -1,11 +1,12 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { AgentRecord } from '../core/agents/agent-record';
-import type {
-  AgentToolSetup,
-  ExecutionMeta,
-  PassState,
-  ToolCallRequest,
-  ToolOutcome,
+import {
+  type AgentToolSetup,
+  type ExecutionMeta,
+  type PassState,
+  parksOn,
+  type ToolCallRequest,
+  type ToolOutcome,
 } from '../core/executor/contracts';
 import { continuesAfterTools, offersHeartbeat } from '../core/agents/agent-type';
 import { modelHandle } from '../core/agents/validate-agent';
@@ -33,12 +34,13 @@ import {
   type ToolSchema,
 } from '../models/model-provider';
 import type { MessageEntity, MessageType } from './entities/message.entity';
-import type {
-  ClientToolSpec,
-  ParkedCall,
-  RunEntity,
-  RunUsage,
-  TurnCall,
+import {
+  awaitingAnswer,
+  type ClientToolSpec,
+  type ParkedCall,
+  type RunEntity,
+  type RunUsage,
+  type TurnCall,
 } from './entities/run.entity';
 import type { StepEntity } from './entities/step.entity';
 import { EMPTY_USAGE, mapMessage, MappedMessage, toLettaMessage } from './message.mapper';
@@ -426,6 +428,11 @@ export class AgentProcessor {
           arguments: c.arguments,
           stepId: c.step_id,
         };
+        if (c.deferred) {
+          // held: judged now as a call just made (a request of its tool_call_id is an older call's)
+          goOn.push({ ...call, consentRequestId: null });
+          continue;
+        }
         if (!c.client) {
           // the request it parked with is its consent (the newest of its id, if it has none stored)
           goOn.push({ ...call, consentRequestId: c.request_id ?? undefined });
@@ -812,7 +819,7 @@ export class AgentProcessor {
   ): StoredReturns {
     const stored = new Set<ToolOutcome>();
     const settled = async (o: ToolOutcome) => {
-      if (parks(o)) return;
+      if (parksOn(o)) return;
       const hidden = held?.ids.has(o.toolCallId) === true;
       await this.write(ctx, [this.returnRow(ctx, o, stepOf(o.toolCallId), hidden)]);
       if (!hidden) stored.add(o);
@@ -864,7 +871,7 @@ export class AgentProcessor {
     const parked: ParkedCall[] = [];
     for (const o of outcomes) {
       const stepId = stepOf(o.toolCallId);
-      if (parks(o)) {
+      if (parksOn(o)) {
         parked.push({
           tool_call_id: o.toolCallId,
           name: o.toolName,
@@ -880,8 +887,11 @@ export class AgentProcessor {
                 },
               }
             : {}),
+          ...(o.kind === 'deferred' ? { deferred: true as const } : {}),
         });
-        continue;
+        // a held call is shown as made (Letta shows such calls before its approval request); its
+        // return comes once it is judged
+        if (o.kind !== 'deferred') continue;
       }
       const held = returns?.held;
       if (held?.ids.has(o.toolCallId)) {
@@ -895,13 +905,14 @@ export class AgentProcessor {
           ),
         );
       }
-      if (!returns?.stored.has(o)) rows.push(this.returnRow(ctx, o, stepId));
+      if (!parksOn(o) && !returns?.stored.has(o)) rows.push(this.returnRow(ctx, o, stepId));
     }
     if (parked.length && turn !== null) {
       const whole = turn ?? outcomes.map((o, i) => turnCall(o, i === outcomes.length - 1));
       for (const p of parked) p.turn = whole;
     }
-    if (parked.length) rows.push(this.approvalRequest(ctx, parked));
+    // (a held call always comes after one that waits)
+    if (parked.length) rows.push(this.approvalRequest(ctx, awaitingAnswer(parked)));
     await this.write(ctx, [...shown, ...rows]);
     return parked;
   }
@@ -987,7 +998,9 @@ export class AgentProcessor {
           messageContext: ctx.messageContext,
           // (a call without a request never matches a decision: the batch then resumes from the database)
           undecided: new Set(
-            parked.filter((c) => !c.client).map((c) => c.request_id ?? c.tool_call_id),
+            awaitingAnswer(parked)
+              .filter((c) => !c.client)
+              .map((c) => c.request_id ?? c.tool_call_id),
           ),
         });
     } catch (e) {
@@ -1146,9 +1159,6 @@ function outcomeFacts(o: ToolOutcome): ToolOutcomeFacts {
       o.startedAt !== undefined && o.finishedAt !== undefined ? o.finishedAt - o.startedAt : null,
   };
 }
-
-/** The call waits (for a person's consent or the client's result): it has no return yet. */
-const parks = (o: ToolOutcome) => o.kind === 'consent_required' || o.kind === 'client_required';
 
 /** A parked call refused without asking the executor (the run was cancelled while it waited). */
 function deniedOutcome(c: ParkedCall, reason: string): ToolOutcome {

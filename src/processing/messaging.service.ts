@@ -18,7 +18,13 @@ import type { Clock, IdGenerator } from '../core/ports';
 import type { StopReason } from '../core/loop/stop-reason';
 import { AgentProcessor, RunNotStored } from './agent-processor.service';
 import { mapMessage, MappedMessage } from './message.mapper';
-import type { ClientToolSpec, ParkedCall, RunEntity, RunInput } from './entities/run.entity';
+import {
+  awaitingAnswer,
+  type ClientToolSpec,
+  type ParkedCall,
+  type RunEntity,
+  type RunInput,
+} from './entities/run.entity';
 import { Mailbox } from './mailbox';
 import { ProcessingRepository } from './processing.repository';
 import {
@@ -378,7 +384,7 @@ export class MessagingService implements OnModuleInit {
     }
     const parked = why === 'delete' ? await this.repo.findParkedRun(tenantId, agentId) : null;
     if (parked && wanted(parked.id)) {
-      const calls = parked.parked ?? [];
+      const calls = awaitingAnswer(parked.parked ?? []);
       await this.consent.denyPending(
         tenantId,
         agentId,
@@ -397,7 +403,7 @@ export class MessagingService implements OnModuleInit {
     const r = await this.consent.cancelPending(
       parked.tenant_id,
       parked.agent_id,
-      parked.parked ?? [],
+      awaitingAnswer(parked.parked ?? []),
       'cancelled',
       (em) => this.repo.insertContinuation(parked.id, cont, em),
     );
@@ -421,7 +427,8 @@ export class MessagingService implements OnModuleInit {
     if (!parked?.continued_by) return;
     const cont = await this.repo.findRunById(parked.continued_by);
     if (!cont || cont.input.cancel || isFinal(cont.status) || !wanted(cont.id)) return;
-    const calls = parked.parked ?? [];
+    // the decided calls: a held one is judged after them, and a cancel may still stop it
+    const calls = awaitingAnswer(parked.parked ?? []);
     // a call is its tool_call_id in its step: an earlier step's return of a reused id is not its own
     const answered = new Set(
       (await this.repo.batchMessages(parked.batch_id, ['tool_return_message'])).map((m) =>
@@ -442,7 +449,7 @@ export class MessagingService implements OnModuleInit {
     mode: RunInput['mode'],
     beforeQueue?: (run: RunEntity) => void,
   ): Promise<RunEntity> {
-    const calls = parked?.parked ?? [];
+    const calls = awaitingAnswer(parked?.parked ?? []);
     if (!parked || calls.length === 0) {
       const ids = req.approvals!.map((a) => a.tool_call_id).filter(Boolean);
       const known = ids.length
@@ -544,7 +551,7 @@ export class MessagingService implements OnModuleInit {
     legacy: { approvalRequestId: string | null },
     answer: InBandApproval,
   ): Promise<InBandApproval[]> {
-    const calls = parked.parked ?? [];
+    const calls = awaitingAnswer(parked.parked ?? []);
     const id = legacy.approvalRequestId;
     const requestMessages =
       id === null
@@ -625,7 +632,7 @@ export class MessagingService implements OnModuleInit {
     const parked = await this.repo.findParkedRun(tenantId, agentId);
     // a call the client must run waits for the client's answer, whatever people decide
     if (!parked?.parked?.length || parked.parked.some((c) => c.client)) return;
-    const ids = parked.parked.map((c) => c.tool_call_id);
+    const ids = awaitingAnswer(parked.parked).map((c) => c.tool_call_id);
     if ((await this.consent.undecided(tenantId, agentId, ids)).length === 0) {
       await this.resume(parked, {});
     }

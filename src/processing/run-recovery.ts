@@ -4,7 +4,12 @@ import { ID_GENERATOR } from '../common/ids';
 import { RunEventsBus } from '../common/run-events';
 import type { Clock, IdGenerator } from '../core/ports';
 import type { MessageEntity } from './entities/message.entity';
-import type { ParkedCall, RunEntity, RunUsage } from './entities/run.entity';
+import {
+  awaitingAnswer,
+  type ParkedCall,
+  type RunEntity,
+  type RunUsage,
+} from './entities/run.entity';
 import { EMPTY_USAGE, mapMessage, MappedMessage } from './message.mapper';
 import { inputMessageRows, newMessageRow, ProcessingRepository } from './processing.repository';
 import { RunCallbacks } from './run-callbacks';
@@ -85,9 +90,14 @@ export class RunRecovery {
     const callOf = (m: MessageEntity) =>
       m.payload.tool_call as { tool_call_id: string; name: string; arguments: string };
     const keyOf = (m: MessageEntity) => stepCallKey(m.step_id, String(callOf(m)?.tool_call_id));
+    // a held call of a parked turn is shown (a row without `_held`) beside its hidden row: one call
+    const shownCalls = new Set(
+      batch.filter((m) => m.message_type === 'tool_call_message' && !m.payload._held).map(keyOf),
+    );
     const orphans = batch.filter((m) => {
       if (m.message_type !== 'tool_call_message') return false;
       const key = keyOf(m);
+      if (m.payload._held && shownCalls.has(key)) return false;
       return !answered.has(key) && !stillParked.has(key);
     });
     const unknown = orphans.filter((m) => !finished.has(keyOf(m)));
@@ -240,8 +250,9 @@ export class RunRecovery {
     if (run.input.kind !== 'resume' || run.input.cancel || !run.input.resumes_run_id) return [];
     const unanswered = new Set(orphans.map(keyOf));
     const parked = (await this.repo.findRunById(run.input.resumes_run_id))?.parked ?? [];
-    // (a client's tool results came with the interrupted run's input; those are not re-asked here)
-    return parked.filter((c) => {
+    // (a client's tool results came with the interrupted run's input; those are not re-asked here.) A held
+    // call that was not judged yet ends unstarted: its place after the calls it waited for is lost.
+    return awaitingAnswer(parked).filter((c) => {
       const key = stepCallKey(c.step_id, c.tool_call_id);
       return !c.client && unanswered.has(key) && !started.has(key);
     });

@@ -269,7 +269,7 @@ describe('client tools', () => {
         (m: any) => m.message_type === 'tool_return_message' && m.tool_call_id === id,
       );
 
-    it('constrain_child_tools Bash → [lookup]: audit is refused at once, lookup does not run ahead of Bash; once the client answers, lookup runs', async () => {
+    it('constrain_child_tools Bash → [lookup]: audit and lookup are held until the client answers, then judged right after Bash: audit refused, lookup runs', async () => {
       const id = await orderedAgent([
         { type: 'constrain_child_tools', tool_name: 'Bash', children: ['lookup'] },
       ]);
@@ -280,18 +280,17 @@ describe('client tools', () => {
           { id: 'call_audit', name: 'audit', arguments: { q: 'ls' } },
           { id: 'call_look', name: 'lookup', arguments: { q: 'a.txt' } },
         ],
-        [
-          { tool_calls: [{ id: 'call_look2', name: 'lookup', arguments: { q: 'a.txt' } }] },
-          { content: 'done' },
-        ],
+        [{ content: 'done' }],
       );
+      // only Bash is asked for; the held calls are shown as made, before the request, with no return yet
       expect(listed).toEqual(['call_bash']);
-      expect(returnOf(first, 'call_audit').tool_return).toBe(
-        "[ToolRuleViolation] right after Bash only lookup may run, not audit (its call call_bash in this turn waits for the client's result and runs first); allowed now: lookup",
-      );
-      expect(returnOf(first, 'call_look').tool_return).toBe(
-        "[ToolRuleViolation] lookup did not run: it comes after Bash in this turn, whose call call_bash waits for the client's result, and this agent's ordering rules run a turn's calls in order; call lookup again once Bash has run; allowed now: lookup",
-      );
+      expect(
+        first.body.messages
+          .filter((m: any) => m.message_type === 'tool_call_message')
+          .map((m: any) => m.tool_call.tool_call_id),
+      ).toEqual(['call_audit', 'call_look']);
+      expect(returnOf(first, 'call_audit')).toBeUndefined();
+      expect(returnOf(first, 'call_look')).toBeUndefined();
       // nothing ran on the server before the client ran Bash
       expect(tools.calls).toEqual([]);
 
@@ -302,9 +301,26 @@ describe('client tools', () => {
         toolReturn('call_bash', 'a.txt'),
       );
       expect(done.body.stop_reason.stop_reason).toBe('end_turn');
-      // right after Bash, the model was offered its child only, and lookup ran
-      expect(fake.requests[1].toolNames).toEqual(['lookup']);
-      expect(tools.calls.map((c) => c.tool_call_id)).toEqual(['call_look2']);
+      // judged in the turn's order, right after Bash: only its child may run
+      expect(returnOf(done, 'call_audit').tool_return).toBe(
+        '[ToolRuleViolation] right after Bash only lookup may run, not audit; allowed now: lookup',
+      );
+      expect(returnOf(done, 'call_look')).toMatchObject({ status: 'success', name: 'lookup' });
+      expect(tools.calls.map((c) => c.tool_call_id)).toEqual(['call_look']);
+      // the model sees the returns in its turn's order
+      const toolMsgs = fake.requests[1].messages.filter((m: any) => m.role === 'tool');
+      expect(toolMsgs.map((m: any) => m.tool_call_id)).toEqual([
+        'call_bash',
+        'call_audit',
+        'call_look',
+      ]);
+      // the messages list tells the same: each call once, then its return
+      const listedMsgs = (await api(t, 'GET', `/v1/agents/${id}/messages?order=asc&limit=50`))
+        .body as any[];
+      const calls = listedMsgs.filter((m) => m.message_type === 'tool_call_message');
+      expect(calls.map((m) => m.tool_call.tool_call_id)).toEqual(['call_audit', 'call_look']);
+      const returns = listedMsgs.filter((m) => m.message_type === 'tool_return_message');
+      expect(returns.map((m) => m.tool_call_id)).toEqual(['call_bash', 'call_audit', 'call_look']);
     });
 
     it("parent_last_tool Bash → [lookup] with consent on lookup: lookup is asked about; the client's result and the approval in one answer run Bash's result first, then lookup", async () => {

@@ -1,3 +1,4 @@
+/* eslint-disable @typescript-eslint/no-explicit-any -- response bodies are free-form JSON */
 import { rmSync } from 'node:fs';
 import { startApp, TestApp } from '../support/app-harness';
 import { FakeModelServer, startFakeModelServer } from '../support/fake-model-server';
@@ -74,6 +75,72 @@ describe('consent end to end across a restart, racing dialogs and cancellation',
         ws.send({ type: 'consent.decision', request_id: req.id, decision: 'approve_once' });
         await ws.next((f) => f.type === 'run.event' && f.event === 'run.completed', from, 10_000);
         expect(toolServer.calls.map((c) => c.body.tool_call_id)).toEqual(['call_restart']);
+        await ws.close();
+      } finally {
+        await second.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('restart with a call held behind the pending one: it is kept with the parked batch, and runs right after the approved call, once', async () => {
+    const first = await startApp({ keepDir: true, modelBaseUrl: fake.baseUrl });
+    const dir = first.dir;
+    try {
+      const agentId = await setup(first);
+      // a receipt needs no consent and may run only right after pay: held while pay waits
+      await api(first, 'POST', '/v1/tools/', {
+        name: 'receipt',
+        description: 'Sends a receipt',
+        safety: 'side_effecting',
+        kind: 'http',
+        parameters: { type: 'object', properties: { amount: { type: 'number' } } },
+        http: { url: toolUrl, method: 'POST', timeout_ms: 5000 },
+      });
+      const updated = await api(first, 'PATCH', `/v1/agents/${agentId}`, {
+        tools: ['pay', 'receipt'],
+        tool_rules: [
+          { type: 'requires_approval', tool_name: 'pay' },
+          { type: 'parent_last_tool', tool_name: 'pay', children: ['receipt'] },
+        ],
+      });
+      expect(updated.status).toBe(200);
+      fake.reset();
+      fake.push(
+        {
+          tool_calls: [
+            { name: 'pay', arguments: { amount: 3 }, id: 'call_pay' },
+            { name: 'receipt', arguments: { amount: 3 }, id: 'call_receipt' },
+          ],
+        },
+        { content: 'done' },
+      );
+      const res = await api(first, 'POST', `/v1/agents/${agentId}/messages`, {
+        messages: [{ role: 'user', content: 'pay' }],
+      });
+      expect(res.body.stop_reason.stop_reason).toBe('requires_approval');
+      expect(res.body.messages.at(-1).tool_calls.map((c: any) => c.tool_call_id)).toEqual([
+        'call_pay',
+      ]);
+      expect(toolServer.calls).toEqual([]);
+      await first.close();
+
+      const second = await startApp({ dir, modelBaseUrl: fake.baseUrl });
+      try {
+        const ws = await WsClient.connect(second.baseUrl);
+        await ws.subscribe([agentId]);
+        const req = (await ws.next((f) => f.type === 'consent.request')).request;
+        expect(req).toMatchObject({ tool_call_id: 'call_pay' });
+        const from = ws.frames.length;
+        ws.send({ type: 'consent.decision', request_id: req.id, decision: 'approve_once' });
+        await ws.next((f) => f.type === 'run.event' && f.event === 'run.completed', from, 10_000);
+        expect(toolServer.calls.map((c) => c.body.tool_call_id)).toEqual([
+          'call_pay',
+          'call_receipt',
+        ]);
+        const tool = fake.requests.at(-1)!.messages.filter((m: any) => m.role === 'tool');
+        expect(tool.map((m: any) => m.tool_call_id)).toEqual(['call_pay', 'call_receipt']);
         await ws.close();
       } finally {
         await second.close();

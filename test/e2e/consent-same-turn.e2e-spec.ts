@@ -60,6 +60,27 @@ describe('consent: a person is never asked about a call of the same turn that co
     return { res, approval, refused };
   }
 
+  /** The calls a parked response holds: shown as made, with no return and not in its approval request. */
+  const heldIn = (res: any): string[] => {
+    const messages = res.body.messages as any[];
+    const listed = messages.at(-1).tool_calls.map((c: any) => c.tool_call_id);
+    const returned = messages
+      .filter((m) => m.message_type === 'tool_return_message')
+      .map((m) => m.tool_call_id);
+    return messages
+      .filter((m) => m.message_type === 'tool_call_message')
+      .map((m) => m.tool_call.tool_call_id)
+      .filter((id: string) => !listed.includes(id) && !returned.includes(id));
+  };
+  const approveInBand = (ids: string[]) => ({
+    messages: [
+      {
+        type: 'approval',
+        approvals: ids.map((tool_call_id) => ({ type: 'approval', tool_call_id, approve: true })),
+      },
+    ],
+  });
+
   /** The continuation a decision started has ended. */
   async function continued(parkedRunId: string): Promise<any> {
     for (;;) {
@@ -208,7 +229,7 @@ describe('consent: a person is never asked about a call of the same turn that co
       include_base_tools: false,
     });
 
-  it('constrain_child_tools: right after draft only send; publish is refused at once, draft and send asked over the WebSocket and approved in band, run in order', async () => {
+  it('constrain_child_tools: right after draft only send; publish and send are held while draft waits (asked over the WebSocket, approved in band); then publish is refused after draft, and send asked about and run', async () => {
     const id = await orderedAgent(
       ['draft', 'send', 'publish'],
       ['draft', 'send', 'publish'],
@@ -217,7 +238,7 @@ describe('consent: a person is never asked about a call of the same turn that co
     const ws = await WsClient.connect(t.baseUrl);
     sockets.push(ws);
     await ws.subscribe([id]);
-    const { approval, refused } = await parkTurn(
+    const { res, approval } = await parkTurn(
       id,
       [
         { id: 'call_draft', name: 'draft', arguments: { q: 'hello' } },
@@ -226,35 +247,44 @@ describe('consent: a person is never asked about a call of the same turn that co
       ],
       'call_publish',
     );
-    expect(approval.tool_calls.map((c: any) => c.tool_call_id)).toEqual([
-      'call_draft',
-      'call_send',
-    ]);
-    expect(refused).toMatchObject({ status: 'error' });
-    expect(refused.tool_return).toBe(
-      '[ToolRuleViolation] right after draft only send may run, not publish (its call call_draft in this turn waits for consent and runs first); allowed now: send',
-    );
+    // only draft is asked about; the held calls are shown as made, with no return yet
+    expect(approval.tool_calls.map((c: any) => c.tool_call_id)).toEqual(['call_draft']);
+    expect(heldIn({ body: res })).toEqual(['call_publish', 'call_send']);
     await ws.sync();
-    expect(ws.ofType('consent.request').map((f) => f.request.tool_call_id)).toEqual([
-      'call_draft',
+    expect(ws.ofType('consent.request').map((f) => f.request.tool_call_id)).toEqual(['call_draft']);
+    expect(tools.calls).toEqual([]);
+    // a held call takes no answer: the approvals must answer the pending request
+    const early = await api(
+      t,
+      'POST',
+      `/v1/agents/${id}/messages`,
+      approveInBand(['call_draft', 'call_send']),
+    );
+    expect(early.status).toBe(400);
+    expect(early.body.code).toBe('APPROVAL_MISMATCH');
+
+    const answer = await api(t, 'POST', `/v1/agents/${id}/messages`, approveInBand(['call_draft']));
+    expect(answer.status).toBe(200);
+    // draft ran; publish, judged right after it, is refused; send may follow it and is asked about
+    expect(answer.body.stop_reason.stop_reason).toBe('requires_approval');
+    const returns = answer.body.messages.filter(
+      (m: any) => m.message_type === 'tool_return_message',
+    );
+    expect(returns.map((m: any) => [m.tool_call_id, m.status])).toEqual([
+      ['call_draft', 'success'],
+      ['call_publish', 'error'],
+    ]);
+    expect(returns[1].tool_return).toBe(
+      '[ToolRuleViolation] right after draft only send may run, not publish; allowed now: send',
+    );
+    expect(answer.body.messages.at(-1)).toMatchObject({ message_type: 'approval_request_message' });
+    expect(answer.body.messages.at(-1).tool_calls.map((c: any) => c.tool_call_id)).toEqual([
       'call_send',
     ]);
-    expect(tools.calls).toEqual([]);
+    expect(tools.calls.map((c) => c.tool_call_id)).toEqual(['call_draft']);
 
-    const answer = await api(t, 'POST', `/v1/agents/${id}/messages`, {
-      messages: [
-        {
-          type: 'approval',
-          approvals: ['call_draft', 'call_send'].map((tool_call_id) => ({
-            type: 'approval',
-            tool_call_id,
-            approve: true,
-          })),
-        },
-      ],
-    });
-    expect(answer.status).toBe(200);
-    expect(answer.body.stop_reason.stop_reason).toBe('end_turn');
+    const last = await api(t, 'POST', `/v1/agents/${id}/messages`, approveInBand(['call_send']));
+    expect(last.body.stop_reason.stop_reason).toBe('end_turn');
     // as without consent: draft, then its child; publish never ran and no one was asked about it
     expect(tools.calls.map((c) => c.tool_call_id)).toEqual(['call_draft', 'call_send']);
     expect((await requestsOf(id)).map((r) => [r.tool_call_id, r.status])).toEqual([
@@ -269,7 +299,7 @@ describe('consent: a person is never asked about a call of the same turn that co
     ]);
   });
 
-  it("conditional: the call after check waits on check's output, so it is refused at once; approved over REST, check runs and its output picks what the model is offered next", async () => {
+  it("conditional: the call after check waits on check's output, so it is held; approved over REST, check runs, its output refuses pay and picks what the model is offered next", async () => {
     tools.handle('check', () => ({ body: 'hold' }));
     const id = await orderedAgent(
       ['check', 'pay', 'lookup'],
@@ -296,12 +326,7 @@ describe('consent: a person is never asked about a call of the same turn that co
     expect(res.stop_reason.stop_reason).toBe('requires_approval');
     const approval = res.messages.find((m: any) => m.message_type === 'approval_request_message');
     expect(approval.tool_calls.map((c: any) => c.tool_call_id)).toEqual(['call_check']);
-    const refused = res.messages.find(
-      (m: any) => m.message_type === 'tool_return_message' && m.tool_call_id === 'call_pay',
-    );
-    expect(refused.tool_return).toContain(
-      'the tool that may run after check depends on its output, not known yet: its call call_check in this turn waits for consent; call pay again once check has run',
-    );
+    expect(heldIn({ body: res })).toEqual(['call_pay']);
     const [request] = await requestsOf(id);
     expect(request.tool_call_id).toBe('call_check');
     const d = await api(t, 'POST', `/v1/consent/requests/${request.id}/decision`, {
@@ -309,37 +334,66 @@ describe('consent: a person is never asked about a call of the same turn that co
     });
     expect(d.status).toBe(200);
     expect(await continued(res.run_id)).toMatchObject({ stop_reason: 'end_turn' });
+    // pay, judged once check had answered "hold", is refused with the rule's usual text
+    const payReturn = fake.requests[1].messages.find(
+      (m: any) => m.role === 'tool' && m.tool_call_id === 'call_pay',
+    );
+    expect(payReturn.content).toContain(
+      '[ToolRuleViolation] the output of check selects lookup as the next tool, not pay',
+    );
     // check answered "hold": the next model call was offered lookup only, and forced to it
     expect(fake.requests[1].toolNames).toEqual(['lookup']);
     expect(tools.calls.map((c) => c.tool_call_id)).toEqual(['call_check', 'call_look']);
     expect((await requestsOf(id)).map((r) => r.tool_call_id)).toEqual(['call_check']);
   });
 
-  it('a child that needs no consent does not run ahead of its waiting parent; the parent denied, nothing runs', async () => {
-    const id = await orderedAgent(
-      ['draft', 'lookup'],
-      ['draft'],
-      [{ type: 'constrain_child_tools', tool_name: 'draft', children: ['lookup'] }],
-    );
-    const { res, approval, refused } = await parkTurn(
-      id,
-      [
-        { id: 'call_d', name: 'draft', arguments: { q: 'x' } },
-        { id: 'call_l', name: 'lookup', arguments: { q: 'x' } },
-      ],
-      'call_l',
-    );
-    expect(approval.tool_calls.map((c: any) => c.tool_call_id)).toEqual(['call_d']);
-    expect(refused.tool_return).toContain(
-      "lookup did not run: it comes after draft in this turn, whose call call_d waits for consent, and this agent's ordering rules run a turn's calls in order; call lookup again once draft has run",
-    );
-    expect(tools.calls).toEqual([]);
-    const [request] = await requestsOf(id);
-    await api(t, 'POST', `/v1/consent/requests/${request.id}/decision`, {
-      decision: 'deny',
-      reason: 'no drafts today',
-    });
-    expect(await continued(res.run_id)).toMatchObject({ stop_reason: 'end_turn' });
-    expect(tools.calls).toEqual([]);
-  });
+  it.each([
+    [
+      'approved: draft runs, then send right after it',
+      'approve_once',
+      ['call_d', 'call_s'],
+      'success',
+    ],
+    ['denied: send is judged as if draft had not run, and refused', 'deny', [], 'error'],
+  ])(
+    'parent_last_tool draft → [send]: send needs no consent and is held behind its waiting parent; %s',
+    async (_s, decision, ran, sendStatus) => {
+      const id = await orderedAgent(
+        ['draft', 'send'],
+        ['draft'],
+        [{ type: 'parent_last_tool', tool_name: 'draft', children: ['send'] }],
+      );
+      const { res, approval } = await parkTurn(
+        id,
+        [
+          { id: 'call_d', name: 'draft', arguments: { q: 'x' } },
+          { id: 'call_s', name: 'send', arguments: { q: 'x' } },
+        ],
+        'call_s',
+      );
+      expect(approval.tool_calls.map((c: any) => c.tool_call_id)).toEqual(['call_d']);
+      expect(heldIn({ body: res })).toEqual(['call_s']);
+      expect(tools.calls).toEqual([]);
+      const [request] = await requestsOf(id);
+      await api(t, 'POST', `/v1/consent/requests/${request.id}/decision`, {
+        decision,
+        reason: 'no drafts today',
+      });
+      expect(await continued(res.run_id)).toMatchObject({ stop_reason: 'end_turn' });
+      expect(tools.calls.map((c) => c.tool_call_id)).toEqual(ran);
+      const sent = fake.requests[1].messages.find(
+        (m: any) => m.role === 'tool' && m.tool_call_id === 'call_s',
+      );
+      if (sendStatus === 'error')
+        expect(sent.content).toContain('[ToolRuleViolation] send may run only right after draft');
+      else expect(sent.content).not.toContain('[Tool');
+      // the run that continued answers what happened, and a restart of the list tells the same
+      const msgs = (await api(t, 'GET', `/v1/agents/${id}/messages?order=asc&limit=50`))
+        .body as any[];
+      const sendReturns = msgs.filter(
+        (m) => m.message_type === 'tool_return_message' && m.tool_call_id === 'call_s',
+      );
+      expect(sendReturns.map((m) => m.status)).toEqual([sendStatus]);
+    },
+  );
 });

@@ -420,6 +420,83 @@ describe('processing: restart recovery', () => {
     120_000,
   );
 
+  it('kill -9 while an approved call runs, with a call of its turn held behind it: the held call is never run, and gets one return saying it did not start', async () => {
+    const cluster = { cluster: { instance_id: 'recovery-held' } };
+    let t = await startApp({ keepDir: true, modelBaseUrl: fake.baseUrl, overrides: cluster });
+    const dir = t.dir;
+    await tools.declare(t, 'pay', { safety: 'side_effecting' });
+    await tools.declare(t, 'receipt', { safety: 'side_effecting' });
+    const id = await createAgent(t, fake, {
+      tools: ['pay', 'receipt'],
+      include_base_tools: false,
+      tool_rules: [
+        { type: 'requires_approval', tool_name: 'pay' },
+        { type: 'parent_last_tool', tool_name: 'pay', children: ['receipt'] },
+      ],
+    });
+    await t.close();
+    let payStarted!: () => void;
+    const paying = new Promise<void>((r) => (payStarted = r));
+    tools.handle('pay', async (_c, hungUp) => {
+      payStarted();
+      await hungUp; // its process dies while it runs
+      return { body: 'paid' };
+    });
+    fake.push({
+      tool_calls: [
+        { id: 'call_pay', name: 'pay', arguments: { q: 'A' } },
+        { id: 'call_receipt', name: 'receipt', arguments: { q: 'A' } },
+      ],
+    });
+    const server = await startAppProcess(dir, { modelBaseUrl: fake.baseUrl, overrides: cluster });
+    let cont: string;
+    try {
+      const at = { baseUrl: server.url } as TestApp;
+      const parked = (await api(at, 'POST', `/v1/agents/${id}/messages`, say('pay'))).body;
+      expect(parked.stop_reason.stop_reason).toBe('requires_approval');
+      expect(parked.messages.at(-1).tool_calls.map((c: any) => c.tool_call_id)).toEqual([
+        'call_pay',
+      ]);
+      cont = (
+        await api(at, 'POST', `/v1/agents/${id}/messages/async`, {
+          messages: [
+            {
+              type: 'approval',
+              approvals: [{ type: 'approval', tool_call_id: 'call_pay', approve: true }],
+            },
+          ],
+        })
+      ).body.id;
+      await paying;
+    } finally {
+      await server.kill('SIGKILL');
+    }
+
+    fake.push({ content: 'pay may have gone through; no receipt' });
+    t = await startApp({ dir, modelBaseUrl: fake.baseUrl, overrides: cluster });
+    try {
+      expect(await runEnded(t, cont)).toMatchObject({ status: 'failed', error: 'interrupted' });
+      const msgs = (await api(t, 'GET', `/v1/agents/${id}/messages?order=asc&limit=50`))
+        .body as any[];
+      expect(
+        msgs
+          .filter((m) => m.message_type === 'tool_return_message')
+          .map((m) => [m.tool_call_id, m.status, m.tool_return]),
+      ).toEqual([
+        ['call_pay', 'error', OUTCOME_UNKNOWN],
+        ['call_receipt', 'error', NOT_STARTED],
+      ]);
+      expect(tools.calls.map((c) => c.name)).toEqual(['pay']); // the receipt never ran
+      // nothing is left parked: the next message runs
+      const next = await api(t, 'POST', `/v1/agents/${id}/messages`, say('status?'));
+      expect(next.body.stop_reason.stop_reason).toBe('end_turn');
+      expect(tools.calls.map((c) => c.name)).toEqual(['pay']);
+    } finally {
+      await t.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
+
   // one process holds every agent on SQLite: its lease never lapses
   const pgOnly = process.env.TEST_DATABASE_URL ? it : it.skip;
   /** An app with an agent that calls `lookup`, and what makes the agent's lease lapse. */

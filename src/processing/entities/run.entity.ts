@@ -78,6 +78,12 @@ export interface ParkedCall {
   /** Set for a client tool the client must run: admitted (and counted) when it parked. */
   client?: { heartbeat: boolean; started_at: number };
   /**
+   * Held (outcome `deferred`): an earlier call of its turn waits, and whether this one may run depends on
+   * it. Nobody was asked about it and nothing of it ran; it is not in the approval request and takes no
+   * answer. Once the calls before it are decided it is judged, in its place, as a call just made.
+   */
+  deferred?: true;
+  /**
    * The pass the call was made in (without its batch cache): the approved call runs in that pass, whose
    * ordering rules it already satisfied, and the batch then continues in a new pass.
    */
@@ -91,6 +97,10 @@ export interface ParkedCall {
 }
 
 export type TurnCall = OutcomeView & { tool_call_id: string };
+
+/** The parked calls a decision or the client's result answers (a held call takes none). */
+export const awaitingAnswer = (calls: readonly ParkedCall[]): ParkedCall[] =>
+  calls.filter((c) => !c.deferred);
 
 @Entity('runs')
 @Index('idx_runs_agent', ['tenant_id', 'agent_id', 'created_at'])
