@@ -197,7 +197,8 @@ export class ToolExecutor {
    * `awaiting`: this turn's earlier calls that wait for a person's consent or for the client's result. The
    * rules see them as run, in order (max-count, exclusive groups, cooldowns, dedupe, and the pass rules: the
    * last of them is the last call), so nobody is asked to approve a call the rules would refuse once the
-   * earlier ones are approved and run; with ordering rules, no call runs ahead of them.
+   * earlier ones are approved and run; with ordering rules, no call runs ahead of them, and one whose verdict
+   * they decide is held (outcome `deferred`) to be judged once they are.
    */
   async execute(
     setup: AgentToolSetup,

@@ -22,7 +22,7 @@ export function selectConditionalChild(
 /**
  * conditional (pass): right after tool_name, its output selects the tool that may run next. Right after a
  * call of tool_name that waits for consent in this turn the output is not known: only a tool every output
- * would allow may follow it (fails closed).
+ * would allow may follow it now (the denial names the waiting call: the executor holds the call till then).
  */
 export function checkConditional(rule: ConditionalRule, tool: string, view: RuleView): Verdict {
   const last = lastCall(view);

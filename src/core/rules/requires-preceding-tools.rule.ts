@@ -14,7 +14,8 @@ export type RequiresPrecedingRule = RuleOf<'requires_preceding_tools'>;
 
 /**
  * requires_preceding_tools (pass): tool_name runs only after each of `tools` ran successfully in this pass.
- * A call of one of them that waits for consent in this turn has no status yet: not met (fails closed).
+ * A call of one of them that waits for consent in this turn has no status yet: not met now (when every
+ * missing tool waits, the denial names one: the executor holds the call until they have run).
  */
 export function checkRequiresPreceding(
   rule: RequiresPrecedingRule,
