@@ -51,7 +51,7 @@ export class MetricsService implements OnModuleInit, OnApplicationShutdown {
   });
   private readonly tools = new Counter({
     name: 'agent_tool_calls_total',
-    help: 'Tool calls by tool and outcome (executed, cached, refused, timeout, consent_required) and status',
+    help: 'Tool calls by tool and outcome (executed, cached, refused, timeout, consent_required, client_required, deferred) and status',
     labelNames: ['tool', 'outcome', 'status'],
     registers: [this.registry],
   });
