@@ -37,17 +37,27 @@ export type { ValidationProblem } from '../core/rules/validate-tool-rules';
 export const badRequest = (code: string, message: string, details?: Record<string, unknown>) =>
   new DomainError('bad_request', code, message, details);
 
+/** Problems one answer names (`details.problems`); how many more there were is `details.more_problems`. */
+export const MAX_REPORTED_PROBLEMS = 20;
+
 /**
  * A request with problems: `VALIDATION_FAILED`, or `LIMIT_EXCEEDED` when a count passed a configured bound
  * (`details.limits` names the settings, e.g. `limits.max_tags_per_agent`).
  */
 export const validationFailed = (problems: ValidationProblem[], message = 'request is invalid') => {
   const limits = [...new Set(problems.flatMap((p) => (p.limit ? [p.limit] : [])))];
+  // the first ones only: a 900 KB body of bad items named one line each was a 139 MB answer
+  const shown = problems.slice(0, MAX_REPORTED_PROBLEMS);
+  const more = problems.length - shown.length;
   return new DomainError(
     'bad_request',
     limits.length ? 'LIMIT_EXCEEDED' : 'VALIDATION_FAILED',
-    `${message}: ${problems.map((p) => `${p.path} ${p.message}`).join('; ')}`,
-    limits.length ? { problems, limits } : { problems },
+    `${message}: ${shown.map((p) => `${p.path} ${p.message}`).join('; ')}${more ? `; and ${more} more` : ''}`,
+    {
+      problems: shown,
+      ...(limits.length ? { limits } : {}),
+      ...(more ? { more_problems: more } : {}),
+    },
   );
 };
 

@@ -1,6 +1,11 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { CLOCK } from '../common/clock';
-import { conflict, DomainError, validationFailed } from '../common/domain-error';
+import {
+  conflict,
+  DomainError,
+  validationFailed,
+  type ValidationProblem,
+} from '../common/domain-error';
 import { AppConfig, SECRET_NAME } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
 import type { Clock } from '../core/ports';
@@ -143,15 +148,11 @@ export class SecretsService {
       if (!Array.isArray(raw) && typeof raw !== 'object')
         problems.push({ path: f, message: 'must be an object of NAME → value' });
       for (const [name, value] of entries) {
-        try {
-          out.push({ name, value: this.checkValue(name, { value }) });
-        } catch (e) {
-          for (const p of ((e as DomainError).details?.problems ?? []) as {
-            path: string;
-            message: string;
-          }[])
-            problems.push({ path: `${f}.${name}`, message: `${p.path} ${p.message}` });
-        }
+        // no error thrown per entry: 450,000 of them took 15 s of the event loop
+        const bad = this.valueProblems(name, value);
+        if (bad.length === 0) out.push({ name, value: value as string });
+        for (const p of bad)
+          problems.push({ path: `${f}.${name}`, message: `${p.path} ${p.message}` });
       }
     }
     if (problems.length) throw validationFailed(problems, 'agent is invalid');
@@ -261,14 +262,20 @@ export class SecretsService {
   }
 
   private checkValue(name: string, body: unknown): string {
-    const problems: { path: string; message: string }[] = [];
+    const value =
+      typeof body === 'object' && body !== null ? (body as { value?: unknown }).value : undefined;
+    const problems = this.valueProblems(name, value);
+    if (problems.length) throw validationFailed(problems, 'secret is invalid');
+    return value as string;
+  }
+
+  private valueProblems(name: string, value: unknown): ValidationProblem[] {
+    const problems: ValidationProblem[] = [];
     if (!SECRET_NAME.test(name))
       problems.push({
         path: 'name',
         message: 'must be letters, digits and _, not starting with a digit, at most 128',
       });
-    const value =
-      typeof body === 'object' && body !== null ? (body as { value?: unknown }).value : undefined;
     if (typeof value !== 'string' || value === '')
       problems.push({ path: 'value', message: 'is required: a non-empty string' });
     else if (Buffer.byteLength(value) > this.config.secrets.max_value_bytes)
@@ -281,8 +288,7 @@ export class SecretsService {
         path: 'value',
         message: 'must not contain control characters (it goes into a header)',
       });
-    if (problems.length) throw validationFailed(problems, 'secret is invalid');
-    return value as string;
+    return problems;
   }
 }
 
