@@ -36,6 +36,8 @@ export interface InputLimits {
   max_tool_description_chars: number;
   /** A declared tool's `parameters` schema, as JSON, in bytes. */
   max_tool_parameters_bytes: number;
+  /** Headers of a declared http tool (each `${NAME}` in them is looked up when it is declared). */
+  max_tool_headers: number;
   /** Messages of an agent's `initial_message_sequence` (its starting history, given on create). */
   max_initial_messages: number;
   /**

@@ -33,9 +33,10 @@ export class SecretsRepository {
     return this.repo.find({ where: { tenant_id: tenantId, owner: In(owners), name: In(names) } });
   }
 
-  /** Whether any of the tenant's secrets (any owner) has this name. */
-  async existsAnywhere(tenantId: string, name: string): Promise<boolean> {
-    return (await this.repo.count({ where: { tenant_id: tenantId, name } })) > 0;
+  /** The names of the tenant's secrets (any owner): at most its quota. */
+  async namesOf(tenantId: string): Promise<Set<string>> {
+    const rows = await this.repo.find({ select: { name: true }, where: { tenant_id: tenantId } });
+    return new Set(rows.map((r) => r.name));
   }
 
   countOwned(tenantId: string, owner: string): Promise<number> {

@@ -207,14 +207,22 @@ export class SecretsService {
   }
 
   /**
-   * Why `${name}` may not be declared by this tenant, or null when it may: it must be one of the tenant's
-   * secrets (any owner, API or configuration) or an allow-listed environment variable.
+   * Why each `${NAME}` may not be declared by this tenant (the names that may are left out): it must be one
+   * of the tenant's secrets (any owner, API or configuration) or an allow-listed environment variable. One
+   * read, however many names a declaration holds (80,000 in one header were 80,000 queries).
    */
-  async refusalFor(tenantId: string, name: string): Promise<string | null> {
-    if (this.config.tools.http.env_allowlist.includes(name)) return null;
-    if (this.fromConfig.get(tenantId)?.has(name)) return null;
-    if (await this.repo.existsAnywhere(tenantId, name)) return null;
-    return `names \${${name}}, which is neither one of your secrets (PUT /v1/secrets/${name}) nor an environment variable the operator allow-lists`;
+  async refusalsFor(tenantId: string, names: string[]): Promise<Map<string, string>> {
+    const refused = new Map<string, string>();
+    const stored = names.length ? await this.repo.namesOf(tenantId) : new Set<string>();
+    for (const name of names) {
+      if (this.config.tools.http.env_allowlist.includes(name)) continue;
+      if (this.fromConfig.get(tenantId)?.has(name) || stored.has(name)) continue;
+      refused.set(
+        name,
+        `names \${${name}}, which is neither one of your secrets (PUT /v1/secrets/${name}) nor an environment variable the operator allow-lists`,
+      );
+    }
+    return refused;
   }
 
   /** For a tool file (global): a name the operator allow-lists or sets for some tenant in configuration. */

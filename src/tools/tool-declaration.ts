@@ -38,7 +38,10 @@ const schemas = new SchemaCompiler({ strict: false, allErrors: true }, 100);
  */
 export function validateToolDeclaration(
   input: unknown,
-  limits: Pick<InputLimits, 'max_tool_description_chars' | 'max_tool_parameters_bytes'>,
+  limits: Pick<
+    InputLimits,
+    'max_tool_description_chars' | 'max_tool_parameters_bytes' | 'max_tool_headers'
+  >,
   basePath = '',
 ): { tool: ToolDefinition | null; problems: ValidationProblem[] } {
   const problems: ValidationProblem[] = [];
@@ -91,7 +94,18 @@ export function validateToolDeclaration(
       'kind',
       kind === 'builtin' ? 'builtin tools are declared in code, not here' : 'must be "http"',
     );
-  const spec = kind === 'http' ? validateHttpSpec(http, (f, m) => bad(`http${f}`, m)) : null;
+  // counted first: each `${NAME}` of a header is looked up when the tool is declared
+  const headers = isObj(http) && isObj(http.headers) ? Object.keys(http.headers).length : 0;
+  if (headers > limits.max_tool_headers)
+    problems.push({
+      path: p('http.headers'),
+      message: `has ${headers} headers; at most ${limits.max_tool_headers} (limits.max_tool_headers)`,
+      limit: 'limits.max_tool_headers',
+    });
+  const spec =
+    kind === 'http' && headers <= limits.max_tool_headers
+      ? validateHttpSpec(http, (f, m) => bad(`http${f}`, m))
+      : null;
   if (tags != null) {
     if (!Array.isArray(tags)) bad('tags', 'must be a list of strings');
     else

@@ -262,11 +262,13 @@ export class ToolsService implements OnModuleInit {
     if (tooMany) throw validationFailed([tooMany], 'tool is invalid');
     if (!tool) throw validationFailed(problems, 'tool is invalid');
     // `${NAME}` must be the tenant's own secret or an allow-listed variable: never the operator's environment
-    const refused: ValidationProblem[] = [];
-    for (const { header, name } of headerPlaceholders(tool.http?.headers)) {
-      const why = await this.secrets.refusalFor(tenantId, name);
-      if (why) refused.push({ path: `http.headers.${header}`, message: why });
-    }
+    const placeholders = headerPlaceholders(tool.http?.headers);
+    const why = await this.secrets.refusalsFor(tenantId, [
+      ...new Set(placeholders.map((p) => p.name)),
+    ]);
+    const refused: ValidationProblem[] = placeholders.flatMap(({ header, name }) =>
+      why.has(name) ? [{ path: `http.headers.${header}`, message: why.get(name)! }] : [],
+    );
     if (refused.length) throw validationFailed(refused, 'tool is invalid');
     return tool;
   }

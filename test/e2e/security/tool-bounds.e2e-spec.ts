@@ -101,6 +101,40 @@ describe('security: bounded tools', () => {
     await api(t, 'DELETE', `/v1/tools/${made.body.id}`, undefined, 'sk-a');
   });
 
+  it('a tool of 33 headers (limits.max_tool_headers: 32) → 400 LIMIT_EXCEEDED at http.headers, nothing stored', async () => {
+    const headers = Object.fromEntries(Array.from({ length: 33 }, (_, i) => [`X-H${i}`, 'v']));
+    const res = await api(
+      t,
+      'POST',
+      '/v1/tools/',
+      httpTool('many_headers', { http: { url: 'http://127.0.0.1:9/x', headers } }),
+      'sk-a',
+    );
+    expect(res.status).toBe(400);
+    expect(res.body.code).toBe('LIMIT_EXCEEDED');
+    expect(res.body.details).toMatchObject({
+      limits: ['limits.max_tool_headers'],
+      problems: [expect.objectContaining({ path: 'http.headers' })],
+    });
+    const names = (await api(t, 'GET', '/v1/tools/?name=many_headers', undefined, 'sk-a')).body;
+    expect(names).toEqual([]);
+  });
+
+  it('one header naming 80,000 secrets (700 KB; 80,000 queries and 6.6 s before): one read, 400 at once', async () => {
+    const value = Array.from({ length: 80_000 }, (_, i) => `\${S${i}}`).join('');
+    const t0 = performance.now();
+    const res = await api(
+      t,
+      'POST',
+      '/v1/tools/',
+      httpTool('many_refs', { http: { url: 'http://127.0.0.1:9/x', headers: { 'X-Key': value } } }),
+      'sk-a',
+    );
+    expect(res.status).toBe(400);
+    expect(res.body.details.problems[0].message).toContain('${S0}');
+    expect(performance.now() - t0).toBeLessThan(2000);
+  });
+
   it('tenant A declares one tool past quotas.tools → 409 QUOTA_EXCEEDED; B is not affected', async () => {
     const ids: string[] = [];
     for (let i = 0; i < MAX_TOOLS; i++) {

@@ -82,6 +82,18 @@ describe('validateToolDeclaration', () => {
       },
       'parameters',
     ],
+    [
+      'headers past limits.max_tool_headers',
+      {
+        http: {
+          url: 'http://x',
+          headers: Object.fromEntries(
+            Array.from({ length: LIMITS.max_tool_headers + 1 }, (_, i) => [`H${i}`, 'v']),
+          ),
+        },
+      },
+      'http.headers',
+    ],
   ];
   it.each(bad)('%s → problem at %s', (_n, change, path) => {
     const { tool, problems } = validateToolDeclaration({ ...good, ...change }, LIMITS);
