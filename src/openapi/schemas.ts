@@ -206,6 +206,7 @@ export const SCHEMAS: Record<string, Schema> = {
   Run: obj(['id', 'agent_id', 'status', 'created_at'], {
     id: str,
     agent_id: str,
+    conversation_id: strOrNull,
     status: { enum: ['created', 'running', 'completed', 'failed', 'cancelled'] },
     stop_reason: strOrNull,
     background: { type: 'boolean' },

@@ -138,6 +138,8 @@ export function toLettaRun(r: RunEntity) {
   return {
     id: r.id,
     agent_id: r.agent_id,
+    // Letta's: the conversation the run was sent to; null for the agent's own (default) history
+    conversation_id: r.conversation_id,
     status: r.status,
     stop_reason: r.stop_reason,
     // async runs always are (as Letta's); a stream is when its request said so

@@ -185,7 +185,7 @@ describe('agents API (Letta SDK)', () => {
     } as never)) as unknown as Json;
     expect(a.tools.map((x: Json) => x.name)).toEqual(['conversation_search']);
     expect(a.tags).toEqual([]);
-    expect(a.memory.blocks[0]).toMatchObject({ limit: 5000, read_only: false });
+    expect(a.memory.blocks[0]).toMatchObject({ limit: 100000, read_only: false });
     const bad = await raw('/v1/agents/', { method: 'POST', body: { tool_ids: ['tool-nope'] } });
     expect(bad.status).toBe(400);
   });

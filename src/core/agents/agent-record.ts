@@ -4,8 +4,8 @@ import type { BudgetFields } from '../loop/budgets';
 import type { StoredToolRule } from '../rules/validate-tool-rules';
 import type { AgentType } from './agent-type';
 
-/** Letta's default block size limit (characters). */
-export const DEFAULT_BLOCK_LIMIT = 5000;
+/** Letta's default block size limit (characters): its CORE_MEMORY_BLOCK_CHAR_LIMIT. */
+export const DEFAULT_BLOCK_LIMIT = 100000;
 
 export interface MemoryBlock {
   id: string;

@@ -28,7 +28,8 @@ export function parseNewBlock(
   }
   const label = b.label;
   const value = b.value ?? '';
-  const limit = b.limit ?? DEFAULT_BLOCK_LIMIT;
+  // Letta's default, within the operator's bound (a smaller limits.max_block_chars is the default then)
+  const limit = b.limit ?? Math.min(DEFAULT_BLOCK_LIMIT, limits.max_block_chars);
   const description = b.description ?? null;
   const read_only = b.read_only ?? false;
   const metadata = b.metadata ?? null;

@@ -147,7 +147,7 @@ describe('validateAgentInput: create', () => {
     expect(draft?.blocks[0]).toMatchObject({
       label: 'human',
       value: 'Ann',
-      limit: 5000,
+      limit: 100000,
       read_only: false,
     });
     expect(draft?.blocks[0].id).toMatch(/^block-/);
@@ -292,6 +292,15 @@ describe('validateAgentInput: create', () => {
       ctx,
     );
     expect(problems.map((p) => p.path)).toEqual(['memory_blocks[0].limit']);
+  });
+
+  it("a block without a limit under a smaller limits.max_block_chars gets that bound, not Letta's 100000", () => {
+    const { draft, problems } = validateAgentInput(
+      { memory_blocks: [{ label: 'h', value: 'x' }] },
+      { ...ctx, limits: { ...LIMITS, max_block_chars: 2000 } },
+    );
+    expect(problems).toEqual([]);
+    expect(draft?.blocks[0].limit).toBe(2000);
   });
 });
 
