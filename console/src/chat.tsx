@@ -323,7 +323,7 @@ function PastRun({ run }: { run: Run }) {
     try {
       const [m, st] = await Promise.all([
         api<LettaMessage[]>('GET', `/v1/runs/${run.id}/messages?limit=1000`),
-        api<Step[]>('GET', `/v1/runs/${run.id}/steps?limit=1000`),
+        api<Step[]>('GET', `/v1/runs/${run.id}/steps?limit=1000&order=asc`),
       ]);
       setMsgs(m);
       setSteps(st);

@@ -69,7 +69,8 @@ export class BlocksController {
     @Query() query: Json,
   ): Promise<Json[]> {
     const ids = (await this.blocks.agentIds(tenant, id)).map((a) => ({ id: a }));
-    const page = pageOfList(ids, query, this.config.limits, 'an agent');
+    // newest agent first unless asked otherwise, as Letta's list_agents_for_block
+    const page = pageOfList(ids, query, this.config.limits, 'an agent', 'desc');
     // one at a time, until the page's bytes are spent: a block may be shared by thousands of agents
     return fillPage(page, this.config.limits.max_page_bytes, takenBack(query), async (a) =>
       toAgentResponse(await this.agents.get(tenant, a.id)),

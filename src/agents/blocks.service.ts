@@ -59,7 +59,7 @@ export class BlocksService {
       descriptionSearch: null,
       limit: 50,
       maxBytes: this.config.limits.max_page_bytes,
-      order: 'desc',
+      order: 'asc', // Letta's list_blocks: oldest first unless asked otherwise
     };
     const text = (key: string): string | null => {
       const v = one(raw[key]);

@@ -122,7 +122,7 @@ export async function fillPage<T, U>(
  * One page of a list the server holds whole (an agent's tools or blocks, a run's messages or steps):
  * `order=asc` is the list's own order, `desc` the reverse; `after` / `before` are ids of the list, relative
  * to that order, as the stored lists' cursors are (the SDK's auto-pagination sends `after=<last id>` until
- * a page is empty); `limit` defaults to the whole list up to `limits.max_page_size`, and the page ends
+ * a page is empty); without `order`, `defaultOrder` (Letta's default for that list); `limit` defaults to the whole list up to `limits.max_page_size`, and the page ends
  * early past `limits.max_page_bytes` (fitPage). A cursor that is not in the list is 400 `UNKNOWN_CURSOR`.
  * Query problems are 400 `VALIDATION_FAILED`.
  */
@@ -131,9 +131,10 @@ export function pageOfList<T extends { id: string }>(
   query: Record<string, unknown>,
   limits: PageLimits,
   what: string,
+  defaultOrder: 'asc' | 'desc' = 'asc',
 ): T[] {
   const problems: ValidationProblem[] = [];
-  const q = readPageQuery(query, problems, limits.max_page_size, limits, 'asc');
+  const q = readPageQuery(query, problems, limits.max_page_size, limits, defaultOrder);
   if (problems.length) throw validationFailed(problems, 'query is invalid');
   const list = q.order === 'desc' ? [...items].reverse() : items;
   const at = (id: string) => {

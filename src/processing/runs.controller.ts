@@ -77,7 +77,8 @@ export class RunsController {
   ) {
     assertPrefixedId('run', 'run', runId);
     const steps = await this.history.runSteps(tenant, runId);
-    return pageOfList(steps, query, this.config.limits, 'a step').map(toLettaStep);
+    // newest step first unless asked otherwise, as Letta's list_steps_for_run
+    return pageOfList(steps, query, this.config.limits, 'a step', 'desc').map(toLettaStep);
   }
 
   /**

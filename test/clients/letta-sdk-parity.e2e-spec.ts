@@ -57,4 +57,37 @@ describe("clients: the Letta SDK's answers as Letta's server gives them", () => 
       await client.agents.blocks.update('persona', { agent_id: agent.id, value: long }),
     ).toMatchObject({ value: long, limit: 100000 });
   });
+
+  it("lists without an order take Letta's default: blocks oldest first, a block's agents and a run's steps newest first", async () => {
+    const first = await client.blocks.create({ label: 'order-a', value: '1' });
+    const second = await client.blocks.create({ label: 'order-b', value: '2' });
+    const blocks = (await client.blocks.list({ label_search: 'order-' })).getPaginatedItems();
+    expect(blocks.map((b) => b.id)).toEqual([first.id, second.id]);
+
+    const older = await createAgent(t, fake, { include_base_tools: false, block_ids: [first.id] });
+    const newer = await createAgent(t, fake, { include_base_tools: false, block_ids: [first.id] });
+    const agents = (await client.blocks.agents.list(first.id)).getPaginatedItems();
+    expect(agents.map((a) => a.id)).toEqual([newer, older]);
+
+    const agentId = await createAgent(t, fake, {
+      include_base_tools: false,
+      tools: ['conversation_search'],
+    });
+    fake.push(
+      {
+        tool_calls: [
+          { name: 'conversation_search', arguments: { query: 'x', request_heartbeat: true } },
+        ],
+      },
+      { content: 'found nothing' },
+    );
+    const res: any = await client.agents.messages.create(agentId, {
+      messages: [{ role: 'user', content: 'search' }],
+    });
+    const steps = (await client.runs.steps.list(res.run_id)).getPaginatedItems() as any[];
+    expect(steps).toHaveLength(2);
+    expect(steps.map((s) => s.step_number)).toEqual([2, 1]);
+    const asc = (await client.runs.steps.list(res.run_id, { order: 'asc' })).getPaginatedItems();
+    expect(asc.map((s: any) => s.step_number)).toEqual([1, 2]);
+  });
 });

@@ -70,15 +70,15 @@ describe('shared memory blocks (/v1/blocks, core-memory/blocks/attach|detach)', 
     expect(await a.blocks.retrieve(second.id)).toMatchObject({ metadata: { k: 1 } });
 
     const all = (await a.blocks.list()).getPaginatedItems();
-    expect(all.map((x) => x.id)).toEqual([second.id, first.id]); // newest first
+    expect(all.map((x) => x.id)).toEqual([first.id, second.id]); // oldest first, as Letta's
     expect((await a.blocks.list({ label: 'notes' })).getPaginatedItems()).toHaveLength(1);
     expect(
       (await a.blocks.list({ value_search: 'GAMMA' })).getPaginatedItems().map((x) => x.id),
     ).toEqual([second.id]);
     const page = await a.blocks.list({ limit: 1 });
-    expect(page.getPaginatedItems().map((x) => x.id)).toEqual([second.id]);
+    expect(page.getPaginatedItems().map((x) => x.id)).toEqual([first.id]);
     const next = await page.getNextPage();
-    expect(next.getPaginatedItems().map((x) => x.id)).toEqual([first.id]);
+    expect(next.getPaginatedItems().map((x) => x.id)).toEqual([second.id]);
 
     const updated = await a.blocks.update(first.id, { value: 'alpha two', description: 'd' });
     expect(updated).toMatchObject({ value: 'alpha two', description: 'd', limit: 50 });
