@@ -28,7 +28,7 @@ import {
   validateAgentInput,
 } from '../core/agents/validate-agent';
 import type { Clock, IdGenerator } from '../core/ports';
-import { canonicalRuleType } from '../core/rules/tool-rule';
+import { asksConsentFor, canonicalRuleType, withApprovalRules } from '../core/rules/tool-rule';
 import type { StoredToolRule, ValidationProblem } from '../core/rules/validate-tool-rules';
 import { ToolsService, ToolView } from '../tools/tools.service';
 import { AgentEntity } from './agent.entity';
@@ -300,6 +300,7 @@ export class AgentsService {
       problems,
     );
     const draft = await this.validate(tenantId, body, undefined, problems);
+    await this.addDefaultApprovals(tenantId, draft, []);
     const shared = await this.blocksById(tenantId, body);
     if (shared) draft.blocks = this.joinBlocks([...draft.blocks, ...shared]);
     const secrets = this.secrets.agentSecretsIn(body);
@@ -370,6 +371,7 @@ export class AgentsService {
   async update(tenantId: string, agentId: string, body: unknown): Promise<AgentView> {
     const agent = await this.load(tenantId, agentId);
     const draft = await this.validate(tenantId, body, draftOf(agent));
+    await this.addDefaultApprovals(tenantId, draft, agent.tools);
     // Letta's block_ids on an update is the agent's whole list; blocks left out stay (a detach)
     const shared = await this.blocksById(tenantId, body);
     if (shared) draft.blocks = this.joinBlocks(shared);
@@ -437,10 +439,7 @@ export class AgentsService {
         throw badRequest('TOOL_NOT_ATTACHED', `the agent has no tool "${toolName}"`, {
           tool_name: toolName,
         });
-      const isApproval = (r: StoredToolRule) =>
-        canonicalRuleType(r.type) === 'requires_consent' &&
-        'tool_name' in r &&
-        r.tool_name === toolName;
+      const isApproval = (r: StoredToolRule) => asksConsentFor(r, toolName);
       if (!required) agent.tool_rules = agent.tool_rules.filter((r) => !isApproval(r));
       else if (!agent.tool_rules.some(isApproval))
         agent.tool_rules = [
@@ -454,6 +453,8 @@ export class AgentsService {
     const tool = await this.tools.get(tenantId, toolId);
     return this.changeRules(tenantId, agentId, (agent) => {
       if (!agent.tools.includes(tool.name)) agent.tools = [...agent.tools, tool.name];
+      if (tool.default_requires_approval)
+        agent.tool_rules = withApprovalRules(agent.tool_rules, [tool.name]);
     });
   }
 
@@ -599,6 +600,31 @@ export class AgentsService {
     if (!draft || earlierProblems.length > 0)
       throw validationFailed([...earlierProblems, ...problems], 'agent is invalid');
     return draft;
+  }
+
+  /**
+   * Letta's `default_requires_approval`: a tool given to the agent (not among `before`) whose declaration
+   * asks for it gets a requires_approval rule, so it never runs before a person says yes.
+   */
+  private async addDefaultApprovals(
+    tenantId: string,
+    draft: AgentDraft,
+    before: readonly string[],
+  ): Promise<void> {
+    const given = draft.tools.filter((n) => !before.includes(n));
+    if (given.length === 0) return;
+    const asking = (await this.tools.resolveViews(tenantId, given))
+      .filter((t) => t.default_requires_approval)
+      .map((t) => t.name);
+    draft.tool_rules = withApprovalRules(draft.tool_rules, asking);
+    const limits = this.config.limits;
+    const tooMany = countProblem(
+      'tool_rules',
+      draft.tool_rules.length,
+      'max_rules_per_agent',
+      limits,
+    );
+    if (tooMany) throw validationFailed([tooMany], 'agent is invalid');
   }
 
   /** Letta's `block_ids`: the tenant's blocks, by id (null when not given). */

@@ -322,6 +322,7 @@ const TOOL_FIELDS = {
   parameters: obj({ type: { const: 'object' } }, ['type']),
   safety: SAFETY,
   kind: { const: 'http' },
+  default_requires_approval: orNull({ type: 'boolean' }),
   http: obj(
     {
       url: { type: 'string', pattern: '^https?://' },

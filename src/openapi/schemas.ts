@@ -107,6 +107,7 @@ export const SCHEMAS: Record<string, Schema> = {
     json_schema: { type: 'object' },
     args_json_schema: { type: ['object', 'null'] },
     tags: { type: 'array', items: str },
+    default_requires_approval: { type: ['boolean', 'null'] },
     safety: { enum: ['read_only', 'side_effecting', 'privileged'] },
     kind: str,
     source: strOrNull,

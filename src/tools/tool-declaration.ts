@@ -51,6 +51,7 @@ export function validateToolDeclaration(
     return { tool: null, problems: [{ path: basePath || '(body)', message: 'must be an object' }] };
 
   const { name, description = '', parameters, safety, kind, http, tags, return_char_limit } = input;
+  const approval = input.default_requires_approval;
   // Letta's Python tools: said alone, since the rest of the declaration is beside the point
   if (input.source_code !== undefined)
     return {
@@ -121,6 +122,8 @@ export function validateToolDeclaration(
       (return_char_limit as number) > MAX_RETURN_CHAR_LIMIT)
   )
     bad('return_char_limit', `must be a whole number from 1 to ${MAX_RETURN_CHAR_LIMIT}`);
+  if (approval != null && typeof approval !== 'boolean')
+    bad('default_requires_approval', 'must be true, false or null');
 
   if (problems.length) return { tool: null, problems };
   return {
@@ -133,6 +136,7 @@ export function validateToolDeclaration(
       http: spec!,
       ...(Array.isArray(tags) && tags.length ? { tags: [...new Set(tags as string[])] } : {}),
       ...(return_char_limit != null ? { return_char_limit: return_char_limit as number } : {}),
+      ...(typeof approval === 'boolean' ? { default_requires_approval: approval } : {}),
     },
     problems,
   };

@@ -24,6 +24,7 @@ export function toToolResponse(t: ToolView): Record<string, unknown> {
     // Letta tags an MCP tool `mcp:<server_name>` and keeps its server in metadata_.
     tags: t.mcp ? [`mcp:${t.mcp.server_name}`] : (t.tags ?? []),
     return_char_limit: t.return_char_limit ?? DEFAULT_RETURN_CHAR_LIMIT,
+    default_requires_approval: t.default_requires_approval ?? null,
     ...(t.mcp
       ? { metadata_: { mcp: { server_name: t.mcp.server_name, server_id: t.mcp.server_id } } }
       : {}),

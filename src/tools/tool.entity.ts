@@ -43,6 +43,10 @@ export class ToolEntity {
   @Column({ type: 'integer', nullable: true })
   return_char_limit!: number | null;
 
+  /** Letta's: agents given the tool get a requires_approval rule for it (null: never set). */
+  @Column({ type: 'boolean', nullable: true })
+  default_requires_approval!: boolean | null;
+
   @EpochMsColumn()
   created_at!: number;
 

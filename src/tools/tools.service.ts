@@ -45,6 +45,9 @@ const toDefinition = (t: ToolEntity): ToolDefinition => ({
   ...(t.mcp ? { mcp: t.mcp } : {}),
   ...(t.tags?.length ? { tags: t.tags } : {}),
   ...(t.return_char_limit ? { return_char_limit: t.return_char_limit } : {}),
+  ...(t.default_requires_approval !== null
+    ? { default_requires_approval: t.default_requires_approval }
+    : {}),
 });
 
 /** A definition as a row's columns: what it leaves out is null (an update must clear it too). */
@@ -54,6 +57,7 @@ const toColumns = (t: ToolDefinition) => ({
   mcp: t.mcp ?? null,
   tags: t.tags ?? null,
   return_char_limit: t.return_char_limit ?? null,
+  default_requires_approval: t.default_requires_approval ?? null,
 });
 
 /** What a refresh of an MCP server's tools changed (Letta's resync result, plus what was left out). */
@@ -498,6 +502,7 @@ function mergePatch(current: ToolDefinition, body: unknown): unknown {
     kind: pick(b.kind, current.kind),
     tags: pick(b.tags, current.tags),
     return_char_limit: pick(b.return_char_limit, current.return_char_limit),
+    default_requires_approval: pick(b.default_requires_approval, current.default_requires_approval),
     http:
       typeof b.http === 'object' && b.http !== null && !Array.isArray(b.http)
         ? { ...current.http, ...(b.http as Record<string, unknown>) }

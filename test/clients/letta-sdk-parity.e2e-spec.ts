@@ -90,4 +90,73 @@ describe("clients: the Letta SDK's answers as Letta's server gives them", () => 
     const asc = (await client.runs.steps.list(res.run_id, { order: 'asc' })).getPaginatedItems();
     expect(asc.map((s: any) => s.step_number)).toEqual([1, 2]);
   });
+
+  it("a tool made with default_requires_approval asks before it runs on every agent it is given to (Letta's requires_approval rule)", async () => {
+    const declaration = {
+      name: 'wire_money',
+      description: 'sends money',
+      parameters: { type: 'object', properties: { cents: { type: 'number' } } },
+      safety: 'side_effecting',
+      kind: 'http',
+      http: { url: `${env.tools.baseUrl}/tool/wire_money`, method: 'POST' },
+      default_requires_approval: true,
+    };
+    const tool: any = await client.tools.create(declaration as any);
+    expect(tool.default_requires_approval).toBe(true);
+    expect(await client.tools.retrieve(tool.id)).toMatchObject({ default_requires_approval: true });
+    const approval = { type: 'requires_approval', tool_name: 'wire_money' };
+
+    // given at creation (by name or id), the agent gets the rule, as Letta's create_agent adds it
+    const byName = await client.agents.create({
+      model: 'scripted/default',
+      include_base_tools: false,
+      tools: ['wire_money'],
+    });
+    expect(byName.tool_rules).toEqual([approval]);
+    const byId = await client.agents.create({
+      model: 'scripted/default',
+      include_base_tools: false,
+      tool_ids: [tool.id],
+    });
+    expect(byId.tool_rules).toEqual([approval]);
+    // attached later, likewise, once (a second attach adds nothing)
+    const later = await client.agents.create({
+      model: 'scripted/default',
+      include_base_tools: false,
+    });
+    await client.agents.tools.attach(tool.id, { agent_id: later.id });
+    const attached = await client.agents.tools.attach(tool.id, { agent_id: later.id });
+    expect(attached!.tool_rules).toEqual([approval]);
+
+    // the model's call parks for approval and the tool server never hears of it
+    const agentId = await createAgent(t, fake, {
+      include_base_tools: false,
+      tools: ['wire_money'],
+    });
+    fake.push({ tool_calls: [{ name: 'wire_money', arguments: { cents: 500 } }] });
+    const res = await client.agents.messages.create(agentId, {
+      messages: [{ role: 'user', content: 'pay' }],
+    });
+    expect(res.stop_reason.stop_reason).toBe('requires_approval');
+    expect(res.messages.at(-1)).toMatchObject({ message_type: 'approval_request_message' });
+    expect(env.tools.calls).toEqual([]);
+
+    // turned off on the tool, agents given it from then on get no rule (those that have it keep it)
+    const off: any = await client.tools.update(tool.id, { default_requires_approval: false });
+    expect(off.default_requires_approval).toBe(false);
+    const after = await client.agents.create({
+      model: 'scripted/default',
+      include_base_tools: false,
+      tools: ['wire_money'],
+    });
+    expect(after.tool_rules).toEqual([]);
+    expect((await client.agents.retrieve(byName.id)).tool_rules).toEqual([approval]);
+    // a tool without it says null, as Letta's
+    const plain: any = await client.tools.create({
+      ...declaration,
+      name: 'read_balance',
+      default_requires_approval: undefined,
+    } as any);
+    expect(plain.default_requires_approval).toBeNull();
+  });
 });

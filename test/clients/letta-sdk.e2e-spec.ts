@@ -425,7 +425,8 @@ describe('clients: the Letta SDK walk', () => {
       messages: [{ role: 'user', content: 'I like tea' }],
     });
     const runId = (res as any).run_id as string;
-    const stepId = (await client.runs.steps.list(runId)).getPaginatedItems()[0].id;
+    const stepId = (await client.runs.steps.list(runId, { order: 'asc' })).getPaginatedItems()[0]
+      .id;
     const lists: [string, (q: Record<string, unknown>) => any][] = [
       ['tools', (q) => client.tools.list(q)],
       ['agents.tools', (q) => client.agents.tools.list(agent.id, q)],
@@ -436,7 +437,10 @@ describe('clients: the Letta SDK walk', () => {
       ['steps.messages', (q) => client.steps.messages.list(stepId, q)],
     ];
     for (const [name, list] of lists) {
-      const whole = ((await list({})).getPaginatedItems() as { id: string }[]).map((x) => x.id);
+      // oldest first (some lists are newest first without an order, as Letta's)
+      const whole = ((await list({ order: 'asc' })).getPaginatedItems() as { id: string }[]).map(
+        (x) => x.id,
+      );
       expect({ name, n: whole.length > 1 }).toEqual({ name, n: true });
       for (const order of ['asc', 'desc'] as const) {
         const seen: string[] = [];

@@ -52,3 +52,26 @@ export type CanonicalRuleType = Exclude<ToolRuleType, Alias>;
 export function canonicalRuleType(type: ToolRuleType): CanonicalRuleType {
   return (RULE_ALIASES as Record<string, CanonicalRuleType>)[type] ?? (type as CanonicalRuleType);
 }
+
+/** Whether a rule has a person decide before `toolName` runs (`requires_consent`, Letta's `requires_approval`). */
+export function asksConsentFor(rule: ToolRule, toolName: string): boolean {
+  return (
+    canonicalRuleType(rule.type) === 'requires_consent' &&
+    'tool_name' in rule &&
+    rule.tool_name === toolName
+  );
+}
+
+/**
+ * Letta's `default_requires_approval`: the agent's rules with a `requires_approval` rule added for each tool
+ * given to it (`toolNames`, those whose declaration asks for one) that no consent rule names yet.
+ */
+export function withApprovalRules<R extends ToolRule>(
+  rules: R[],
+  toolNames: readonly string[],
+): (R | ToolRule)[] {
+  const added = [...new Set(toolNames)]
+    .filter((name) => !rules.some((r) => asksConsentFor(r, name)))
+    .map((name): ToolRule => ({ type: 'requires_approval', tool_name: name }));
+  return added.length ? [...rules, ...added] : rules;
+}

@@ -25,6 +25,11 @@ export interface ToolDefinition {
   tags?: string[];
   /** The model reads at most this many characters of a return (Letta's; default below). */
   return_char_limit?: number;
+  /**
+   * Letta's `default_requires_approval`: an agent given this tool (created with it, or attached) gets a
+   * `requires_approval` rule for it. Absent: never set (Letta answers null).
+   */
+  default_requires_approval?: boolean;
 }
 
 /** Letta's `FUNCTION_RETURN_CHAR_LIMIT`: what a tool's return is cut to when it sets none. */

@@ -14,6 +14,7 @@ const TOOL_FIELDS = [
   'http',
   'tags',
   'return_char_limit',
+  'default_requires_approval',
 ];
 const HTTP_FIELDS = ['url', 'method', 'headers', 'timeout_ms'];
 

@@ -34,6 +34,7 @@ import { TenantListIndexes1765110004000 } from './1765110004000-TenantListIndexe
 import { WebhookDeliveriesByTenant1765120000000 } from './1765120000000-WebhookDeliveriesByTenant';
 import { ParkedBatchState1765132000000 } from './1765132000000-ParkedBatchState';
 import { TenantUsage1765143000000 } from './1765143000000-TenantUsage';
+import { ToolDefaultRequiresApproval1765153000000 } from './1765153000000-ToolDefaultRequiresApproval';
 /**
  * Every migration, in order. Named `<epoch>-<What>.ts`; the app runs them at boot. Those that seal data
  * are built with the secrets key.
@@ -75,4 +76,5 @@ export const migrations = (secretsKey: Buffer | null): Function[] => [
   WebhookDeliveriesByTenant1765120000000,
   ParkedBatchState1765132000000,
   TenantUsage1765143000000,
+  ToolDefaultRequiresApproval1765153000000,
 ];
