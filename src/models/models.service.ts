@@ -66,6 +66,10 @@ export class ModelsService {
     return this.providers.acceptsImages(llmConfig);
   }
 
+  fromHandle(handle: string): { ok: LlmConfig } | { error: string } {
+    return this.providers.fromHandle(handle);
+  }
+
   /** The provider's key is the calling tenant's secret: read at each call, never kept. */
   private tenantKeyed(p: ProviderInfo, secret: string, tenantId: string): ModelProvider {
     return {

@@ -306,12 +306,18 @@ export class AgentProcessor {
     ctx.currentMessageId = (await this.write(ctx, rows))[0].id;
   }
 
+  /** The agent as its run sees it: with Letta's `override_model` the run's model, the agent's own untouched. */
+  private async agentOf(run: RunEntity): Promise<AgentRecord> {
+    const agent = await this.agents.get(run.tenant_id, run.agent_id);
+    return run.input.override_model ? { ...agent, llm_config: run.input.override_model } : agent;
+  }
+
   private async load(ctx: RunContext): Promise<void> {
     const { run } = ctx;
     // taken first: a continuation that fails to load (its agent deleted) leaves nothing behind
     if (run.input.kind === 'resume')
       ctx.resumed = this.repo.takeParked(run.agent_id, run.input.resumes_run_id ?? '') ?? null;
-    ctx.agent = await this.agents.get(run.tenant_id, run.agent_id);
+    ctx.agent = await this.agentOf(run);
     ctx.messageContext = ctx.resumed
       ? ctx.resumed.messageContext
       : await this.repo.messageContext(run.agent_id, run.conversation_id);
@@ -698,7 +704,7 @@ export class AgentProcessor {
         );
         if (parked.length) ctx.parked = parked;
         if (outcomes.some((o) => o.kind === 'executed' && MEMORY_EDIT_TOOLS.has(o.toolName))) {
-          ctx.agent = await this.agents.get(ctx.run.tenant_id, ctx.run.agent_id);
+          ctx.agent = await this.agentOf(ctx.run);
         }
       }
       throwIfAborted(ctx);

@@ -4,7 +4,7 @@ import { filter } from 'rxjs';
 import type { EntityManager } from 'typeorm';
 import { AGENT_LEASES, type AgentLeases } from '../cluster/agent-leases';
 import { EVENT_BUS, type EventBus } from '../cluster/event-bus';
-import { badRequest, conflict, DomainError } from '../common/domain-error';
+import { badRequest, conflict, DomainError, validationFailed } from '../common/domain-error';
 import { isUniqueViolation } from '../database/unique-violation';
 import { CLOCK } from '../common/clock';
 import { ID_GENERATOR } from '../common/ids';
@@ -188,6 +188,17 @@ export class MessagingService implements OnModuleInit {
 
   // ------------------------------------------------------------ requests
 
+  /**
+   * Letta's `override_model`: the handle's llm_config, for the run's input (nothing when not given); a
+   * handle no configured provider serves is a 400 before anything is stored.
+   */
+  private modelFor(req: SendMessageRequest): Pick<RunInput, 'override_model'> {
+    if (req.overrideModel === null) return {};
+    const r = this.models.fromHandle(req.overrideModel);
+    if ('error' in r) throw validationFailed([{ path: 'override_model', message: r.error }]);
+    return { override_model: r.ok };
+  }
+
   /** Stores the request as a run (and queues it); approvals continue the parked batch instead. */
   async submit(
     tenantId: string,
@@ -206,8 +217,9 @@ export class MessagingService implements OnModuleInit {
         { tools: shadowed.map((t) => t.name) },
       );
     }
+    const model = this.modelFor(req);
     const images = req.messages.findIndex((m) => hasImages(m.content));
-    if (images >= 0 && !this.models.acceptsImages(agent.llm_config))
+    if (images >= 0 && !this.models.acceptsImages(model.override_model ?? agent.llm_config))
       throw badRequest(
         'IMAGES_NOT_SUPPORTED',
         `the agent's model ${agent.model} does not accept images (models.*.vision_models lists the ones that do)`,
@@ -242,6 +254,7 @@ export class MessagingService implements OnModuleInit {
         ...(req.background ? { background: true } : {}),
         ...(req.clientTools.length ? { client_tools: req.clientTools } : {}),
         ...(req.callbackUrl ? { callback_url: req.callbackUrl } : {}),
+        ...model,
       });
       if (key) run.request_key = key;
       try {
@@ -512,6 +525,7 @@ export class MessagingService implements OnModuleInit {
       ...(req.background ? { background: true } : {}),
       ...clientToolsFor(req.clientTools, parked),
       ...(req.callbackUrl ? { callback_url: req.callbackUrl } : {}),
+      ...this.modelFor(req),
       resumes_run_id: parked.id,
       approvals: approvals.map((a) => ({
         tool_call_id: a.tool_call_id,

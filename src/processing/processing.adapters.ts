@@ -54,6 +54,7 @@ export const PROCESSING_ADAPTERS: Provider[] = [
       toolSchemaFor: (def, heartbeat) => models.toolSchemaFor(def, heartbeat),
       countTokens: (text) => models.countTokens(text),
       acceptsImages: (llm) => models.acceptsImages(llm),
+      fromHandle: (handle) => models.fromHandle(handle),
     }),
   },
   {

@@ -38,6 +38,8 @@ export interface ModelsPort {
   countTokens(text: string): number;
   /** Whether the model accepts image content (its provider's `vision_models`). */
   acceptsImages(llm: LlmConfig): boolean;
+  /** The llm_config of a model handle (`provider/model`), or why no provider serves it. */
+  fromHandle(handle: string): { ok: LlmConfig } | { error: string };
 }
 
 export interface ExecutorPort {

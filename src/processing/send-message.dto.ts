@@ -41,6 +41,8 @@ export interface SendMessageRequest {
   conversationId: string | null;
   /** Letta's `callback_url`: POSTed the run's outcome once it ends (the outbound host policy applies). */
   callbackUrl: string | null;
+  /** Letta's `override_model`: a model handle answering this request instead of the agent's model. */
+  overrideModel: string | null;
 }
 
 /** Bounds of a request's inputs (from the `processing` config). */
@@ -64,6 +66,9 @@ export const sendMessageLimits = (config: AppConfig): SendMessageLimits => ({
   },
   maxUrlLength: config.webhooks.url_max_length,
 });
+
+/** A model handle's length (a provider's name and its model's, as `models.list` answers them). */
+const MAX_MODEL_HANDLE = 400;
 
 /** In-band grants are checked here, before anything is stored: the decision must not fail after a 200. */
 const grantConstraints = new ConstraintCompiler(100);
@@ -299,6 +304,7 @@ export function parseSendMessage(
     clientTools: parseClientTools(body.client_tools, opts.limits, problems),
     conversationId: null,
     callbackUrl: null,
+    overrideModel: null,
   };
   out.streamTokens = out.streaming && body.stream_tokens === true;
   out.background = out.streaming && body.background === true;
@@ -386,6 +392,15 @@ export function parseSendMessage(
         `must be an http:// or https:// URL of at most ${max} characters (webhooks.url_max_length)`,
       );
     else out.callbackUrl = u;
+  }
+  if (body.override_model !== undefined && body.override_model !== null) {
+    const m = body.override_model;
+    if (typeof m !== 'string' || m.length === 0 || m.length > MAX_MODEL_HANDLE)
+      bad(
+        'override_model',
+        `must be a model handle "provider/model" of at most ${MAX_MODEL_HANDLE} characters`,
+      );
+    else out.overrideModel = m;
   }
   for (const k of BUDGET_FIELD_NAMES) {
     const v = parseBudgetValue(k, body[k], k, bad);

@@ -159,4 +159,52 @@ describe("clients: the Letta SDK's answers as Letta's server gives them", () => 
     } as any);
     expect(plain.default_requires_approval).toBeNull();
   });
+
+  it("override_model answers one request with another model and leaves the agent's own as it was", async () => {
+    const agentId = await createAgent(t, fake, { include_base_tools: false });
+    const before = await client.agents.retrieve(agentId);
+    const res = await client.agents.messages.create(agentId, {
+      messages: [{ role: 'user', content: 'hello' }],
+      override_model: 'scripted/default',
+    });
+    expect(res.messages.map((m: any) => m.content)).toEqual(['You said: hello']);
+    expect(fake.requests).toHaveLength(0);
+    const steps = (await client.runs.steps.list((res as any).run_id)).getPaginatedItems();
+    expect(steps.map((s) => s.model)).toEqual(['default']);
+    // streamed too
+    const frames: any[] = [];
+    for await (const f of await client.agents.messages.stream(agentId, {
+      messages: [{ role: 'user', content: 'again' }],
+      override_model: 'scripted/default',
+    }))
+      frames.push(f);
+    expect(frames.filter((f) => f.message_type === 'assistant_message')).toEqual([
+      expect.objectContaining({ content: 'You said: again' }),
+    ]);
+    expect(fake.requests).toHaveLength(0);
+
+    // the agent's model is untouched: the next request without an override goes to it
+    expect((await client.agents.retrieve(agentId)).llm_config).toEqual(before.llm_config);
+    fake.push({ content: 'from the agent model' });
+    const plain = await client.agents.messages.create(agentId, {
+      messages: [{ role: 'user', content: 'and now?' }],
+    });
+    expect(plain.messages.map((m: any) => m.content)).toEqual(['from the agent model']);
+    expect(fake.requests).toHaveLength(1);
+
+    // a handle no provider serves: refused before anything is stored
+    const runsBefore = (await client.runs.list({ agent_id: agentId })).getPaginatedItems().length;
+    await expect(
+      client.agents.messages.create(agentId, {
+        messages: [{ role: 'user', content: 'x' }],
+        override_model: 'nowhere/model',
+      }),
+    ).rejects.toMatchObject({
+      status: 400,
+      error: { details: { problems: [expect.objectContaining({ path: 'override_model' })] } },
+    });
+    expect((await client.runs.list({ agent_id: agentId })).getPaginatedItems()).toHaveLength(
+      runsBefore,
+    );
+  });
 });

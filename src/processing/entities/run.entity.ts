@@ -4,6 +4,7 @@ import type { OutcomeView } from '../../core/loop/loop-decision';
 import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
 import { EpochMsColumn, JsonColumn } from '../../database/columns';
 import type { BudgetFields } from '../../core/loop/budgets';
+import type { LlmConfig } from '../../models/model-provider';
 import type { RunStatus, StopReason } from '../../core/loop/stop-reason';
 
 export interface RunUsage {
@@ -42,6 +43,8 @@ export interface RunInput {
   cancel_requested?: boolean;
   /** Letta's `callback_url` (async requests): POSTed the run's outcome once it ends. */
   callback_url?: string;
+  /** Letta's `override_model`, resolved when the request came: the model of this run, not the agent's. */
+  override_model?: LlmConfig;
 }
 
 /** What the one call of a run's `callback_url` answered. */
