@@ -24,6 +24,7 @@ export function toBlockResponse(b: MemoryBlock): Record<string, unknown> {
     description: b.description,
     read_only: b.read_only,
     metadata: b.metadata ?? {},
+    tags: b.tags ?? [],
     is_template: false,
   };
 }

@@ -29,6 +29,10 @@ export class BlockEntity {
   @JsonColumn({ nullable: true })
   metadata!: Record<string, unknown> | null;
 
+  /** Letta's block tags, as a JSON list (null: none); `GET /v1/blocks/?tags=` matches whole tags. */
+  @JsonColumn({ nullable: true })
+  tags!: string[] | null;
+
   @EpochMsColumn()
   created_at!: number;
 

@@ -16,6 +16,9 @@ export interface BlockListQuery extends PageBounds {
   labelSearch: string | null;
   valueSearch: string | null;
   descriptionSearch: string | null;
+  /** Letta's `tags` (whole tags) and `match_all_tags` (every one, else any). */
+  tags: string[];
+  matchAllTags: boolean;
   order: 'asc' | 'desc';
 }
 
@@ -27,6 +30,7 @@ export const toMemoryBlock = (b: BlockEntity): MemoryBlock => ({
   description: b.description,
   read_only: b.read_only,
   metadata: b.metadata,
+  tags: b.tags ?? null,
 });
 
 /**
@@ -90,6 +94,7 @@ export class BlocksRepository {
       await em.save(BlockEntity, {
         ...b,
         metadata: b.metadata ?? null,
+        tags: b.tags?.length ? b.tags : null,
         tenant_id: tenantId,
         created_at: row?.created_at ?? now,
         updated_at: now,
@@ -143,7 +148,7 @@ export class BlocksRepository {
     if (q.label !== null) qb.andWhere('b.label = :label', { label: q.label });
     const search = { label: q.labelSearch, value: q.valueSearch, description: q.descriptionSearch };
     const searched = Object.entries(search).filter(([, text]) => text !== null);
-    if (searched.length) {
+    if (searched.length || q.tags.length) {
       // bounded scan (limits.search_scan_*): the tenant's newest blocks, the first characters of each
       const newest = this.ds
         .getRepository(BlockEntity)
@@ -158,6 +163,14 @@ export class BlocksRepository {
         qb.andWhere(containsSql(this.ds, `b.${col}`, `${col}Needle`, scan.chars), {
           [`${col}Needle`]: (text as string).toLowerCase(),
         });
+      // a tag is matched whole: as it is written in the stored JSON list, quotes included
+      const find = this.ds.options.type === 'postgres' ? 'strpos' : 'instr';
+      const tagged = q.tags.map((_, i) => `${find}(b.tags, :tag${i}) > 0`);
+      if (tagged.length)
+        qb.andWhere(
+          `(${tagged.join(q.matchAllTags ? ' AND ' : ' OR ')})`,
+          Object.fromEntries(q.tags.map((tag, i) => [`tag${i}`, JSON.stringify(tag)])),
+        );
     }
     return keysetPage(qb, 'b', q, cursors);
   }
@@ -262,6 +275,7 @@ function sameBlock(row: MemoryBlock, b: MemoryBlock): boolean {
     row.limit === b.limit &&
     row.description === b.description &&
     row.read_only === b.read_only &&
-    JSON.stringify(row.metadata ?? null) === JSON.stringify(b.metadata ?? null)
+    JSON.stringify(row.metadata ?? null) === JSON.stringify(b.metadata ?? null) &&
+    JSON.stringify(row.tags ?? []) === JSON.stringify(b.tags ?? [])
   );
 }

@@ -31,8 +31,8 @@ export class BlocksService {
 
   async create(tenantId: string, body: unknown): Promise<MemoryBlock> {
     const problems: ValidationProblem[] = nulBytePaths(body);
-    const fields = parseNewBlock(body, '', this.config.limits, (path, message) =>
-      problems.push({ path, message }),
+    const fields = parseNewBlock(body, '', this.config.limits, (path, message, limit) =>
+      problems.push({ path, message, ...(limit ? { limit } : {}) }),
     );
     if (!fields || problems.length) throw validationFailed(problems, 'block is invalid');
     const now = this.clock.now();
@@ -57,6 +57,8 @@ export class BlocksService {
       labelSearch: null,
       valueSearch: null,
       descriptionSearch: null,
+      tags: [],
+      matchAllTags: false,
       limit: 50,
       maxBytes: this.config.limits.max_page_bytes,
       order: 'asc', // Letta's list_blocks: oldest first unless asked otherwise
@@ -72,6 +74,18 @@ export class BlocksService {
     q.labelSearch = text('label_search');
     q.valueSearch = text('value_search');
     q.descriptionSearch = text('description_search');
+    const tags = raw.tags === undefined ? [] : Array.isArray(raw.tags) ? raw.tags : [raw.tags];
+    const maxTags = this.config.limits.max_tags_per_agent;
+    if (tags.length > maxTags || tags.some((t) => typeof t !== 'string' || t.length > SEARCH_MAX))
+      problems.push({
+        path: 'tags',
+        message: `must be at most ${maxTags} tags (limits.max_tags_per_agent) of at most ${SEARCH_MAX} characters`,
+      });
+    else q.tags = [...new Set(tags as string[])].filter((t) => t !== '');
+    const all = one(raw.match_all_tags);
+    if (all === true || all === 'true') q.matchAllTags = true;
+    else if (all !== undefined && all !== false && all !== 'false')
+      problems.push({ path: 'match_all_tags', message: 'must be true or false' });
     q.limit = readLimit(raw.limit, q.limit, 'max_page_size', this.config.limits, problems);
     const order = one(raw.order);
     if (order === 'asc' || order === 'desc') q.order = order;

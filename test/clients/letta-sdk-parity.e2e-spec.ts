@@ -160,6 +160,37 @@ describe("clients: the Letta SDK's answers as Letta's server gives them", () => 
     expect(plain.default_requires_approval).toBeNull();
   });
 
+  it('block tags: set on create (standalone or in memory_blocks), replaced on update, listed by any or all tags', async () => {
+    const red = await client.blocks.create({ label: 'tag-a', value: '1', tags: ['red', 'big'] });
+    expect(red.tags).toEqual(['red', 'big']);
+    const blue = await client.blocks.create({ label: 'tag-b', value: '2', tags: ['blue', 'big'] });
+    const none = await client.blocks.create({ label: 'tag-c', value: '3' });
+    expect(none.tags).toEqual([]);
+    const agent = await client.agents.create({
+      model: 'scripted/default',
+      memory_blocks: [{ label: 'human', value: 'x', tags: ['red'] }],
+    });
+    const own = agent.memory.blocks[0];
+    expect(own.tags).toEqual(['red']);
+    const ids = async (q: Record<string, unknown>) =>
+      (await client.blocks.list(q as any)).getPaginatedItems().map((b) => b.id);
+    expect(await ids({ tags: ['red'] })).toEqual([red.id, own.id]);
+    expect(await ids({ tags: ['red', 'blue'] })).toEqual([red.id, blue.id, own.id]);
+    expect(await ids({ tags: ['red', 'big'], match_all_tags: true })).toEqual([red.id]);
+    expect(await ids({ tags: ['re'] })).toEqual([]); // whole tags, not parts
+    // an update's tags replace the block's; one without tags keeps them
+    expect(await client.blocks.update(blue.id, { tags: ['red'] })).toMatchObject({ tags: ['red'] });
+    expect(await client.blocks.update(blue.id, { value: '2b' })).toMatchObject({ tags: ['red'] });
+    expect(
+      await client.agents.blocks.update('human', { agent_id: agent.id, tags: [] }),
+    ).toMatchObject({ tags: [] });
+    expect(await ids({ tags: ['red'] })).toEqual([red.id, blue.id]);
+    expect((await client.blocks.retrieve(own.id!)).tags).toEqual([]);
+    await expect(
+      client.blocks.create({ label: 'tag-d', value: '', tags: [''] }),
+    ).rejects.toMatchObject({ status: 400 });
+  });
+
   it("override_model answers one request with another model and leaves the agent's own as it was", async () => {
     const agentId = await createAgent(t, fake, { include_base_tools: false });
     const before = await client.agents.retrieve(agentId);

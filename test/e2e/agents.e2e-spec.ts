@@ -69,6 +69,7 @@ describe('agents API (Letta SDK)', () => {
         description: null,
         read_only: false,
         metadata: {},
+        tags: [],
         is_template: false,
       },
     ]);

@@ -15,6 +15,8 @@ export interface MemoryBlock {
   description: string | null;
   read_only: boolean;
   metadata: Record<string, unknown> | null;
+  /** Letta's block tags (lists filter by them); absent or null: none. */
+  tags?: string[] | null;
 }
 
 /** Per-agent executor settings (agent field `tool_executor`); unset ones fall back to the config defaults. */

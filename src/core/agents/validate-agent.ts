@@ -74,7 +74,8 @@ export function validateAgentInput(
   current?: AgentDraft,
 ): { draft: AgentDraft | null; problems: ValidationProblem[] } {
   const problems: ValidationProblem[] = [];
-  const bad = (path: string, message: string) => problems.push({ path, message });
+  const bad = (path: string, message: string, limit?: string) =>
+    problems.push({ path, message, ...(limit ? { limit } : {}) });
   if (!isObj(input))
     return { draft: null, problems: [{ path: '(body)', message: 'must be a JSON object' }] };
 
@@ -299,7 +300,7 @@ function validateBlocks(
   input: unknown,
   current: MemoryBlock[],
   ctx: AgentValidationContext,
-  bad: (path: string, message: string) => void,
+  bad: (path: string, message: string, limit?: string) => void,
 ): MemoryBlock[] {
   if (!Array.isArray(input)) {
     bad('memory_blocks', 'must be a list of blocks');

@@ -1,5 +1,5 @@
 import type { ValidationProblem } from '../rules/validate-tool-rules';
-import type { InputLimits } from '../limits';
+import { countProblem, type InputLimits } from '../limits';
 import { DEFAULT_BLOCK_LIMIT, type MemoryBlock } from './agent-record';
 
 /** A block label's length bound (the column's size). */
@@ -7,6 +7,33 @@ export const BLOCK_LABEL_MAX = 200;
 
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** A block tag's length (as an agent's or a tool's). */
+const MAX_TAG = 200;
+type BlockLimits = Pick<InputLimits, 'max_block_chars' | 'max_tags_per_agent'>;
+
+/**
+ * Letta's block `tags` (a list of strings, at most `limits.max_tags_per_agent`, as an agent's): the tags
+ * without repeats, null when not given or null, undefined when invalid (the problems pushed).
+ */
+function parseBlockTags(
+  v: unknown,
+  path: string,
+  limits: BlockLimits,
+  problems: ValidationProblem[],
+): string[] | null | undefined {
+  if (v === undefined || v === null) return null;
+  if (!Array.isArray(v)) return void problems.push({ path, message: 'must be a list of strings' });
+  const tooMany = countProblem(path, v.length, 'max_tags_per_agent', limits);
+  if (tooMany) return void problems.push(tooMany);
+  const bad = v.findIndex((t) => typeof t !== 'string' || t === '' || t.length > MAX_TAG);
+  if (bad >= 0)
+    return void problems.push({
+      path: `${path}[${bad}]`,
+      message: `must be a string of 1 to ${MAX_TAG} characters`,
+    });
+  return [...new Set(v as string[])];
+}
 
 const limitMessage = (max: number) =>
   `must be a whole number from 1 to ${max} (limits.max_block_chars)`;
@@ -18,8 +45,9 @@ const limitMessage = (max: number) =>
 export function parseNewBlock(
   b: unknown,
   at: string,
-  limits: Pick<InputLimits, 'max_block_chars'>,
-  bad: (path: string, message: string) => void,
+  limits: BlockLimits,
+  /** `limit`: the setting a count passed (a LIMIT_EXCEEDED problem). */
+  bad: (path: string, message: string, limit?: string) => void,
 ): Omit<MemoryBlock, 'id'> | null {
   const path = (field: string) => (at ? `${at}.${field}` : field);
   if (!isObj(b)) {
@@ -50,6 +78,12 @@ export function parseNewBlock(
     fail('description', 'must be a string');
   if (typeof read_only !== 'boolean') fail('read_only', 'must be true or false');
   if (metadata !== null && !isObj(metadata)) fail('metadata', 'must be an object or null');
+  const tagProblems: ValidationProblem[] = [];
+  const tags = parseBlockTags(b.tags, path('tags'), limits, tagProblems);
+  for (const t of tagProblems) {
+    ok = false;
+    bad(t.path, t.message, t.limit);
+  }
   if (!ok) return null;
   return {
     label: label as string,
@@ -58,6 +92,7 @@ export function parseNewBlock(
     description: description as string | null,
     read_only: read_only as boolean,
     metadata: metadata as Obj | null,
+    ...(tags?.length ? { tags } : {}),
   };
 }
 
@@ -69,7 +104,7 @@ export function parseNewBlock(
 export function applyBlockPatch(
   current: MemoryBlock,
   body: unknown,
-  limits: Pick<InputLimits, 'max_block_chars'>,
+  limits: BlockLimits,
 ): { block: MemoryBlock | null; problems: ValidationProblem[] } {
   const problems: ValidationProblem[] = [];
   if (!isObj(body)) return { block: null, problems: [{ path: '$', message: 'must be an object' }] };
@@ -107,6 +142,9 @@ export function applyBlockPatch(
     if (b.metadata === null || isObj(b.metadata)) next.metadata = b.metadata;
     else problems.push({ path: 'metadata', message: 'must be an object or null' });
   }
+  // Letta's BlockUpdate: tags given replace the block's ([] clears them); absent or null keeps them
+  const tags = parseBlockTags(b.tags, 'tags', limits, problems);
+  if (tags) next.tags = tags;
   if (problems.length === 0 && next.value.length > next.limit) {
     problems.push({
       path: 'value',

@@ -35,6 +35,7 @@ import { WebhookDeliveriesByTenant1765120000000 } from './1765120000000-WebhookD
 import { ParkedBatchState1765132000000 } from './1765132000000-ParkedBatchState';
 import { TenantUsage1765143000000 } from './1765143000000-TenantUsage';
 import { ToolDefaultRequiresApproval1765153000000 } from './1765153000000-ToolDefaultRequiresApproval';
+import { BlockTags1765153001000 } from './1765153001000-BlockTags';
 /**
  * Every migration, in order. Named `<epoch>-<What>.ts`; the app runs them at boot. Those that seal data
  * are built with the secrets key.
@@ -77,4 +78,5 @@ export const migrations = (secretsKey: Buffer | null): Function[] => [
   ParkedBatchState1765132000000,
   TenantUsage1765143000000,
   ToolDefaultRequiresApproval1765153000000,
+  BlockTags1765153001000,
 ];

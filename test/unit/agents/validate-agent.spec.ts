@@ -252,6 +252,12 @@ describe('validateAgentInput: create', () => {
   const overLimit: [string, Record<string, unknown>, string, string][] = [
     ['30,000 tags', { tags: many(30_000, (i) => `t${i}`) }, 'tags', 'max_tags_per_agent'],
     [
+      "a block's 30,000 tags",
+      { memory_blocks: [{ label: 'h', value: '', tags: many(30_000, (i) => `t${i}`) }] },
+      'memory_blocks[0].tags',
+      'max_tags_per_agent',
+    ],
+    [
       'a tools list longer than the bound',
       { tools: many(LIMITS.max_tools_per_agent + 1, () => 'issue_refund') },
       'tools',
