@@ -1,15 +1,20 @@
-import { MigrationInterface, QueryRunner, TableColumn } from 'typeorm';
+import { MigrationInterface, QueryRunner } from 'typeorm';
+import { sqlTable } from '../sql-names';
 
-/** Letta's `default_requires_approval` of a tool (null: never set). */
+/**
+ * Letta's `default_requires_approval` of a tool (null: never set). A plain ALTER TABLE, which SQLite does
+ * in place: rebuilding the table (TypeORM's addColumn) would drop its quota triggers.
+ */
 export class ToolDefaultRequiresApproval1765153000000 implements MigrationInterface {
+  name = 'ToolDefaultRequiresApproval1765153000000';
+
   async up(q: QueryRunner): Promise<void> {
-    await q.addColumn(
-      'tools',
-      new TableColumn({ name: 'default_requires_approval', type: 'boolean', isNullable: true }),
-    );
+    const tools = sqlTable((q.connection.options as { schema?: string }).schema, 'tools');
+    await q.query(`ALTER TABLE ${tools} ADD COLUMN default_requires_approval boolean NULL`);
   }
 
   async down(q: QueryRunner): Promise<void> {
-    await q.dropColumn('tools', 'default_requires_approval');
+    const tools = sqlTable((q.connection.options as { schema?: string }).schema, 'tools');
+    await q.query(`ALTER TABLE ${tools} DROP COLUMN default_requires_approval`);
   }
 }

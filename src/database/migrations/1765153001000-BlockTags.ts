@@ -1,12 +1,20 @@
-import { MigrationInterface, QueryRunner, TableColumn } from 'typeorm';
+import { MigrationInterface, QueryRunner } from 'typeorm';
+import { sqlTable } from '../sql-names';
 
-/** Letta's block `tags`, a JSON list (null: none). */
+/**
+ * Letta's block `tags`, a JSON list (null: none). A plain ALTER TABLE, which SQLite does in place:
+ * rebuilding the table (TypeORM's addColumn) would drop its quota triggers.
+ */
 export class BlockTags1765153001000 implements MigrationInterface {
+  name = 'BlockTags1765153001000';
+
   async up(q: QueryRunner): Promise<void> {
-    await q.addColumn('blocks', new TableColumn({ name: 'tags', type: 'text', isNullable: true }));
+    const blocks = sqlTable((q.connection.options as { schema?: string }).schema, 'blocks');
+    await q.query(`ALTER TABLE ${blocks} ADD COLUMN tags text NULL`);
   }
 
   async down(q: QueryRunner): Promise<void> {
-    await q.dropColumn('blocks', 'tags');
+    const blocks = sqlTable((q.connection.options as { schema?: string }).schema, 'blocks');
+    await q.query(`ALTER TABLE ${blocks} DROP COLUMN tags`);
   }
 }
