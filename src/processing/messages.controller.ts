@@ -75,6 +75,6 @@ export class MessagesController {
     @Body() body: unknown,
   ): Promise<Record<string, string>> {
     assertPrefixedId('agent', 'agent', agentId);
-    return this.messaging.cancel(tenant, agentId, parseCancel(body));
+    return this.messaging.cancel(tenant, agentId, parseCancel(body, this.config.limits));
   }
 }

@@ -334,8 +334,9 @@ export class MessagingService implements OnModuleInit {
 
   /**
    * Cancels the agent's queued and running runs (all, or the given ones); a parked batch has its calls
-   * denied. With nothing to cancel the answer is `{}`, as Letta's (a client cancels on an interrupt that
-   * may come just after the run ended).
+   * denied. With nothing to cancel the answer is `{}` (a client cancels on an interrupt that may come
+   * just after the run ended). A run named in `runIds` is answered as Letta's server does: `cancelled`
+   * also when it had already ended (cancelling is idempotent), `failed` when the agent has no such run.
    */
   async cancel(
     tenantId: string,
@@ -343,7 +344,11 @@ export class MessagingService implements OnModuleInit {
     runIds: string[] | null,
   ): Promise<Record<string, string>> {
     await this.agents.get(tenantId, agentId);
-    return this.stopRuns(tenantId, agentId, runIds, 'cancel');
+    const out = await this.stopRuns(tenantId, agentId, runIds, 'cancel');
+    const rest = (runIds ?? []).filter((id) => !Object.hasOwn(out, id));
+    const known = await this.repo.runIdsOfAgent(tenantId, agentId, rest);
+    for (const id of rest) out[id] = known.has(id) ? 'cancelled' : 'failed';
+    return out;
   }
 
   /**

@@ -206,6 +206,16 @@ export class ProcessingRepository {
     return this.ds.getRepository(RunEntity).findOneBy({ id, tenant_id: tenantId });
   }
 
+  /** Which of these ids name runs of the agent (ids only). */
+  async runIdsOfAgent(tenantId: string, agentId: string, ids: string[]): Promise<Set<string>> {
+    if (!ids.length) return new Set();
+    const rows = await this.ds.getRepository(RunEntity).find({
+      select: { id: true },
+      where: { id: In(ids), tenant_id: tenantId, agent_id: agentId },
+    });
+    return new Set(rows.map((r) => r.id));
+  }
+
   findRunById(id: string): Promise<RunEntity | null> {
     return runById.one(this.ds, [id]);
   }

@@ -148,18 +148,23 @@ export function parseStepsQuery(q: Record<string, unknown>, limits: PageLimits):
   return out;
 }
 
-/** `POST /v1/agents/{id}/messages/cancel` body: optional `{run_ids: [...]}`. */
-export function parseCancel(body: unknown): string[] | null {
+/** `POST /v1/agents/{id}/messages/cancel` body: optional `{run_ids: [...]}`, at most `max_filter_values`. */
+export function parseCancel(
+  body: unknown,
+  limits: Pick<InputLimits, 'max_filter_values'>,
+): string[] | null {
   if (body === undefined || body === null) return null;
   if (typeof body !== 'object' || Array.isArray(body)) {
     throw validationFailed([{ path: '', message: 'body must be a JSON object' }]);
   }
   const ids = (body as Record<string, unknown>).run_ids;
   if (ids === undefined || ids === null) return null;
-  if (!Array.isArray(ids) || ids.some((i) => typeof i !== 'string')) {
+  if (!Array.isArray(ids) || ids.some((i) => typeof i !== 'string' || i.length > 200)) {
     throw validationFailed([{ path: 'run_ids', message: 'must be an array of run ids' }]);
   }
-  return ids as string[];
+  const tooMany = countProblem('run_ids', ids.length, 'max_filter_values', limits);
+  if (tooMany) throw validationFailed([tooMany]);
+  return [...new Set(ids as string[])];
 }
 
 /** `use_assistant_message` and `include_return_message_types` of a query (e.g. a run's messages). */

@@ -378,6 +378,25 @@ describe('messages API', () => {
     // nothing running any more: an empty answer, as Letta's
     const again = await api(t, 'POST', `/v1/agents/${id}/messages/cancel`, {});
     expect([again.status, again.body]).toEqual([200, {}]);
+    // named runs are answered as Letta's server does: an ended one is cancelled (idempotent), an
+    // unknown one (or another agent's) failed
+    const other = await agent();
+    const named = await api(t, 'POST', `/v1/agents/${other}/messages/cancel`, {
+      run_ids: [res.run_id],
+    });
+    expect(named.body).toEqual({ [res.run_id]: 'failed' });
+    const own = await api(t, 'POST', `/v1/agents/${id}/messages/cancel`, {
+      run_ids: [res.run_id, 'run-00000000-0000-4000-8000-000000000000', res.run_id],
+    });
+    expect([own.status, own.body]).toEqual([
+      200,
+      { [res.run_id]: 'cancelled', 'run-00000000-0000-4000-8000-000000000000': 'failed' },
+    ]);
+    expect((await api(t, 'GET', `/v1/runs/${res.run_id}`)).body.status).toBe('cancelled');
+    const tooMany = await api(t, 'POST', `/v1/agents/${id}/messages/cancel`, {
+      run_ids: Array.from({ length: 101 }, (_, i) => `run-${i}`),
+    });
+    expect([tooMany.status, tooMany.body.code]).toEqual([400, 'LIMIT_EXCEEDED']);
   });
 
   it('cancel a queued run: it never starts', async () => {
