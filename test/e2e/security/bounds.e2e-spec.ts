@@ -259,6 +259,48 @@ describe('security: bounded numbers and counts', () => {
         'limit',
       );
     });
+
+    it("an identity's properties: 51, one 900 KB value (within the body limit), a 201-character key → 400 on create, upsert, update and PUT properties; nothing stored", async () => {
+      const identity = (properties: unknown[]) => ({
+        identifier_key: 'big-props',
+        name: 'Big',
+        identity_type: 'user',
+        properties,
+      });
+      const many = Array.from({ length: 51 }, (_, i) => ({
+        key: `k${i}`,
+        value: i,
+        type: 'number',
+      }));
+      const huge = [{ key: 'notes', value: 'x'.repeat(900_000), type: 'string' }];
+      const longKey = [{ key: 'k'.repeat(201), value: 'v', type: 'string' }];
+      const made = await api(t, 'POST', '/v1/identities/', identity([]));
+      expect(made.status).toBe(200);
+      const sends = (properties: unknown[]) => [
+        api(t, 'POST', '/v1/identities/', { ...identity(properties), identifier_key: 'other' }),
+        api(t, 'PUT', '/v1/identities/', identity(properties)),
+        api(t, 'PATCH', `/v1/identities/${made.body.id}`, { properties }),
+      ];
+      for (const res of await Promise.all(sends(many)))
+        expectLimit(res, 'identities.max_properties', 'properties');
+      expectLimit(
+        await api(t, 'PUT', `/v1/identities/${made.body.id}/properties`, many),
+        'identities.max_properties',
+        'properties',
+      );
+      for (const res of await Promise.all(sends(huge)))
+        expectLimit(res, 'identities.max_properties_bytes', 'properties');
+      expectLimit(
+        await api(t, 'PUT', `/v1/identities/${made.body.id}/properties`, huge),
+        'identities.max_properties_bytes',
+        'properties',
+      );
+      for (const res of await Promise.all(sends(longKey)))
+        expectInvalidAt(res, 'properties[0].key');
+      const stored = await api(t, 'GET', `/v1/identities/${made.body.id}`);
+      expect(stored.body.properties).toEqual([]);
+      expect((await api(t, 'GET', '/v1/identities/?identifier_key=other')).body).toEqual([]);
+    });
   });
 
   describe('pages', () => {
