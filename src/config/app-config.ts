@@ -117,6 +117,8 @@ export interface AppConfig {
     max_connections_per_key: number;
     max_subscriptions_per_connection: number;
     max_frames_per_second: number;
+    /** Bytes a connection may have queued and its client not yet read; past it the connection is closed. */
+    max_buffered_bytes: number;
   };
   /** Server-Sent Events streams (runs, messages with streaming, conversations). */
   streaming: {
@@ -736,6 +738,7 @@ function validate(
       max_connections_per_key: int('websocket.max_connections_per_key', 1),
       max_subscriptions_per_connection: int('websocket.max_subscriptions_per_connection', 1),
       max_frames_per_second: int('websocket.max_frames_per_second', 1),
+      max_buffered_bytes: int('websocket.max_buffered_bytes', 1024, 1024 * 1024 * 1024),
     },
     streaming: {
       max_streams_per_key: int('streaming.max_streams_per_key', 1, 100_000),

@@ -43,8 +43,6 @@ interface Client {
   flood: Flood | undefined;
 }
 
-/** A client this far behind on reading is dropped rather than buffered without bound. */
-const MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
 /** Close code for a client that keeps breaking the frame rate (RFC 6455: policy violation). */
 const POLICY_VIOLATION = 1008;
 
@@ -331,7 +329,8 @@ export class ConsentGateway
 
   private sendText(ws: WebSocket, text: string): void {
     if (ws.readyState !== WebSocket.OPEN) return;
-    if (ws.bufferedAmount > MAX_BUFFERED_BYTES) {
+    // a client this far behind on reading is dropped rather than buffered without bound
+    if (ws.bufferedAmount > this.config.websocket.max_buffered_bytes) {
       this.logger.warn('closing a WebSocket client that does not read its frames');
       ws.close(1013, 'too slow');
       return;

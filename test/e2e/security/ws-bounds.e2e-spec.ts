@@ -1,4 +1,5 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- frames are free-form JSON that tests inspect */
+import type { Socket } from 'node:net';
 import WebSocket from 'ws';
 import { CLOCK } from '../../../src/common/clock';
 import { startApp, TestApp } from '../../support/app-harness';
@@ -68,6 +69,30 @@ describe('security: bounded WebSocket', () => {
       const again = ws.frames.slice(from).filter((f) => f.type === 'consent.request');
       expect(again.map((f) => f.request.agent_id)).toEqual(Array(100).fill(others[0]));
       await ws.close();
+    });
+  });
+
+  describe('a client that stops reading its frames', () => {
+    const MAX_BUFFERED = 64 * 1024;
+    let t: TestApp;
+    beforeAll(async () => {
+      t = await startApp({ overrides: { websocket: { max_buffered_bytes: MAX_BUFFERED } } });
+    });
+    afterAll(() => t.close());
+
+    it('is closed (1013) once websocket.max_buffered_bytes waits for it, not buffered up to a fixed 16 MB', async () => {
+      const ws = await WsClient.connect(t.baseUrl);
+      await ws.subscribe();
+      const socket = (ws.ws as unknown as { _socket: Socket })._socket;
+      socket.pause(); // reads nothing more: what the server sends piles up in the kernel, then in the process
+      // 120 requests of 100 KB arguments: 12 MB, within the fixed 16 MB the gateway buffered before
+      const note = 'x'.repeat(100_000);
+      for (let i = 0; i < 120; i++)
+        expect((await port(t).check(aCheck({ arguments: { note } }))).kind).toBe('pending');
+      const closed = new Promise<number>((r) => ws.ws.once('close', (code) => r(code)));
+      socket.resume();
+      expect(await closed).toBe(1013);
+      expect(ws.ofType('consent.request').length).toBeLessThan(120);
     });
   });
 
