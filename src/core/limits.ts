@@ -38,6 +38,8 @@ export interface InputLimits {
   max_tool_parameters_bytes: number;
   /** Headers of a declared http tool (each `${NAME}` in them is looked up when it is declared). */
   max_tool_headers: number;
+  /** One header value of a declared http tool, as written (its `${NAME}` references unresolved). */
+  max_tool_header_value_chars: number;
   /** Messages of an agent's `initial_message_sequence` (its starting history, given on create). */
   max_initial_messages: number;
   /**

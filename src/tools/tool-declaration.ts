@@ -40,7 +40,10 @@ export function validateToolDeclaration(
   input: unknown,
   limits: Pick<
     InputLimits,
-    'max_tool_description_chars' | 'max_tool_parameters_bytes' | 'max_tool_headers'
+    | 'max_tool_description_chars'
+    | 'max_tool_parameters_bytes'
+    | 'max_tool_headers'
+    | 'max_tool_header_value_chars'
   >,
   basePath = '',
 ): { tool: ToolDefinition | null; problems: ValidationProblem[] } {
@@ -105,7 +108,7 @@ export function validateToolDeclaration(
     });
   const spec =
     kind === 'http' && headers <= limits.max_tool_headers
-      ? validateHttpSpec(http, (f, m) => bad(`http${f}`, m))
+      ? validateHttpSpec(http, limits.max_tool_header_value_chars, (f, m) => bad(`http${f}`, m))
       : null;
   if (tags != null) {
     if (!Array.isArray(tags)) bad('tags', 'must be a list of strings');
@@ -150,6 +153,7 @@ export function parametersProblem(parameters: Record<string, unknown>): string |
 
 function validateHttpSpec(
   input: unknown,
+  maxHeaderValue: number,
   bad: (field: string, message: string) => void,
 ): HttpToolSpec | null {
   if (!isObj(input)) {
@@ -186,6 +190,12 @@ function validateHttpSpec(
         if (!HEADER_NAME.test(k)) fail(`.headers.${k}`, 'is not a valid header name');
         else if (typeof v !== 'string')
           fail(`.headers.${k}`, 'must be a string (use ${ENV_NAME} for secrets)');
+        // every call sends it, and each of its ${NAME} is looked up when the tool is declared
+        else if (v.length > maxHeaderValue)
+          fail(
+            `.headers.${k}`,
+            `must be at most ${maxHeaderValue} characters (limits.max_tool_header_value_chars)`,
+          );
         // eslint-disable-next-line no-control-regex
         else if (/[\x00-\x08\x0a-\x1f\x7f]/.test(v))
           fail(`.headers.${k}`, 'must not hold control characters (line breaks among them)');

@@ -94,6 +94,16 @@ describe('validateToolDeclaration', () => {
       },
       'http.headers',
     ],
+    [
+      'a header value past limits.max_tool_header_value_chars',
+      {
+        http: {
+          url: 'http://x',
+          headers: { A: 'x'.repeat(LIMITS.max_tool_header_value_chars + 1) },
+        },
+      },
+      'http.headers.A',
+    ],
   ];
   it.each(bad)('%s → problem at %s', (_n, change, path) => {
     const { tool, problems } = validateToolDeclaration({ ...good, ...change }, LIMITS);
