@@ -261,6 +261,13 @@ export interface WebhookSettings {
   max_in_flight: number;
   /** Of those, one tenant's at most (the tenant with the fewest open attempts is served first). */
   max_in_flight_per_tenant: number;
+  /**
+   * Letta's run `callback_url` posts (one per ended run) open at once on this instance, one tenant's share
+   * of them, and one tenant's waiting for a slot (in the order their runs ended); past that, not sent.
+   */
+  callback_max_in_flight: number;
+  callback_max_in_flight_per_tenant: number;
+  callback_max_waiting_per_tenant: number;
   retention_days: number;
   public_url: string | null;
 }
@@ -584,6 +591,7 @@ function validate(
   });
 
   const webhookSlots = int('webhooks.max_in_flight', 1, 1000);
+  const callbackSlots = int('webhooks.callback_max_in_flight', 1, 1000);
   const config: AppConfig = {
     server: {
       host: str('server.host'),
@@ -721,6 +729,13 @@ function validate(
       max_in_flight: webhookSlots,
       // a tenant's share is at most the whole
       max_in_flight_per_tenant: int('webhooks.max_in_flight_per_tenant', 1, webhookSlots),
+      callback_max_in_flight: callbackSlots,
+      callback_max_in_flight_per_tenant: int(
+        'webhooks.callback_max_in_flight_per_tenant',
+        1,
+        callbackSlots,
+      ),
+      callback_max_waiting_per_tenant: int('webhooks.callback_max_waiting_per_tenant', 0, 100_000),
       retention_days: int('webhooks.retention_days', 1, 3650),
       public_url: publicUrl(str('webhooks.public_url', true)),
     },

@@ -47,9 +47,9 @@ export interface RunInput {
   override_model?: LlmConfig;
 }
 
-/** What the one call of a run's `callback_url` answered. */
+/** What the one call of a run's `callback_url` answered (`sent_at` null: not sent, `error` says why). */
 export interface RunCallback {
-  sent_at: number;
+  sent_at: number | null;
   status_code: number | null;
   error: string | null;
 }

@@ -1,44 +1,6 @@
-import { createServer, ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { startApp, TestApp } from '../../support/app-harness';
+import { startReceivers, until } from '../../support/receivers';
 import { aCheck, api, port } from '../consent-helpers';
-
-/**
- * Webhook receivers on 127.0.0.1: every request is logged in arrival order under its path (`/a`, `/b`, …);
- * a path in `hang` is never answered until the test says so, any other gets 200 at once.
- */
-async function startReceivers(hang: Set<string>) {
-  const arrivals: string[] = [];
-  const held: { path: string; res: ServerResponse }[] = [];
-  const server = createServer((req, res) => {
-    req.resume();
-    req.on('end', () => {
-      const path = req.url ?? '/';
-      arrivals.push(path);
-      if (hang.has(path)) held.push({ path, res });
-      else res.end('ok');
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return {
-    url: (path: string) => `http://127.0.0.1:${(server.address() as AddressInfo).port}${path}`,
-    arrivals,
-    held,
-    /** Answers the oldest held request of `path` with 200. */
-    answerOne(path: string) {
-      const i = held.findIndex((h) => h.path === path);
-      held.splice(i, 1)[0].res.end('ok');
-    },
-    close: () => {
-      server.closeAllConnections();
-      return new Promise<void>((r) => server.close(() => r()));
-    },
-  };
-}
-
-async function until(cond: () => boolean): Promise<void> {
-  while (!cond()) await new Promise((r) => setTimeout(r, 10));
-}
 
 const KEYS = [
   { key: 'sk-a', tenant: 'team-a' },

@@ -110,6 +110,26 @@ describe('loadConfig', () => {
       /labels\.max_models/,
     ],
     ['labels cut to nothing', { observability: { labels: { max_chars: 0 } } }, /labels\.max_chars/],
+    [
+      "a tenant's callback share past the whole",
+      { webhooks: { callback_max_in_flight: 2, callback_max_in_flight_per_tenant: 3 } },
+      /webhooks\.callback_max_in_flight_per_tenant/,
+    ],
+    [
+      'a negative callback waiting bound',
+      { webhooks: { callback_max_waiting_per_tenant: -1 } },
+      /callback_max_waiting_per_tenant/,
+    ],
+    [
+      'a WebSocket buffer below 1 KiB',
+      { websocket: { max_buffered_bytes: 10 } },
+      /websocket\.max_buffered_bytes/,
+    ],
+    [
+      'a tool header value bound of 0',
+      { limits: { max_tool_header_value_chars: 0 } },
+      /limits\.max_tool_header_value_chars/,
+    ],
   ])('rejects %s', (_what, file, message) => {
     expect(() => loadConfig({}, file)).toThrow(message);
   });
