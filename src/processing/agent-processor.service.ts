@@ -6,6 +6,7 @@ import {
   type PassState,
   parksOn,
   type ToolCallRequest,
+  type ToolErrorType,
   type ToolOutcome,
 } from '../core/executor/contracts';
 import { continuesAfterTools, offersHeartbeat } from '../core/agents/agent-type';
@@ -45,6 +46,7 @@ import {
 import type { StepEntity } from './entities/step.entity';
 import { EMPTY_USAGE, mapMessage, MappedMessage, toLettaMessage } from './message.mapper';
 import { withoutImages } from '../core/loop/content-parts';
+import { renderRefusal } from '../core/rules/render-refusal';
 import { ruleIndexFor } from '../core/rules/rule-index';
 import { RunCallbacks } from './run-callbacks';
 import { RunChunks } from './run-chunks';
@@ -411,7 +413,10 @@ export class AgentProcessor {
     if (run.input.cancel) {
       await this.persistOutcomes(
         ctx,
-        calls.map((c) => deniedOutcome(c, 'cancelled by the user')),
+        calls.map((c) =>
+          // a held call was never judged, so never refused: the cancel stopped it before its turn came
+          c.deferred ? cancelledOutcome(c) : deniedOutcome(c, 'cancelled by the user'),
+        ),
         (id) => calls.find((c) => c.tool_call_id === id)?.step_id ?? null,
         pass,
       );
@@ -1166,16 +1171,34 @@ function outcomeFacts(o: ToolOutcome): ToolOutcomeFacts {
   };
 }
 
-/** A parked call refused without asking the executor (the run was cancelled while it waited). */
+/** A parked call refused without asking the executor (the run was cancelled, or the client did not run it). */
 function deniedOutcome(c: ParkedCall, reason: string): ToolOutcome {
+  return notRun(
+    c,
+    'PermissionDenied',
+    `[PermissionDenied] ${c.name} was not run: ${reason}`,
+    reason,
+  );
+}
+
+/** A held call of a cancelled batch: never judged nor asked about, so cancelled rather than denied. */
+function cancelledOutcome(c: ParkedCall): ToolOutcome {
+  const text = renderRefusal(
+    'Cancelled',
+    `${c.name} was not run: the run was cancelled before it was judged (it was held behind a call that waited)`,
+  );
+  return notRun(c, 'Cancelled', text, text);
+}
+
+function notRun(c: ParkedCall, type: ToolErrorType, text: string, message: string): ToolOutcome {
   return {
     toolCallId: c.tool_call_id,
     toolName: c.name,
     arguments: c.arguments,
     kind: 'refused',
     status: 'error',
-    returnValue: `[PermissionDenied] ${c.name} was not run: ${reason}`,
-    error: { type: 'PermissionDenied', message: reason },
+    returnValue: text,
+    error: { type, message },
     requestHeartbeat: false,
     continueLoop: false,
     exitLoop: false,

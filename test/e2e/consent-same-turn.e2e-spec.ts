@@ -396,4 +396,55 @@ describe('consent: a person is never asked about a call of the same turn that co
       expect(sendReturns.map((m) => m.status)).toEqual([sendStatus]);
     },
   );
+  it('a cancel of the parked batch: the waiting call is denied, the call held behind it was never judged and is cancelled (history, the run’s messages, its stream, the model)', async () => {
+    const id = await orderedAgent(
+      ['draft', 'send'],
+      ['draft'],
+      [{ type: 'parent_last_tool', tool_name: 'draft', children: ['send'] }],
+    );
+    const { res } = await parkTurn(
+      id,
+      [
+        { id: 'call_d', name: 'draft', arguments: { q: 'x' } },
+        { id: 'call_s', name: 'send', arguments: { q: 'x' } },
+      ],
+      'call_s',
+    );
+    expect(heldIn({ body: res })).toEqual(['call_s']);
+    const cancel = await api(t, 'POST', `/v1/agents/${id}/messages/cancel`, {});
+    expect(cancel.body).toEqual({ [res.run_id]: 'cancelled' });
+    const cont = await continued(res.run_id);
+    expect(cont).toMatchObject({ status: 'cancelled', stop_reason: 'cancelled' });
+    expect(tools.calls).toEqual([]);
+
+    const held =
+      '[ToolCancelled] send was not run: the run was cancelled before it was judged (it was held behind a call that waited)';
+    const returnsIn = (messages: any[]) =>
+      messages
+        .filter((m) => m.message_type === 'tool_return_message')
+        .map((m) => [m.tool_call_id, m.status, m.tool_return]);
+    const expected = [
+      ['call_d', 'error', '[PermissionDenied] draft was not run: cancelled by the user'],
+      ['call_s', 'error', held],
+    ];
+    const history = (await api(t, 'GET', `/v1/agents/${id}/messages?order=asc&limit=50`)).body;
+    expect(returnsIn(history)).toEqual(expected);
+    const runMessages = (await api(t, 'GET', `/v1/runs/${cont.id}/messages`)).body;
+    expect(returnsIn(runMessages)).toEqual(expected);
+    const stream = await api(t, 'POST', `/v1/runs/${cont.id}/stream`, {});
+    const frames = String(stream.body)
+      .split('\n\n')
+      .map((f) => f.replace(/^data: /, ''))
+      .filter((f) => f.startsWith('{'))
+      .map((f) => JSON.parse(f));
+    expect(returnsIn(frames)).toEqual(expected);
+    // the next model request carries the turn with these returns
+    fake.push({ content: 'ok' });
+    await api(t, 'POST', `/v1/agents/${id}/messages`, say('again'));
+    const toolMsgs = fake.requests.at(-1)!.messages.filter((m: any) => m.role === 'tool');
+    expect(toolMsgs.map((m: any) => [m.tool_call_id, m.content])).toEqual([
+      ['call_d', expected[0][2]],
+      ['call_s', held],
+    ]);
+  });
 });
