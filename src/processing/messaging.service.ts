@@ -82,7 +82,7 @@ export class MessagingService implements OnModuleInit {
    */
   private readonly holding = new Set<string>();
   /** Lease work per agent, one step at a time (taking, adopting, syncing the queue). */
-  private readonly agentWork = new Map<string, Promise<void>>();
+  private readonly agentWork = new Map<string, Promise<boolean>>();
   private keeper: NodeJS.Timeout | null = null;
   private keeping: Promise<void> | null = null;
 
@@ -686,12 +686,21 @@ export class MessagingService implements OnModuleInit {
   /**
    * Does `work` in the agent's turn on this instance, after the batch in progress and before messages
    * sent later, so it never interleaves with a batch's tool calls (cooldowns, dedupe, claims stay exact).
-   * 409 AGENT_ELSEWHERE when another instance holds the agent; 503 SHUTTING_DOWN.
+   * 409 AGENT_ELSEWHERE when another instance holds the agent; 503 AGENT_RECOVERING when taking it failed
+   * (its unfinished runs could not be recovered: the database refuses writes); 503 SHUTTING_DOWN.
    */
   async inAgentTurn<T>(tenantId: string, agentId: string, work: () => Promise<T>): Promise<T> {
     this.assertOpen();
-    if (!this.leases.holds(agentId))
-      await this.serially(agentId, () => this.take(tenantId, agentId));
+    if (
+      !this.leases.holds(agentId) &&
+      !(await this.serially(agentId, () => this.take(tenantId, agentId)))
+    )
+      throw new DomainError(
+        'unavailable',
+        'AGENT_RECOVERING',
+        `agent ${agentId}'s state is being recovered (a write of its last run failed, and the database still refuses it); retry later`,
+        { agent_id: agentId },
+      );
     if (!this.leases.holds(agentId))
       throw conflict('AGENT_ELSEWHERE', `another instance processes agent ${agentId}; retry`, {
         agent_id: agentId,
@@ -750,11 +759,17 @@ export class MessagingService implements OnModuleInit {
 
   // ------------------------------------------------------------ agent ownership
 
-  /** Runs lease work for one agent after the work queued before it (errors are logged). */
-  private serially(agentId: string, work: () => Promise<void>): Promise<void> {
-    const next = (this.agentWork.get(agentId) ?? Promise.resolve())
-      .then(work)
-      .catch((e: unknown) => this.logger.error(`agent ${agentId}: ${String(e)}`));
+  /** Runs lease work for one agent after the work queued before it; false when it failed (logged). */
+  private serially(agentId: string, work: () => Promise<void>): Promise<boolean> {
+    const next = (this.agentWork.get(agentId) ?? Promise.resolve(true))
+      .then(() => work())
+      .then(
+        () => true,
+        (e: unknown) => {
+          this.logger.error(`agent ${agentId}: ${String(e)}`);
+          return false;
+        },
+      );
     this.agentWork.set(agentId, next);
     void next.finally(() => {
       if (this.agentWork.get(agentId) === next) this.agentWork.delete(agentId);

@@ -805,6 +805,47 @@ describe('processing: restart recovery', () => {
     }
   });
 
+  it('while the database refuses the writes that would recover an agent, a direct tool run on it is 503 AGENT_RECOVERING (one instance: nobody else holds it), and runs once they pass', async () => {
+    const t = await startApp({ modelBaseUrl: fake.baseUrl });
+    try {
+      await tools.declare(t, 'lookup');
+      const id = await createAgent(t, fake, { tools: ['lookup'], include_base_tools: false });
+      await refuseToolReturns(t, true);
+      const recovery = t.app.get(RunRecovery);
+      const interrupt = recovery.interrupt.bind(recovery);
+      let refusedAgain!: () => void;
+      const recoveryRefused = new Promise<void>((r) => (refusedAgain = r));
+      jest.spyOn(recovery, 'interrupt').mockImplementation(async (run) => {
+        try {
+          return await interrupt(run);
+        } catch (e) {
+          refusedAgain();
+          throw e;
+        }
+      });
+      fake.push({ tool_calls: [{ name: 'lookup', arguments: {} }] });
+      await api(t, 'POST', `/v1/agents/${id}/messages/async`, say('look it up'));
+      await Promise.race([recoveryRefused, new Promise((r) => setTimeout(r, 5000))]);
+
+      const refused = await api(t, 'POST', `/v1/agents/${id}/tools/lookup/run`, { args: {} });
+      expect(refused.status).toBe(503);
+      expect(refused.body).toMatchObject({
+        code: 'AGENT_RECOVERING',
+        details: { agent_id: id },
+      });
+      expect(refused.body.message).not.toContain('another instance');
+      expect(tools.calls).toHaveLength(1); // the run's call only: the direct run did not start
+
+      await refuseToolReturns(t, false); // space freed
+      const ran = await api(t, 'POST', `/v1/agents/${id}/tools/lookup/run`, { args: {} });
+      expect(ran.status).toBe(200);
+      expect(ran.body).toMatchObject({ status: 'success', outcome: 'executed' });
+    } finally {
+      jest.restoreAllMocks();
+      await t.close();
+    }
+  });
+
   it('a tool’s return is refused once (a dropped connection): it is written again and the call keeps its real result', async () => {
     const t = await startApp({ modelBaseUrl: fake.baseUrl });
     try {
