@@ -60,6 +60,7 @@ import {
   newMessageRow,
   ParkedBatch,
   ProcessingRepository,
+  type RunEnd,
 } from './processing.repository';
 import {
   AGENT_PORT,
@@ -83,7 +84,7 @@ const WRITE_RETRY_MS = [100, 400];
  */
 export class RunNotStored extends Error {
   constructor(runId: string, cause: unknown) {
-    super(`run ${runId}: its messages could not be stored: ${String(cause)}`, { cause });
+    super(`run ${runId}: a write could not be stored: ${String(cause)}`, { cause });
   }
 }
 
@@ -172,6 +173,8 @@ export interface RunResult {
 export class AgentProcessor {
   private readonly logger = new Logger('AgentProcessor');
   private readonly active = new Map<string, RunContext>();
+  /** Runs whose end could not be stored, by id: see `unstoredEnd`. */
+  private readonly unstored = new Map<string, { agentId: string; end: RunEnd; at: number }>();
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -973,81 +976,72 @@ export class AgentProcessor {
     const status = runStatusFor(stop);
     const parked = stop === 'requires_approval' ? ctx.parked : null;
     const completedAt = this.clock.now();
+    const end: RunEnd = {
+      status,
+      stop_reason: stop,
+      usage: ctx.usage,
+      error: detail,
+      error_type: errorType,
+      parked,
+    };
     try {
-      // independent writes, issued together so that the group commit gives them one transaction
-      await Promise.all([
-        stop === 'requires_approval'
-          ? this.exec.executor.parkBatch(run.batch_id)
-          : this.exec.executor.completeBatch(run.batch_id),
-        this.repo.finishRun(
-          run.id,
-          {
-            status,
-            stop_reason: stop,
-            usage: ctx.usage,
-            error: detail,
-            error_type: errorType,
-            parked,
-          },
-          completedAt,
-        ),
-        ctx.agent
-          ? this.agents.setLastStopReason(run.tenant_id, run.agent_id, stop, run.started_at)
-          : null,
-      ]);
-      if (parked?.length)
-        this.repo.rememberParked({
-          run: {
-            ...run,
-            status,
-            stop_reason: stop,
-            usage: ctx.usage,
-            parked,
-            completed_at: completedAt,
-          },
-          spent: { steps: ctx.batchSteps, tokens: ctx.earlierTokens + ctx.usage.total_tokens },
-          messageContext: ctx.messageContext,
-          // (a call without a request never matches a decision: the batch then resumes from the database)
-          undecided: new Set(
-            awaitingAnswer(parked)
-              .filter((c) => !c.client)
-              .map((c) => c.request_id ?? c.tool_call_id),
-          ),
-        });
+      // stored before anything announces it: what the API answers is what happened
+      await this.retried(ctx, () => this.storeEnd(ctx, end, completedAt));
     } catch (e) {
-      this.logger.error(`run ${run.id}: could not record its end: ${String(e)}`);
+      // every message of the run is stored: the recovery that ends it writes this end, when it runs here
+      this.unstored.set(run.id, { agentId: run.agent_id, end, at: completedAt });
+      throw e;
     } finally {
       this.leave(ctx);
     }
-    this.publish(ctx, 'run.completed', {
-      status,
-      stop_reason: stop,
-      usage: ctx.usage,
-      error: detail,
-      error_type: errorType,
-    });
-    this.callbacks.send({
-      ...run,
-      status,
-      stop_reason: stop,
-      usage: ctx.usage,
-      error: detail,
-      error_type: errorType,
-      completed_at: completedAt,
-    });
-    return {
-      run: {
-        ...run,
-        status,
-        stop_reason: stop,
-        usage: ctx.usage,
-        error: detail,
-        error_type: errorType,
-        parked,
-        completed_at: completedAt,
-      },
-      messages: ctx.produced,
-    };
+    if (parked?.length)
+      this.repo.rememberParked({
+        run: { ...run, ...end, completed_at: completedAt },
+        spent: { steps: ctx.batchSteps, tokens: ctx.earlierTokens + ctx.usage.total_tokens },
+        messageContext: ctx.messageContext,
+        // (a call without a request never matches a decision: the batch then resumes from the database)
+        undecided: new Set(
+          awaitingAnswer(parked)
+            .filter((c) => !c.client)
+            .map((c) => c.request_id ?? c.tool_call_id),
+        ),
+      });
+    const { parked: _parked, ...announced } = end;
+    this.publish(ctx, 'run.completed', announced);
+    this.callbacks.send({ ...run, ...announced, completed_at: completedAt });
+    return { run: { ...run, ...end, completed_at: completedAt }, messages: ctx.produced };
+  }
+
+  /** The run's end, its batch's state and the agent's last stop reason (independent: one group commit). */
+  private async storeEnd(ctx: RunContext, end: RunEnd, at: number): Promise<void> {
+    const { run } = ctx;
+    await Promise.all([
+      end.stop_reason === 'requires_approval'
+        ? this.exec.executor.parkBatch(run.batch_id)
+        : this.exec.executor.completeBatch(run.batch_id),
+      this.repo.finishRun(run, end, at, ctx.tenure),
+      ctx.agent
+        ? this.agents.setLastStopReason(
+            run.tenant_id,
+            run.agent_id,
+            end.stop_reason,
+            run.started_at,
+          )
+        : null,
+    ]);
+  }
+
+  /**
+   * The end of a run whose every message was stored but not its end (its writes failed, or its tenure
+   * ended): recovery ends the run so rather than as interrupted. Kept until the agent's next recovery here.
+   */
+  unstoredEnd(runId: string): { end: RunEnd; at: number } | undefined {
+    return this.unstored.get(runId);
+  }
+
+  /** The agent was recovered: its runs' ends are stored (or another instance ended them). */
+  forgetUnstoredEnds(agentId: string): void {
+    for (const [id, u] of this.unstored) if (u.agentId === agentId) this.unstored.delete(id);
   }
 
   /** The run is no longer processed here. */
@@ -1073,27 +1067,15 @@ export class AgentProcessor {
     );
   }
 
-  /**
-   * Stores the run's messages (and step) under the run's tenure, tried again on a failure (a dropped
-   * connection): one that keeps failing, or LEASE_LOST, leaves the run to recovery (RunNotStored).
-   */
+  /** Stores the run's messages (and step) under the run's tenure (see `retried`). */
   private async write(
     ctx: RunContext,
     rows: NewMessage[],
     step?: StepEntity,
   ): Promise<MessageEntity[]> {
-    let stored: MessageEntity[];
-    for (let attempt = 1; ; attempt++) {
-      try {
-        stored = await this.repo.append(ctx.run.agent_id, rows, step, ctx.tenure);
-        break;
-      } catch (e) {
-        if (leftToRecovery(e)) throw e;
-        if (attempt >= WRITE_ATTEMPTS) throw new RunNotStored(ctx.run.id, e);
-        this.logger.warn(`run ${ctx.run.id}: a write failed, trying again: ${String(e)}`);
-        await new Promise((r) => setTimeout(r, WRITE_RETRY_MS[attempt - 1]));
-      }
-    }
+    const stored = await this.retried(ctx, () =>
+      this.repo.append(ctx.run.agent_id, rows, step, ctx.tenure),
+    );
     for (const m of stored) {
       if (m.payload._held) continue; // shown later, as its approval request or its call
       const mapped = mapMessage(m);
@@ -1101,6 +1083,23 @@ export class AgentProcessor {
       this.publish(ctx, m.payload._input ? 'input_message' : 'message', mapped.letta, mapped.form);
     }
     return stored;
+  }
+
+  /**
+   * A write of the run, tried again on a failure (a dropped connection): one that keeps failing, or
+   * LEASE_LOST, leaves the run to recovery (RunNotStored).
+   */
+  private async retried<T>(ctx: RunContext, write: () => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await write();
+      } catch (e) {
+        if (leftToRecovery(e)) throw e;
+        if (attempt >= WRITE_ATTEMPTS) throw new RunNotStored(ctx.run.id, e);
+        this.logger.warn(`run ${ctx.run.id}: a write failed, trying again: ${String(e)}`);
+        await new Promise((r) => setTimeout(r, WRITE_RETRY_MS[attempt - 1]));
+      }
+    }
   }
 
   /** A chunk of the model's text, as Letta streams tokens: an assistant_message with the final message's id. */

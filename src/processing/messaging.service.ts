@@ -817,7 +817,8 @@ export class MessagingService implements OnModuleInit {
     this.agents.forget(agentId);
     this.exec.forgetAgent(agentId, await this.repo.openBatchIds(agentId));
     for (const run of await this.repo.runsOfAgent(agentId, 'running'))
-      await this.recovery.interrupt(run);
+      await this.recovery.interrupt(run, this.processor.unstoredEnd(run.id));
+    this.processor.forgetUnstoredEnds(agentId);
   }
 
   /**

@@ -157,6 +157,16 @@ export interface MessageSearchScope {
 /** How much history is read to build an agent's context window (the window's token budget trims further). */
 const HISTORY_CAP = 2000;
 
+/** How a run ended, as its row keeps it. */
+export interface RunEnd {
+  status: RunStatus;
+  stop_reason: StopReason;
+  usage: RunUsage;
+  error: string | null;
+  error_type: string | null;
+  parked: ParkedCall[] | null;
+}
+
 /**
  * Runs, steps and messages. Every message gets the next per-agent `seq_id`; the counters live in memory
  * and start from the stored maximum. Each agent's context window (src/core/loop/context-window.ts) is
@@ -248,29 +258,22 @@ export class ProcessingRepository {
     return res > 0;
   }
 
+  /**
+   * A run's end. Checked as a run's messages are (see `append`): an instance whose tenure of the agent is
+   * over ends none of its runs (LEASE_LOST), as the new holder's recovery does.
+   */
   async finishRun(
-    id: string,
-    fields: {
-      status: RunStatus;
-      stop_reason: StopReason;
-      usage: RunUsage;
-      error?: string | null;
-      error_type?: string | null;
-      parked?: ParkedCall[] | null;
-    },
+    run: Pick<RunEntity, 'id' | 'agent_id'>,
+    fields: RunEnd,
     at: number,
+    tenure = this.leases.tenure(run.agent_id),
   ): Promise<void> {
-    const values = {
-      status: fields.status,
-      stop_reason: fields.stop_reason,
-      usage: fields.usage,
-      error: fields.error ?? null,
-      error_type: fields.error_type ?? null,
-      parked: fields.parked ?? null,
-      completed_at: at,
-    };
+    const values = { ...fields, completed_at: at };
     // a run that another instance has meanwhile ended (it took the agent over) stays as it ended it
-    await this.writes.run((em) => updateWhere(em, RunEntity, { id, status: 'running' }, values));
+    await this.writes.run(async (em) => {
+      if (this.leases.shared) await this.leases.guard(em, run.agent_id, tenure);
+      return updateWhere(em, RunEntity, { id: run.id, status: 'running' }, values);
+    });
   }
 
   /** Cancels a queued run; false when it already started. */

@@ -11,7 +11,12 @@ import {
   type RunUsage,
 } from './entities/run.entity';
 import { EMPTY_USAGE, mapMessage, MappedMessage } from './message.mapper';
-import { inputMessageRows, newMessageRow, ProcessingRepository } from './processing.repository';
+import {
+  inputMessageRows,
+  newMessageRow,
+  ProcessingRepository,
+  type RunEnd,
+} from './processing.repository';
 import { RunCallbacks } from './run-callbacks';
 import { parseArgs } from '../core/loop/tool-arguments';
 import { stepCallKey } from '../core/loop/tool-call-ids';
@@ -57,8 +62,10 @@ export class RunRecovery {
   /**
    * Ends a run whose process died (or lost the agent); its unanswered tool calls get an error return.
    * Approved calls that had not started park on it again: the caller resumes the agent's parked batch.
+   * `decided`: the end its process decided, every message of the run stored, but could not store (its
+   * writes failed): the run ends so (completed, parked, …), not as interrupted.
    */
-  async interrupt(run: RunEntity): Promise<void> {
+  async interrupt(run: RunEntity, decided?: { end: RunEnd; at: number }): Promise<void> {
     const batch = await this.repo.batchMessages(run.batch_id, [
       'tool_call_message',
       'tool_return_message',
@@ -84,7 +91,9 @@ export class RunRecovery {
     const finished = new Map(returned.filter((m) => m.payload._held).map((m) => [returnKey(m), m]));
     const parkedRun = await this.repo.findParkedRun(run.tenant_id, run.agent_id);
     const stillParked = new Set(
-      (parkedRun?.parked ?? []).map((c) => stepCallKey(c.step_id, c.tool_call_id)),
+      [...(parkedRun?.parked ?? []), ...(decided?.end.parked ?? [])].map((c) =>
+        stepCallKey(c.step_id, c.tool_call_id),
+      ),
     );
     const now = this.clock.now();
     const callOf = (m: MessageEntity) =>
@@ -108,8 +117,10 @@ export class RunRecovery {
         started.add(keyOf(m));
     }
     const cancelled = run.input.cancel_requested === true;
-    // a run a user cancelled runs nothing more: its approved calls end unstarted
-    const carried = cancelled ? [] : await this.unstartedParkedCalls(run, unknown, keyOf, started);
+    // a run a user cancelled runs nothing more: its approved calls end unstarted (as do those of a run
+    // that ended: its continuation ran them, the rest are parked with its end)
+    const carried =
+      cancelled || decided ? [] : await this.unstartedParkedCalls(run, unknown, keyOf, started);
     const carriedKeys = new Set(carried.map((c) => stepCallKey(c.step_id, c.tool_call_id)));
     const ended = orphans.filter((m) => !carriedKeys.has(keyOf(m)));
     const row = (
@@ -154,26 +165,30 @@ export class RunRecovery {
     if (carried.length)
       await this.consent.restoreUnstartedApprovals(run.tenant_id, run.agent_id, carried);
     // the carried calls park on this run, so the usual resumption continues them in a new run
-    const end = {
+    const { parked, ...end } = decided?.end ?? {
       status: cancelled ? ('cancelled' as const) : ('failed' as const),
       stop_reason: cancelled ? ('cancelled' as const) : ('error' as const),
       usage: run.usage ?? (await this.storedUsage(run)),
       error: cancelled ? null : 'interrupted',
       error_type: null,
+      parked: carried.length ? carried : null,
     };
-    await this.repo.finishRun(run.id, { ...end, parked: carried.length ? carried : null }, now);
-    this.announce(run, [...written, ...returns], end, now);
-    if (carried.length) {
-      await this.exec.executor.parkBatch(run.batch_id).catch(() => undefined);
-    } else {
-      await this.exec.executor.completeBatch(run.batch_id).catch(() => undefined);
+    const at = decided?.at ?? now;
+    await this.repo.finishRun(run, { ...end, parked }, at);
+    this.announce(run, [...written, ...returns], end, at);
+    if (parked?.length) await this.exec.executor.parkBatch(run.batch_id).catch(() => undefined);
+    else await this.exec.executor.completeBatch(run.batch_id).catch(() => undefined);
+    if (!carried.length)
       await this.agents.setLastStopReason(run.tenant_id, run.agent_id, end.stop_reason);
-    }
-    this.logger.warn(
-      `run ${run.id} was interrupted` +
-        (started.size ? `; ${started.size} tool call(s) with unknown outcome` : '') +
-        (carried.length ? `; ${carried.length} approved call(s) that had not started run now` : ''),
-    );
+    if (decided) this.logger.warn(`run ${run.id}: its end (${end.stop_reason}) is stored now`);
+    else
+      this.logger.warn(
+        `run ${run.id} was interrupted` +
+          (started.size ? `; ${started.size} tool call(s) with unknown outcome` : '') +
+          (carried.length
+            ? `; ${carried.length} approved call(s) that had not started run now`
+            : ''),
+      );
   }
 
   /** What the run's stored steps used: its usage is written only at its end, which a crash skipped. */

@@ -10,6 +10,7 @@ import type { RunEntity } from '../../src/processing/entities/run.entity';
 import { ToolExecutorService } from '../../src/rules/tool-executor.service';
 import { PermissionBrokerService } from '../../src/permissions/permission-broker.service';
 import { DataSource } from 'typeorm';
+import { RunEventsBus } from '../../src/common/run-events';
 import { sqlTable } from '../../src/database/sql-names';
 import { AGENT_LEASES, type AgentLeases } from '../../src/cluster/agent-leases';
 import { startApp, startAppProcess, TestApp } from '../support/app-harness';
@@ -715,40 +716,55 @@ describe('processing: restart recovery', () => {
   );
 
   /**
-   * The database refuses every tool return (on, a full disk or a constraint) or takes them again (off),
-   * with a trigger on `messages`, so the refusal is the database's own error on either engine.
+   * What the database refuses while a refusal is on (a full disk, a constraint): a trigger on the table, so
+   * the refusal is the database's own error on either engine. Every tool return; every run's end (a run
+   * may start, and everything it writes but its end is stored).
    */
-  async function refuseToolReturns(t: TestApp, on: boolean): Promise<void> {
+  const REFUSALS = {
+    tool_returns: {
+      table: 'messages',
+      event: 'INSERT',
+      when: `NEW.message_type = 'tool_return_message'`,
+    },
+    run_ends: {
+      table: 'runs',
+      event: 'UPDATE',
+      when: `OLD.status = 'running' AND NEW.status <> 'running'`,
+    },
+  };
+
+  /** Turns a refusal on, or off (space freed). */
+  async function refuse(t: TestApp, what: keyof typeof REFUSALS, on: boolean): Promise<void> {
+    const { table, event, when } = REFUSALS[what];
     const ds = t.app.get(DataSource);
     const schema = t.config.database.schema;
-    const messages = sqlTable(schema, 'messages');
+    const target = sqlTable(schema, table);
+    const name = `refuse_${what}`;
     if (!process.env.TEST_DATABASE_URL) {
       await ds.query(
         on
-          ? `CREATE TRIGGER refuse_tool_returns BEFORE INSERT ON messages
-             WHEN NEW.message_type = 'tool_return_message'
+          ? `CREATE TRIGGER ${name} BEFORE ${event} ON ${table} WHEN ${when}
              BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END`
-          : `DROP TRIGGER refuse_tool_returns`,
+          : `DROP TRIGGER ${name}`,
       );
       return;
     }
-    const fn = sqlTable(schema, 'refuse_tool_returns');
+    const fn = sqlTable(schema, name);
     if (!on) {
-      await ds.query(`DROP TRIGGER refuse_tool_returns ON ${messages}`);
+      await ds.query(`DROP TRIGGER ${name} ON ${target}`);
       await ds.query(`DROP FUNCTION ${fn}()`);
       return;
     }
     await ds.query(
       `CREATE FUNCTION ${fn}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
-         IF NEW.message_type = 'tool_return_message' THEN
+         IF ${when} THEN
            RAISE EXCEPTION 'could not extend file: No space left on device' USING ERRCODE = '53100';
          END IF;
          RETURN NEW;
        END $$`,
     );
     await ds.query(
-      `CREATE TRIGGER refuse_tool_returns BEFORE INSERT ON ${messages}
-       FOR EACH ROW EXECUTE FUNCTION ${fn}()`,
+      `CREATE TRIGGER ${name} BEFORE ${event} ON ${target} FOR EACH ROW EXECUTE FUNCTION ${fn}()`,
     );
   }
 
@@ -757,30 +773,18 @@ describe('processing: restart recovery', () => {
     try {
       await tools.declare(t, 'lookup');
       const id = await createAgent(t, fake, { tools: ['lookup'], include_base_tools: false });
-      await refuseToolReturns(t, true);
-      const recovery = t.app.get(RunRecovery);
-      const interrupt = recovery.interrupt.bind(recovery);
-      let refusedAgain!: () => void;
-      const recoveryRefused = new Promise<void>((r) => (refusedAgain = r));
+      await refuse(t, 'tool_returns', true);
       // recovery runs at once, and is refused too while the disk is still full
-      jest.spyOn(recovery, 'interrupt').mockImplementation(async (run) => {
-        try {
-          return await interrupt(run);
-        } catch (e) {
-          refusedAgain();
-          throw e;
-        }
-      });
+      const refused = recoveryRefused(t);
       fake.push({ tool_calls: [{ name: 'lookup', arguments: {} }] });
       const run = (await api(t, 'POST', `/v1/agents/${id}/messages/async`, say('look it up'))).body
         .id as string;
-      // (bounded: before the fix the run ended at once, as failed, and no recovery came)
-      await Promise.race([recoveryRefused, new Promise((r) => setTimeout(r, 5000))]);
+      await refused;
       expect(tools.calls).toHaveLength(1);
       // what the API answers meanwhile: the run has not ended (its call has no stored outcome)
       expect((await api(t, 'GET', `/v1/runs/${run}`)).body.status).toBe('running');
 
-      await refuseToolReturns(t, false); // space freed
+      await refuse(t, 'tool_returns', false); // space freed
       fake.push({ content: 'next answer' });
       const next = await api(t, 'POST', `/v1/agents/${id}/messages`, say('next'));
       expect(next.body.stop_reason.stop_reason).toBe('end_turn');
@@ -810,36 +814,155 @@ describe('processing: restart recovery', () => {
     try {
       await tools.declare(t, 'lookup');
       const id = await createAgent(t, fake, { tools: ['lookup'], include_base_tools: false });
-      await refuseToolReturns(t, true);
-      const recovery = t.app.get(RunRecovery);
-      const interrupt = recovery.interrupt.bind(recovery);
-      let refusedAgain!: () => void;
-      const recoveryRefused = new Promise<void>((r) => (refusedAgain = r));
-      jest.spyOn(recovery, 'interrupt').mockImplementation(async (run) => {
-        try {
-          return await interrupt(run);
-        } catch (e) {
-          refusedAgain();
-          throw e;
-        }
-      });
+      await refuse(t, 'tool_returns', true);
+      const refused = recoveryRefused(t);
       fake.push({ tool_calls: [{ name: 'lookup', arguments: {} }] });
       await api(t, 'POST', `/v1/agents/${id}/messages/async`, say('look it up'));
-      await Promise.race([recoveryRefused, new Promise((r) => setTimeout(r, 5000))]);
+      await refused;
 
-      const refused = await api(t, 'POST', `/v1/agents/${id}/tools/lookup/run`, { args: {} });
-      expect(refused.status).toBe(503);
-      expect(refused.body).toMatchObject({
+      const direct = await api(t, 'POST', `/v1/agents/${id}/tools/lookup/run`, { args: {} });
+      expect(direct.status).toBe(503);
+      expect(direct.body).toMatchObject({
         code: 'AGENT_RECOVERING',
         details: { agent_id: id },
       });
-      expect(refused.body.message).not.toContain('another instance');
+      expect(direct.body.message).not.toContain('another instance');
       expect(tools.calls).toHaveLength(1); // the run's call only: the direct run did not start
 
-      await refuseToolReturns(t, false); // space freed
+      await refuse(t, 'tool_returns', false); // space freed
       const ran = await api(t, 'POST', `/v1/agents/${id}/tools/lookup/run`, { args: {} });
       expect(ran.status).toBe(200);
       expect(ran.body).toMatchObject({ status: 'success', outcome: 'executed' });
+    } finally {
+      jest.restoreAllMocks();
+      await t.close();
+    }
+  });
+
+  /** Resolves once recovery was tried and refused (the database still refuses the run's end). */
+  function recoveryRefused(t: TestApp): Promise<unknown> {
+    const recovery = t.app.get(RunRecovery);
+    const interrupt = recovery.interrupt.bind(recovery);
+    let refused!: () => void;
+    const once = new Promise<void>((r) => (refused = r));
+    jest.spyOn(recovery, 'interrupt').mockImplementation(async (...args) => {
+      try {
+        return await interrupt(...args);
+      } catch (e) {
+        refused();
+        throw e;
+      }
+    });
+    // (bounded: before the fixes a failed write ended the run at once, and no recovery came)
+    return Promise.race([once, new Promise((r) => setTimeout(r, 5000))]);
+  }
+
+  it('the database refuses a run’s end after all its messages were stored: nothing announces the end until it is stored, and recovery ends the run as it ended (completed, end_turn), not interrupted', async () => {
+    const t = await startApp({ modelBaseUrl: fake.baseUrl });
+    try {
+      await tools.declare(t, 'lookup');
+      tools.handle('lookup', () => Promise.resolve({ body: 'found it' }));
+      const id = await createAgent(t, fake, { tools: ['lookup'], include_base_tools: false });
+      const ends: any[] = [];
+      const sub = t.app
+        .get(RunEventsBus)
+        .events$.subscribe((e) => e.type === 'run.completed' && ends.push(e));
+      await refuse(t, 'run_ends', true);
+      const refused = recoveryRefused(t);
+      // (a memgpt agent's batch ends after a call that asks no heartbeat)
+      fake.push({ tool_calls: [{ name: 'lookup', arguments: {} }] });
+      let answered = false;
+      const answer = api(t, 'POST', `/v1/agents/${id}/messages`, say('look it up')).then((r) => {
+        answered = true;
+        return r;
+      });
+      await refused;
+      const [run] = (await api(t, 'GET', `/v1/runs/?agent_id=${id}`)).body as any[];
+      // what the API says meanwhile is what is stored: the run has not ended
+      expect(run.status).toBe('running');
+      expect(answered).toBe(false);
+      expect(ends.filter((e) => e.runId === run.id)).toEqual([]);
+
+      await refuse(t, 'run_ends', false); // space freed
+      fake.push({ content: 'next answer' });
+      const next = await api(t, 'POST', `/v1/agents/${id}/messages`, say('next'));
+      expect(next.body.stop_reason.stop_reason).toBe('end_turn');
+      const res = await answer;
+      expect(res.status).toBe(200);
+      expect(res.body.stop_reason.stop_reason).toBe('end_turn');
+      expect(res.body.usage.step_count).toBe(1);
+      expect(
+        res.body.messages.find((m: any) => m.message_type === 'tool_return_message'),
+      ).toMatchObject({ status: 'success', tool_return: 'found it' });
+      expect((await api(t, 'GET', `/v1/runs/${run.id}`)).body).toMatchObject({
+        status: 'completed',
+        stop_reason: 'end_turn',
+      });
+      const announced = ends.filter((e) => e.runId === run.id);
+      expect(announced.map((e) => [e.data.status, e.data.stop_reason])).toEqual([
+        ['completed', 'end_turn'],
+      ]);
+      const msgs = (await api(t, 'GET', `/v1/runs/${run.id}/messages`)).body as any[];
+      expect(msgs.filter((m) => m.message_type === 'tool_return_message')).toHaveLength(1);
+      expect(tools.calls).toHaveLength(1);
+      sub.unsubscribe();
+    } finally {
+      jest.restoreAllMocks();
+      await t.close();
+    }
+  });
+
+  it('the database refuses the end of a run that parked for consent: recovery parks it as it ended (requires_approval, the call not denied), and the approval then runs the call once', async () => {
+    const t = await startApp({ modelBaseUrl: fake.baseUrl });
+    try {
+      await tools.declare(t, 'pay', { safety: 'side_effecting' });
+      tools.handle('pay', () => Promise.resolve({ body: 'paid' }));
+      const id = await createAgent(t, fake, {
+        tools: ['pay'],
+        tool_rules: [{ type: 'requires_approval', tool_name: 'pay' }],
+        include_base_tools: false,
+      });
+      await refuse(t, 'run_ends', true);
+      const refused = recoveryRefused(t);
+      fake.push({ tool_calls: [{ id: 'call_pay', name: 'pay', arguments: { q: '10' } }] });
+      const answer = api(t, 'POST', `/v1/agents/${id}/messages`, say('pay'));
+      await refused;
+      const [run] = (await api(t, 'GET', `/v1/runs/?agent_id=${id}`)).body as any[];
+      expect(run.status).toBe('running');
+
+      await refuse(t, 'run_ends', false);
+      // the lease keeper's next sweep takes the agent and recovers it (a message would wait behind the
+      // batch, which is parked once recovered)
+      const res = await answer;
+      expect(res.body.stop_reason.stop_reason).toBe('requires_approval');
+      expect(res.body.messages.at(-1)).toMatchObject({
+        message_type: 'approval_request_message',
+        tool_call: { tool_call_id: 'call_pay' },
+      });
+      expect((await api(t, 'GET', `/v1/runs/${run.id}`)).body).toMatchObject({
+        status: 'completed',
+        stop_reason: 'requires_approval',
+      });
+      const requests = (await api(t, 'GET', `/v1/consent/requests?status=all&agent_id=${id}`))
+        .body as any[];
+      expect(requests.map((r) => r.status)).toEqual(['pending']);
+      const busy = await api(t, 'POST', `/v1/agents/${id}/messages`, say('and then?'));
+      expect(busy.body.code).toBe('PENDING_APPROVAL');
+
+      fake.push({ content: 'paid' });
+      const approved = await api(t, 'POST', `/v1/agents/${id}/messages`, {
+        messages: [
+          {
+            type: 'approval',
+            approvals: [{ type: 'approval', tool_call_id: 'call_pay', approve: true }],
+          },
+        ],
+      });
+      expect(approved.status).toBe(200);
+      expect(
+        approved.body.messages.find((m: any) => m.message_type === 'tool_return_message'),
+      ).toMatchObject({ tool_call_id: 'call_pay', status: 'success' });
+      expect(tools.calls.map((c) => c.tool_call_id)).toEqual(['call_pay']);
     } finally {
       jest.restoreAllMocks();
       await t.close();
