@@ -9,6 +9,7 @@ import {
   type ParkedCall,
   type RunEntity,
   type RunUsage,
+  type TurnCall,
 } from './entities/run.entity';
 import { EMPTY_USAGE, mapMessage, MappedMessage } from './message.mapper';
 import {
@@ -119,10 +120,30 @@ export class RunRecovery {
     const cancelled = run.input.cancel_requested === true;
     // a run a user cancelled runs nothing more: its approved calls end unstarted (as do those of a run
     // that ended: its continuation ran them, the rest are parked with its end)
-    const carried =
+    const unstarted =
       cancelled || decided ? [] : await this.unstartedParkedCalls(run, unknown, keyOf, started);
-    const carriedKeys = new Set(carried.map((c) => stepCallKey(c.step_id, c.tool_call_id)));
+    const carriedKeys = new Set(unstarted.map((c) => stepCallKey(c.step_id, c.tool_call_id)));
     const ended = orphans.filter((m) => !carriedKeys.has(keyOf(m)));
+    // the calls of their turn ended here wait no more: the next continuation decides the turn's end
+    // (an exit_loop call that runs then ends the batch) from how they ended (a continuation's returns
+    // are never stored hidden: an unstarted or unknown one is all there is)
+    const endedAs = new Map(
+      ended.map((m): [string, Pick<TurnCall, 'kind' | 'status'>] => [
+        keyOf(m),
+        { kind: started.has(keyOf(m)) ? 'executed' : 'refused', status: 'error' },
+      ]),
+    );
+    const carried = unstarted.map((c) =>
+      c.turn
+        ? {
+            ...c,
+            turn: c.turn.map((t) => ({
+              ...t,
+              ...endedAs.get(stepCallKey(c.step_id, t.tool_call_id)),
+            })),
+          }
+        : c,
+    );
     const row = (
       type: MessageEntity['message_type'],
       payload: Record<string, unknown>,

@@ -997,6 +997,79 @@ describe('processing: restart recovery', () => {
     }
   });
 
+  it('an approval’s continuation cannot store anything (the database drops it) before the approved exit_loop call starts, with a call of its turn held behind it: after recovery the approved call runs once and its exit_loop rule ends the batch; the model is not called again', async () => {
+    const t = await startApp({ modelBaseUrl: fake.baseUrl });
+    try {
+      await tools.declare(t, 'deploy', { safety: 'side_effecting' });
+      await tools.declare(t, 'notify', { safety: 'side_effecting' });
+      const id = await createAgent(t, fake, {
+        tools: ['deploy', 'notify'],
+        include_base_tools: false,
+        tool_rules: [
+          { type: 'requires_approval', tool_name: 'deploy' },
+          { type: 'exit_loop', tool_name: 'deploy' },
+          { type: 'constrain_child_tools', tool_name: 'deploy', children: ['notify'] },
+        ],
+      });
+      fake.push({
+        tool_calls: [
+          { id: 'call_deploy', name: 'deploy', arguments: {} },
+          { id: 'call_notify', name: 'notify', arguments: {} },
+        ],
+      });
+      const parked = (await api(t, 'POST', `/v1/agents/${id}/messages`, say('deploy'))).body;
+      expect(parked.stop_reason.stop_reason).toBe('requires_approval');
+      const modelCalls = fake.requests.length;
+      // the continuation's first write (the approval) is refused every time it is tried
+      const repo = t.app.get(ProcessingRepository);
+      const append = repo.append.bind(repo);
+      let refused = 0;
+      jest.spyOn(repo, 'append').mockImplementation((agentId, rows, ...rest) => {
+        if (refused < 3 && rows.some((r) => r.message_type === 'approval_response_message')) {
+          refused++;
+          return Promise.reject(new Error('Connection terminated unexpectedly'));
+        }
+        return append(agentId, rows, ...rest);
+      });
+      fake.push({ content: 'the model is not asked again' });
+      const cont = (
+        await api(t, 'POST', `/v1/agents/${id}/messages/async`, {
+          messages: [
+            {
+              type: 'approval',
+              approvals: [{ type: 'approval', tool_call_id: 'call_deploy', approve: true }],
+            },
+          ],
+        })
+      ).body.id as string;
+      expect(await runEnded(t, cont)).toMatchObject({ status: 'failed', error: 'interrupted' });
+      let next: string | null = null;
+      while (!next) {
+        next = (await repo.findRunById(cont))?.continued_by ?? null;
+        if (!next) await new Promise((r) => setTimeout(r, 10));
+      }
+      expect(await runEnded(t, next)).toMatchObject({
+        status: 'completed',
+        stop_reason: 'tool_rule',
+      });
+      expect(tools.calls.map((c) => c.name)).toEqual(['deploy']);
+      expect(fake.requests).toHaveLength(modelCalls);
+      const msgs = (await api(t, 'GET', `/v1/agents/${id}/messages?order=asc&limit=50`))
+        .body as any[];
+      expect(
+        msgs
+          .filter((m) => m.message_type === 'tool_return_message')
+          .map((m) => [m.tool_call_id, m.status]),
+      ).toEqual([
+        ['call_notify', 'error'],
+        ['call_deploy', 'success'],
+      ]);
+    } finally {
+      jest.restoreAllMocks();
+      await t.close();
+    }
+  });
+
   it('shutdown: a run stuck in a tool past the grace period is interrupted; queued runs wait for the next boot', async () => {
     let t = await startApp({
       keepDir: true,
