@@ -11,6 +11,8 @@ import {
   type RunUsage,
   type TurnCall,
 } from './entities/run.entity';
+import { parksOn } from '../core/executor/contracts';
+import { canonicalRuleType } from '../core/rules/tool-rule';
 import { EMPTY_USAGE, mapMessage, MappedMessage } from './message.mapper';
 import {
   inputMessageRows,
@@ -124,26 +126,28 @@ export class RunRecovery {
       cancelled || decided ? [] : await this.unstartedParkedCalls(run, unknown, keyOf, started);
     const carriedKeys = new Set(unstarted.map((c) => stepCallKey(c.step_id, c.tool_call_id)));
     const ended = orphans.filter((m) => !carriedKeys.has(keyOf(m)));
-    // the calls of their turn ended here wait no more: the next continuation decides the turn's end
-    // (an exit_loop call that runs then ends the batch) from how they ended (a continuation's returns
-    // are never stored hidden: an unstarted or unknown one is all there is)
-    const endedAs = new Map(
-      ended.map((m): [string, Pick<TurnCall, 'kind' | 'status'>] => [
-        keyOf(m),
-        { kind: started.has(keyOf(m)) ? 'executed' : 'refused', status: 'error' },
-      ]),
+    // The calls of their turn that no longer wait (answered by the run that died, or ended here): the next
+    // continuation decides how the turn ends (an exit_loop call that ran ends the batch) from how they
+    // ended. (A continuation's returns are never stored hidden.)
+    const endOf = new Map<string, Pick<TurnCall, 'kind' | 'status'>>(
+      returned.filter((m) => !m.payload._held).map((m) => [returnKey(m), turnEnd(m.payload)]),
     );
-    const carried = unstarted.map((c) =>
-      c.turn
-        ? {
-            ...c,
-            turn: c.turn.map((t) => ({
-              ...t,
-              ...endedAs.get(stepCallKey(c.step_id, t.tool_call_id)),
-            })),
-          }
-        : c,
-    );
+    for (const m of ended)
+      endOf.set(keyOf(m), {
+        kind: started.has(keyOf(m)) ? 'executed' : 'refused',
+        status: 'error',
+      });
+    const exits = unstarted.some((c) => c.turn) ? await this.exitLoopTools(run) : new Set<string>();
+    const carried = unstarted.map((c) => {
+      if (!c.turn) return c;
+      const turn = c.turn.map((t) => {
+        const end = parksOn(t) ? endOf.get(stepCallKey(c.step_id, t.tool_call_id)) : undefined;
+        return end
+          ? { ...t, ...end, exitLoop: end.kind !== 'refused' && exits.has(t.toolName) }
+          : t;
+      });
+      return { ...c, turn };
+    });
     const row = (
       type: MessageEntity['message_type'],
       payload: Record<string, unknown>,
@@ -210,6 +214,16 @@ export class RunRecovery {
             ? `; ${carried.length} approved call(s) that had not started run now`
             : ''),
       );
+  }
+
+  /** The agent's exit_loop tools (none once it is deleted). */
+  private async exitLoopTools(run: RunEntity): Promise<Set<string>> {
+    const agent = await this.agents.get(run.tenant_id, run.agent_id).catch(() => null);
+    return new Set(
+      (agent?.tool_rules ?? []).flatMap((r) =>
+        canonicalRuleType(r.type) === 'exit_loop' && 'tool_name' in r ? [r.tool_name] : [],
+      ),
+    );
   }
 
   /** What the run's stored steps used: its usage is written only at its end, which a crash skipped. */
@@ -293,4 +307,15 @@ export class RunRecovery {
       return !c.client && unanswered.has(key) && !started.has(key);
     });
   }
+}
+
+/**
+ * How a call whose return is stored ended, as its turn records it: run (with an error too: the tool's
+ * own), timed out, or refused (a rule, a denial, cancelled: it never ran).
+ */
+function turnEnd(p: Record<string, unknown>): Pick<TurnCall, 'kind' | 'status'> {
+  const status = p.status === 'success' ? 'success' : 'error';
+  if (p.error_type === undefined || p.error_type === 'ToolError')
+    return { kind: p.tool_return === NOT_STARTED ? 'refused' : 'executed', status };
+  return { kind: p.error_type === 'Timeout' ? 'timeout' : 'refused', status };
 }

@@ -1070,6 +1070,73 @@ describe('processing: restart recovery', () => {
     }
   });
 
+  it('two approved calls of a turn, the first an exit_loop one: the connection drops as its return is stored, so the second is carried to a new continuation after recovery; the batch then ends by the exit_loop rule, the model is not called again', async () => {
+    const t = await startApp({ modelBaseUrl: fake.baseUrl });
+    try {
+      await tools.declare(t, 'deploy', { safety: 'side_effecting' });
+      await tools.declare(t, 'notify', { safety: 'side_effecting' });
+      const id = await createAgent(t, fake, {
+        tools: ['deploy', 'notify'],
+        include_base_tools: false,
+        tool_rules: [
+          { type: 'requires_approval', tool_name: 'deploy' },
+          { type: 'requires_approval', tool_name: 'notify' },
+          { type: 'exit_loop', tool_name: 'deploy' },
+        ],
+      });
+      fake.push({
+        tool_calls: [
+          { id: 'call_deploy', name: 'deploy', arguments: {} },
+          { id: 'call_notify', name: 'notify', arguments: {} },
+        ],
+      });
+      const parked = (await api(t, 'POST', `/v1/agents/${id}/messages`, say('deploy'))).body;
+      expect(parked.stop_reason.stop_reason).toBe('requires_approval');
+      const modelCalls = fake.requests.length;
+      // deploy's return is stored, but the connection drops before the database says so
+      const repo = t.app.get(ProcessingRepository);
+      const append = repo.append.bind(repo);
+      let dropped = 0;
+      jest.spyOn(repo, 'append').mockImplementation(async (agentId, rows, ...rest) => {
+        if (dropped < 3 && rows.some((r) => r.payload.tool_call_id === 'call_deploy')) {
+          if (dropped++ === 0) await append(agentId, rows, ...rest);
+          throw new Error('Connection terminated unexpectedly');
+        }
+        return append(agentId, rows, ...rest);
+      });
+      fake.push({ content: 'the model is not asked again' });
+      const cont = (
+        await api(t, 'POST', `/v1/agents/${id}/messages/async`, {
+          messages: [
+            {
+              type: 'approval',
+              approvals: ['call_deploy', 'call_notify'].map((tool_call_id) => ({
+                type: 'approval',
+                tool_call_id,
+                approve: true,
+              })),
+            },
+          ],
+        })
+      ).body.id as string;
+      expect(await runEnded(t, cont)).toMatchObject({ status: 'failed', error: 'interrupted' });
+      let next: string | null = null;
+      while (!next) {
+        next = (await repo.findRunById(cont))?.continued_by ?? null;
+        if (!next) await new Promise((r) => setTimeout(r, 10));
+      }
+      expect(await runEnded(t, next)).toMatchObject({
+        status: 'completed',
+        stop_reason: 'tool_rule',
+      });
+      expect(tools.calls.map((c) => c.name)).toEqual(['deploy', 'notify']);
+      expect(fake.requests).toHaveLength(modelCalls);
+    } finally {
+      jest.restoreAllMocks();
+      await t.close();
+    }
+  });
+
   it('shutdown: a run stuck in a tool past the grace period is interrupted; queued runs wait for the next boot', async () => {
     let t = await startApp({
       keepDir: true,
