@@ -515,12 +515,14 @@ function parseAgentFile(file: Buffer, maxAgents: number, maxDepth: number): Agen
   return out;
 }
 
-/** A tool's validation problems, at the tool's path in the file. */
+/** A tool's validation problems, at the tool's path in the file (those not listed still counted). */
 function prefixProblems(e: unknown, path: string): unknown {
-  const details = (e as { details?: { problems?: ValidationProblem[] } }).details;
+  const details = (e as { details?: { problems?: ValidationProblem[]; more_problems?: number } })
+    .details;
   if (!details?.problems) return e;
   return validationFailed(
     details.problems.map((p) => ({ ...p, path: `${path}.${p.path}` })),
     'agent file is invalid',
+    details.more_problems,
   );
 }

@@ -48,8 +48,9 @@ export class AgentFilesLoader implements OnApplicationBootstrap {
       } catch (e) {
         if (e instanceof DomainError && Array.isArray(e.details.problems)) {
           const problems = e.details.problems as { path: string; message: string }[];
+          const more = Number(e.details.more_problems ?? 0);
           throw new Error(
-            `agent file ${file}: ${problems.map((p) => `${p.path}: ${p.message}`).join('; ')}`,
+            `agent file ${file}: ${problems.map((p) => `${p.path}: ${p.message}`).join('; ')}${more ? `; and ${more} more` : ''}`,
           );
         }
         throw e;

@@ -44,11 +44,16 @@ export const MAX_REPORTED_PROBLEMS = 20;
  * A request with problems: `VALIDATION_FAILED`, or `LIMIT_EXCEEDED` when a count passed a configured bound
  * (`details.limits` names the settings, e.g. `limits.max_tags_per_agent`).
  */
-export const validationFailed = (problems: ValidationProblem[], message = 'request is invalid') => {
+export const validationFailed = (
+  problems: ValidationProblem[],
+  message = 'request is invalid',
+  /** Problems found beside these and not listed (an error's `more_problems`, re-raised elsewhere). */
+  unlisted = 0,
+) => {
   const limits = [...new Set(problems.flatMap((p) => (p.limit ? [p.limit] : [])))];
   // the first ones only: a 900 KB body of bad items named one line each was a 139 MB answer
   const shown = problems.slice(0, MAX_REPORTED_PROBLEMS);
-  const more = problems.length - shown.length;
+  const more = problems.length - shown.length + unlisted;
   return new DomainError(
     'bad_request',
     limits.length ? 'LIMIT_EXCEEDED' : 'VALIDATION_FAILED',

@@ -128,6 +128,11 @@ describe('agent files', () => {
       'name: x\nsytem: hi\ntool_rules: [{ type: teleport, tool_name: send_message }]',
       /bad\.yaml: sytem: unknown key \(did you mean "system"\?\); tool_rules\[0\]\.type: unknown rule type/,
     ],
+    [
+      '25 unknown fields: the first 20 named, the rest counted',
+      ['name: x', ...Array.from({ length: 25 }, (_, i) => `oops_${i}: 1`)].join('\n'),
+      /bad\.yaml: oops_0: unknown key.*oops_19: unknown key; and 5 more$/,
+    ],
   ])(
     'a broken file (%s) stops the boot naming file, field and reason',
     async (_n, content, message) => {

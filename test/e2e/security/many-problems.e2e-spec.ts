@@ -107,6 +107,40 @@ describe('security: a body of many bad items', () => {
     firstProblemsOnly(res);
   });
 
+  it('an agent file whose tool has 20 headers each naming 1,000 secrets that are not set: 400 naming the first 20 at the tool’s place in the file, the rest counted', async () => {
+    const headers = Object.fromEntries(
+      Array.from({ length: 20 }, (_, h) => [
+        `K${h}`,
+        Array.from({ length: 1000 }, (_, i) => `\${NOPE_${h}_${i}}`).join(''),
+      ]),
+    );
+    const file = {
+      agents: [{ id: 'a', name: 'x', tool_ids: ['t'], block_ids: [] }],
+      tools: [
+        {
+          id: 't',
+          name: 'many_headers',
+          tool_type: 'custom',
+          kind: 'http',
+          safety: 'read_only',
+          json_schema: { name: 'many_headers', parameters: { type: 'object' } },
+          http: { url: 'http://127.0.0.1:9/x', headers },
+        },
+      ],
+      blocks: [],
+    };
+    const form = new FormData();
+    form.append('file', new Blob([JSON.stringify(file)]), 'headers.af');
+    const res = await fetch(`${t.baseUrl}/v1/agents/import`, {
+      method: 'POST',
+      headers: B,
+      body: form,
+    });
+    const body: any = await res.json();
+    firstProblemsOnly({ status: res.status, body });
+    expect(body.details.problems[0].path).toMatch(/^tools\[0\]\.http\.headers/);
+  });
+
   it('an agent file whose agent names 60,000 tool ids among 60,000 tools (950 KB; each id was searched through the list, 9.4 s with every other request waiting): 400, a small answer', async () => {
     const tools = Array.from({ length: 60_000 }, (_, i) => ({ id: i }));
     const file = {
