@@ -51,7 +51,6 @@ export type InitialMessagesWriter = (
   messages: MessageCreate[],
 ) => Promise<void>;
 
-/** An agent with everything its response needs; relations not in `include` are left empty. */
 /** `sharesNameWith`: an API-created agent of tenant default that has the name of the file's new agent. */
 export interface FileAgentUpsert {
   agent: AgentEntity;
@@ -59,6 +58,7 @@ export interface FileAgentUpsert {
   sharesNameWith?: string;
 }
 
+/** An agent with everything its response needs; relations not in `include` are left empty. */
 export interface AgentView {
   record: AgentRecord;
   include: ReadonlySet<AgentRelation>;
