@@ -83,7 +83,7 @@ describe('security: a body of many bad items', () => {
       }),
     ],
     [
-      'a tool of 20 headers each naming 1,000 secrets that are not set',
+      'a tool of 20 headers each naming 500 secrets (each header within limits.max_tool_header_value_chars) that are not set',
       '/v1/tools/',
       () => ({
         name: 'many_headers',
@@ -95,7 +95,7 @@ describe('security: a body of many bad items', () => {
           headers: Object.fromEntries(
             Array.from({ length: 20 }, (_, h) => [
               `K${h}`,
-              Array.from({ length: 1000 }, (_, i) => `\${NOPE_${h}_${i}}`).join(''),
+              Array.from({ length: 500 }, (_, i) => `\${N_${h}_${i}}`).join(''),
             ]),
           ),
         },
@@ -107,11 +107,11 @@ describe('security: a body of many bad items', () => {
     firstProblemsOnly(res);
   });
 
-  it('an agent file whose tool has 20 headers each naming 1,000 secrets that are not set: 400 naming the first 20 at the tool’s place in the file, the rest counted', async () => {
+  it('an agent file whose tool has 20 headers each naming 500 secrets (each header within limits.max_tool_header_value_chars) that are not set: 400 naming the first 20 at the tool’s place in the file, the rest counted', async () => {
     const headers = Object.fromEntries(
       Array.from({ length: 20 }, (_, h) => [
         `K${h}`,
-        Array.from({ length: 1000 }, (_, i) => `\${NOPE_${h}_${i}}`).join(''),
+        Array.from({ length: 500 }, (_, i) => `\${N_${h}_${i}}`).join(''),
       ]),
     );
     const file = {
