@@ -15,6 +15,7 @@ export const AGENT_FILE_FIELDS = [
   'llm_config',
   'tools',
   'include_base_tools',
+  'include_base_tool_rules',
   'tool_rules',
   'memory_blocks',
   'tags',

@@ -1,3 +1,4 @@
+import stableStringify from 'json-stable-stringify';
 import type { EmbeddingCatalog } from '../../models/embeddings/embedding-catalog';
 import type { LlmConfig, ScriptedTurn } from '../../models/model-provider';
 import type { ProviderCatalog } from '../../models/providers/provider-catalog';
@@ -5,6 +6,7 @@ import { NO_BUDGETS, parseBudgets } from '../loop/budgets';
 import { countProblem, type InputLimits } from '../limits';
 import { ValidationProblem, validateToolRules } from '../rules/validate-tool-rules';
 import { AgentRecord, AgentToolExecutorSettings, MemoryBlock } from './agent-record';
+import { baseToolRules } from './base-tool-rules';
 import {
   AGENT_TYPES,
   AgentType,
@@ -185,6 +187,32 @@ export function validateAgentInput(
       : (current?.blocks ?? []);
 
   const llm_config = resolveLlmConfig(input, ctx, current?.llm_config, bad);
+
+  // create: Letta's base tool rules follow the agent's own (an update keeps the rules it is given)
+  if (!current) {
+    const flag = input.include_base_tool_rules;
+    if (flag !== undefined && flag !== null && typeof flag !== 'boolean')
+      bad('include_base_tool_rules', 'must be true or false');
+    else if (llm_config) {
+      const request = {
+        agent_type,
+        include_base_tools: input.include_base_tools as boolean | null | undefined,
+        include_base_tool_rules: flag,
+        hasToolRules: Array.isArray(rulesInput) && rulesInput.length > 0,
+        model: llm_config.model,
+      };
+      const seen = new Set(tool_rules.map((r) => stableStringify(r)));
+      for (const rule of baseToolRules(request, tools))
+        if (!seen.has(stableStringify(rule))) tool_rules.push(rule);
+      const tooManyRules = countProblem(
+        'tool_rules',
+        tool_rules.length,
+        'max_rules_per_agent',
+        ctx.limits,
+      );
+      if (tooManyRules) problems.push(tooManyRules);
+    }
+  }
 
   // create: the one asked for or the operator's default; update: changed only when one is given
   let embedding_config = current?.embedding_config ?? null;

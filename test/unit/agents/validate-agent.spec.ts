@@ -97,14 +97,19 @@ describe('validateAgentInput: embedding', () => {
 });
 
 describe('validateAgentInput: create', () => {
-  it('defaults: base tools, scripted/default model, generated name', () => {
+  it('defaults: base tools with their base rules, scripted/default model, generated name', () => {
     const { draft, problems } = validateAgentInput({}, ctx);
     expect(problems).toEqual([]);
     expect(draft).toMatchObject({
       name: 'generated',
       tools: ['send_message', 'core_memory_append', 'core_memory_replace', 'conversation_search'],
       llm_config: { model: 'default', model_endpoint_type: 'scripted' },
-      tool_rules: [],
+      tool_rules: [
+        { type: 'exit_loop', tool_name: 'send_message' },
+        { type: 'continue_loop', tool_name: 'core_memory_append' },
+        { type: 'continue_loop', tool_name: 'core_memory_replace' },
+        { type: 'continue_loop', tool_name: 'conversation_search' },
+      ],
       blocks: [],
       max_steps: null,
       budgets: {
