@@ -367,6 +367,8 @@ export class AgentFileService {
       per_file_view_window_char_limit: agent.per_file_view_window_char_limit ?? null,
       tools: tools.map((t) => t.name),
       include_base_tools: false,
+      // the file's rules are the agent's (Letta writes false); only a file asking for them gets Letta's base rules
+      include_base_tool_rules: agent.include_base_tool_rules === true,
       ...(opts.model ? { model: opts.model } : { llm_config: agent.llm_config }),
       ...(opts.secrets ? { secrets: opts.secrets } : {}),
       ...this.embeddingOf(agent),

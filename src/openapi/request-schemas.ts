@@ -393,6 +393,7 @@ const AGENT_CREATE: Schema = {
   ...AGENT,
   properties: {
     ...(AGENT.properties as Record<string, Schema>),
+    include_base_tool_rules: nullable('boolean'),
     initial_message_sequence: orNull({
       type: 'array',
       items: obj(

@@ -35,7 +35,7 @@ const MCP_SERVER = {
 };
 
 const AGENT_BODY =
-  "Letta's CreateAgent fields we use: name, agent_type (create only; default agents.default_agent_type), system, description, model or llm_config, tools/tool_ids, include_base_tools, tool_rules (Letta's and ours), memory_blocks, block_ids (the tenant's blocks, shared), tags, metadata; plus tool_executor, budgets, max_steps, model_script. Unknown fields are ignored.";
+  "Letta's CreateAgent fields we use: name, agent_type (create only; default agents.default_agent_type), system, description, model or llm_config, tools/tool_ids, include_base_tools, tool_rules (Letta's and ours), include_base_tool_rules, memory_blocks, block_ids (the tenant's blocks, shared), tags, metadata; plus tool_executor, budgets, max_steps, model_script. Unknown fields are ignored.";
 const BLOCK_UPDATE_BODY =
   "Letta's BlockUpdate: value, label (free in every agent that has the block), limit, description, read_only, metadata";
 const PASSAGE_BODY =

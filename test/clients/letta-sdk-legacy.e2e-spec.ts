@@ -46,6 +46,8 @@ describe('clients: an older Letta SDK (0.0.x) and our rule types', () => {
   it('retrieve and list: our rule types arrive whole beside Letta’s, nothing thrown', async () => {
     const id = await createAgent(t, null, {
       tool_rules: [...ours, { type: 'exit_loop', tool_name: 'send_message' }],
+      // the rules given only, without Letta's base ones
+      include_base_tool_rules: false,
     });
     warned.length = 0;
     const agent = await client.agents.retrieve(id);
@@ -69,7 +71,13 @@ describe('clients: an older Letta SDK (0.0.x) and our rule types', () => {
       model: 'scripted/default',
       toolRules: [{ type: 'exit_loop', toolName: 'send_message' }],
     });
-    expect(created.toolRules).toEqual([{ type: 'exit_loop', toolName: 'send_message' }]);
+    // the given rule, then Letta's base rules for the other base tools (send_message's is not repeated)
+    expect(created.toolRules).toEqual([
+      { type: 'exit_loop', toolName: 'send_message' },
+      { type: 'continue_loop', toolName: 'core_memory_append' },
+      { type: 'continue_loop', toolName: 'core_memory_replace' },
+      { type: 'continue_loop', toolName: 'conversation_search' },
+    ]);
     const modified = await client.agents.modify(created.id, { description: 'changed' });
     expect(modified.description).toBe('changed');
     const res = await client.agents.messages.create(created.id, {

@@ -94,6 +94,34 @@ describe('agent files', () => {
     await t.close();
   });
 
+  it("a file agent gets Letta's base tool rules as on create, unchanged by a restart; include_base_tool_rules: false adds none", async () => {
+    const dir = newDir();
+    writeFileSync(
+      path.join(dir, 'agents', 'memgpt.yaml'),
+      'name: memgpt\nmodel: scripted/helper\n',
+    );
+    writeFileSync(
+      path.join(dir, 'agents', 'bare.yaml'),
+      'name: bare\nmodel: scripted/helper\ninclude_base_tool_rules: false\n',
+    );
+    let t = await startApp({ dir });
+    const first = new Map((await listAll(t.baseUrl)).map((a) => [a.name, a]));
+    expect(first.get('memgpt')!.tool_rules).toEqual([
+      { type: 'exit_loop', tool_name: 'send_message' },
+      { type: 'continue_loop', tool_name: 'core_memory_append' },
+      { type: 'continue_loop', tool_name: 'core_memory_replace' },
+      { type: 'continue_loop', tool_name: 'conversation_search' },
+    ]);
+    expect(first.get('bare')!.tool_rules).toEqual([]);
+    await t.close();
+
+    t = await startApp({ dir });
+    const again = new Map((await listAll(t.baseUrl)).map((a) => [a.name, a]));
+    expect(again.get('memgpt')).toEqual(first.get('memgpt')); // same rules, same updated_at
+    expect(again.get('bare')).toEqual(first.get('bare'));
+    await t.close();
+  });
+
   it.each([
     ['yaml syntax', 'name: [oops', /bad\.yaml.*yaml/],
     [

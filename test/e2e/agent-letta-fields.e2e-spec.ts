@@ -82,6 +82,8 @@ describe("Letta's agent fields", () => {
       const id = await createAgent(t, fake, {
         llm_config: fakeModel(),
         timezone: 'America/Los_Angeles',
+        // conversation_search's base continue_loop rule would go on without a heartbeat message
+        include_base_tool_rules: false,
       });
       fake.push(
         {

@@ -56,7 +56,13 @@ describe('agents API (Letta SDK)', () => {
         model_endpoint: t.config.models.openai.base_url,
         context_window: 128000,
       },
-      tool_rules: [{ type: 'exit_loop', tool_name: 'send_message' }],
+      // Letta's base rules follow the given one (its exit_loop on send_message is not repeated)
+      tool_rules: [
+        { type: 'exit_loop', tool_name: 'send_message' },
+        { type: 'continue_loop', tool_name: 'core_memory_append' },
+        { type: 'continue_loop', tool_name: 'core_memory_replace' },
+        { type: 'continue_loop', tool_name: 'conversation_search' },
+      ],
       last_stop_reason: null,
       pending_approval: null,
     });
@@ -192,7 +198,8 @@ describe('agents API (Letta SDK)', () => {
   });
 
   it('toggles requires_approval (both body spellings) and attaches/detaches tools', async () => {
-    const a = await client.agents.create({ name: 'approvals' });
+    // without Letta's base rules, so that the approval rules are the agent's only ones
+    const a = await client.agents.create({ name: 'approvals', include_base_tool_rules: false });
     const on = await (
       await raw(`/v1/agents/${a.id}/tools/approval/core_memory_append`, {
         method: 'PATCH',

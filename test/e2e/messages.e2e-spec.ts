@@ -122,9 +122,12 @@ describe('messages: the loop through the fake model server', () => {
     ]);
     expect(history[1].tool_call).toMatchObject({ name: 'send_message' });
     expect(res.stop_reason.stop_reason).toBe('end_turn');
-    // request_heartbeat is offered on every tool
-    const sendSchema = fake.requests[0].tools.find((x: any) => x.function.name === 'send_message');
-    expect(sendSchema.function.parameters.properties.request_heartbeat).toBeDefined();
+    // request_heartbeat is offered on every tool but the terminal ones: Letta's base rule makes
+    // send_message exit_loop
+    const schema = (name: string) =>
+      fake.requests[0].tools.find((x: any) => x.function.name === name).function.parameters;
+    expect(schema('send_message').properties.request_heartbeat).toBeUndefined();
+    expect(schema('core_memory_append').properties.request_heartbeat).toBeDefined();
   });
 
   it("a model error is an error, as Letta's: the sync send answers its status, the stream an error event, the run metadata.error", async () => {

@@ -18,6 +18,8 @@ describe('readme examples: a first conversation with the scripted model', () => 
     tools: ['send_message'],
     include_base_tools: false,
     tool_rules: [{ type: 'continue_loop', tool_name: 'send_message' }],
+    // else Letta's base exit_loop rule on send_message would end the batch after its first call
+    include_base_tool_rules: false,
     model_script: [
       { tool_calls: [{ name: 'send_message', arguments: { message: 'Looking it up...' } }] },
       { content: 'Here is your answer.' },

@@ -210,7 +210,11 @@ export function validateAgentInput(
         'max_rules_per_agent',
         ctx.limits,
       );
-      if (tooManyRules) problems.push(tooManyRules);
+      if (tooManyRules)
+        problems.push({
+          ...tooManyRules,
+          message: `${tooManyRules.message}, with Letta's base tool rules (include_base_tool_rules: false adds none)`,
+        });
     }
   }
 

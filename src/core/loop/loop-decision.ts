@@ -100,9 +100,12 @@ export function decideAfterTurn(view: TurnView): LoopDecision {
   if (outcomes.length === 0) return endOr(view, 'end_turn');
 
   // 1. an exit_loop tool ran in this pass, successfully or not (as Letta's terminal tools): the batch
-  //    ends (exit requirements first)
-  if (view.exitRequested || outcomes.some((o) => ran(o) && o.exitLoop)) {
-    return endOr(view, 'tool_rule');
+  //    ends (exit requirements first). In Letta's MemGPT loop that is `tool_rule` only when the terminal
+  //    call asked for a heartbeat (the rule overrode it); without one the turn ends as any call's (`end_turn`)
+  const exitCall = outcomes.find((o) => ran(o) && o.exitLoop);
+  if (view.exitRequested || exitCall) {
+    const quiet = !view.continueAfterTools && exitCall !== undefined && !exitCall.requestHeartbeat;
+    return endOr(view, quiet ? 'end_turn' : 'tool_rule');
   }
   // 2. continue in the same pass: a failed or refused call (self-correction), every call continue_loop,
   //    or the rules name the next tool

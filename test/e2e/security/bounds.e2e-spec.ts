@@ -11,7 +11,8 @@ import { api, startToolServer } from '../consent-helpers';
 describe('security: bounded numbers and counts', () => {
   let t: TestApp;
   const MAX_TOOLS = 10;
-  const MAX_RULES = 3;
+  // a default agent's four base tool rules (Letta's) and one of its own fit
+  const MAX_RULES = 5;
   const MAX_PAGE = 5;
 
   let toolServer: Awaited<ReturnType<typeof startToolServer>>;
@@ -214,21 +215,29 @@ describe('security: bounded numbers and counts', () => {
 
     it('rules past limits.max_rules_per_agent: on create and by the approval toggle', async () => {
       const rule = (i: number) => ({ type: 'requires_approval', tool_name: `t${i}` });
+      const tools = ['t0', 't1', 't2', 't3', 't4', 't5'];
+      const rules = (n: number) => Array.from({ length: n }, (_, i) => rule(i));
       expectLimit(
         await api(t, 'POST', '/v1/agents/', {
-          tools: ['t0', 't1', 't2', 't3'],
-          tool_rules: [0, 1, 2, 3].map(rule),
+          tools,
+          include_base_tools: false,
+          tool_rules: rules(MAX_RULES + 1),
         }),
         'limits.max_rules_per_agent',
         'tool_rules',
       );
+      // Letta's base tool rules count: two given and four base ones are past the bound
+      const withBase = await api(t, 'POST', '/v1/agents/', { tools, tool_rules: rules(2) });
+      expectLimit(withBase, 'limits.max_rules_per_agent', 'tool_rules');
+      expect(withBase.body.details.problems[0].message).toContain('include_base_tool_rules: false');
       const full = await api(t, 'POST', '/v1/agents/', {
-        tools: ['t0', 't1', 't2', 't3'],
-        tool_rules: [0, 1, 2].map(rule),
+        tools,
+        include_base_tools: false,
+        tool_rules: rules(MAX_RULES),
       });
       expect(full.status).toBe(200);
       expectLimit(
-        await api(t, 'PATCH', `/v1/agents/${full.body.id}/tools/approval/t3`, {
+        await api(t, 'PATCH', `/v1/agents/${full.body.id}/tools/approval/t5`, {
           requires_approval: true,
         }),
         'limits.max_rules_per_agent',

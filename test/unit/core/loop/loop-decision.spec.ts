@@ -68,14 +68,24 @@ describe('decideAfterTurn', () => {
       { kind: 'continue', reason: 'self_correction' },
     ],
     [
-      'exit_loop ran → batch ends with tool_rule',
+      'exit_loop ran asking for a heartbeat → the rule ends the batch: tool_rule',
       view([ran('done', { exitLoop: true, requestHeartbeat: true })]),
       { kind: 'end', stopReason: 'tool_rule' },
     ],
     [
+      "exit_loop ran without a heartbeat (a memgpt agent's send_message) → end_turn, as Letta's MemGPT loop",
+      view([ran('send_message', { exitLoop: true })]),
+      { kind: 'end', stopReason: 'end_turn' },
+    ],
+    [
+      'the same, as the executor reports it (its exit requested in this very turn) → end_turn',
+      view([ran('send_message', { exitLoop: true })], { exitRequested: true }),
+      { kind: 'end', stopReason: 'end_turn' },
+    ],
+    [
       'exit_loop ran and failed → the batch ends all the same (Letta: a terminal tool that was called)',
       view([ran('done', { exitLoop: true, status: 'error' })]),
-      { kind: 'end', stopReason: 'tool_rule' },
+      { kind: 'end', stopReason: 'end_turn' },
     ],
     [
       'exit_loop with exit requirements pending → reminder',
