@@ -174,6 +174,23 @@ describe('agent files (.af): export and import', () => {
     expect(b.toolNames).toEqual(a.toolNames);
   });
 
+  it("import adds Letta's base tool rules only when the file asks for them (Letta's files say false)", async () => {
+    const id = await newAgent({ tool_rules: [], include_base_tool_rules: false });
+    const af = (await exportOf(id)).body;
+    expect(af.agents[0]).toMatchObject({ tool_rules: [], include_base_tool_rules: false });
+    const rulesOfImport = async (agent: Record<string, unknown>) => {
+      const res = await importFile({ ...af, agents: [{ ...af.agents[0], ...agent }] });
+      expect(res.status).toBe(200);
+      return (await api(t, 'GET', `/v1/agents/${res.body.agent_ids[0]}`, undefined, B)).body
+        .tool_rules;
+    };
+    expect(await rulesOfImport({})).toEqual([]);
+    expect(await rulesOfImport({ include_base_tool_rules: undefined })).toEqual([]);
+    expect(await rulesOfImport({ include_base_tool_rules: true })).toEqual([
+      { type: 'exit_loop', tool_name: 'send_message' },
+    ]);
+  });
+
   it('the in-context window travels: after a reset only the system prompt is in context', async () => {
     const id = await newAgent();
     fake.push({ content: 'first answer' });
