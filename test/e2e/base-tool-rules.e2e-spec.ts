@@ -110,6 +110,18 @@ describe('base tool rules (Letta SDK)', () => {
     ]);
   });
 
+  it("a tool whose loop the request's own rules decide keeps that choice: no base rule is added for it", async () => {
+    const agent = await create({
+      tool_rules: [{ type: 'continue_loop', tool_name: 'send_message' }],
+    });
+    expect(agent.tool_rules).toContainEqual({ type: 'continue_loop', tool_name: 'send_message' });
+    expect(agent.tool_rules).not.toContainEqual({ type: 'exit_loop', tool_name: 'send_message' });
+    expect(agent.tool_rules).toContainEqual({
+      type: 'continue_loop',
+      tool_name: 'core_memory_append',
+    });
+  });
+
   it('include_base_tool_rules that is not a boolean is a 400 at the field', async () => {
     const err: any = await create({ include_base_tool_rules: 'yes' }).catch((e) => e);
     expect(err.status).toBe(400);

@@ -1,4 +1,3 @@
-import stableStringify from 'json-stable-stringify';
 import type { EmbeddingCatalog } from '../../models/embeddings/embedding-catalog';
 import type { LlmConfig, ScriptedTurn } from '../../models/model-provider';
 import type { ProviderCatalog } from '../../models/providers/provider-catalog';
@@ -201,9 +200,14 @@ export function validateAgentInput(
         hasToolRules: Array.isArray(rulesInput) && rulesInput.length > 0,
         model: llm_config.model,
       };
-      const seen = new Set(tool_rules.map((r) => stableStringify(r)));
+      // a tool whose loop the request's own rules decide (exit_loop / continue_loop) keeps that choice
+      const looped = new Set(
+        tool_rules.flatMap((r) =>
+          r.type === 'exit_loop' || r.type === 'continue_loop' ? [r.tool_name] : [],
+        ),
+      );
       for (const rule of baseToolRules(request, tools))
-        if (!seen.has(stableStringify(rule))) tool_rules.push(rule);
+        if (!('tool_name' in rule && looped.has(rule.tool_name))) tool_rules.push(rule);
       const tooManyRules = countProblem(
         'tool_rules',
         tool_rules.length,
