@@ -97,7 +97,10 @@ describe('README tour, as printed', () => {
     expect({ code, out }).toMatchObject({ code: 0 });
     expect(out).toContain('"content":"You said: hello"');
     expect(out).toContain('[ToolRuleViolation] deploy requires run_tests earlier in this pass');
-    expect(out).toContain('"stop_reason":"tool_rule"');
+    // the release bot's answer is its exit_loop tool, called without a heartbeat request: end_turn (Letta)
+    expect(out).toContain(
+      '"content":"billing v1.4.2 is tested and deployed to staging."}],"stop_reason":{"message_type":"stop_reason","stop_reason":"end_turn"}',
+    );
     expect(out).toContain('"stop_reason":"requires_approval"');
     // the refund ran with the secret (the example tool server refuses a refund without it)
     expect(out).toContain(
