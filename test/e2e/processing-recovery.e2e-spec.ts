@@ -997,6 +997,29 @@ describe('processing: restart recovery', () => {
     }
   });
 
+  /** The model calls deploy then notify in one turn, which parks; answers how many model calls were made. */
+  async function parkDeployAndNotify(t: TestApp, id: string): Promise<number> {
+    fake.push({
+      tool_calls: [
+        { id: 'call_deploy', name: 'deploy', arguments: {} },
+        { id: 'call_notify', name: 'notify', arguments: {} },
+      ],
+    });
+    const parked = (await api(t, 'POST', `/v1/agents/${id}/messages`, say('deploy'))).body;
+    expect(parked.stop_reason.stop_reason).toBe('requires_approval');
+    return fake.requests.length;
+  }
+
+  /** The run that continues a parked (or recovered) run, once it is stored. */
+  async function continuationOf(t: TestApp, runId: string): Promise<string> {
+    const repo = t.app.get(ProcessingRepository);
+    for (;;) {
+      const next = (await repo.findRunById(runId))?.continued_by;
+      if (next) return next;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  }
+
   it('an approval’s continuation cannot store anything (the database drops it) before the approved exit_loop call starts, with a call of its turn held behind it: after recovery the approved call runs once and its exit_loop rule ends the batch; the model is not called again', async () => {
     const t = await startApp({ modelBaseUrl: fake.baseUrl });
     try {
@@ -1011,15 +1034,7 @@ describe('processing: restart recovery', () => {
           { type: 'constrain_child_tools', tool_name: 'deploy', children: ['notify'] },
         ],
       });
-      fake.push({
-        tool_calls: [
-          { id: 'call_deploy', name: 'deploy', arguments: {} },
-          { id: 'call_notify', name: 'notify', arguments: {} },
-        ],
-      });
-      const parked = (await api(t, 'POST', `/v1/agents/${id}/messages`, say('deploy'))).body;
-      expect(parked.stop_reason.stop_reason).toBe('requires_approval');
-      const modelCalls = fake.requests.length;
+      const modelCalls = await parkDeployAndNotify(t, id);
       // the continuation's first write (the approval) is refused every time it is tried
       const repo = t.app.get(ProcessingRepository);
       const append = repo.append.bind(repo);
@@ -1043,12 +1058,7 @@ describe('processing: restart recovery', () => {
         })
       ).body.id as string;
       expect(await runEnded(t, cont)).toMatchObject({ status: 'failed', error: 'interrupted' });
-      let next: string | null = null;
-      while (!next) {
-        next = (await repo.findRunById(cont))?.continued_by ?? null;
-        if (!next) await new Promise((r) => setTimeout(r, 10));
-      }
-      expect(await runEnded(t, next)).toMatchObject({
+      expect(await runEnded(t, await continuationOf(t, cont))).toMatchObject({
         status: 'completed',
         stop_reason: 'tool_rule',
       });
@@ -1084,15 +1094,7 @@ describe('processing: restart recovery', () => {
           { type: 'exit_loop', tool_name: 'deploy' },
         ],
       });
-      fake.push({
-        tool_calls: [
-          { id: 'call_deploy', name: 'deploy', arguments: {} },
-          { id: 'call_notify', name: 'notify', arguments: {} },
-        ],
-      });
-      const parked = (await api(t, 'POST', `/v1/agents/${id}/messages`, say('deploy'))).body;
-      expect(parked.stop_reason.stop_reason).toBe('requires_approval');
-      const modelCalls = fake.requests.length;
+      const modelCalls = await parkDeployAndNotify(t, id);
       // deploy's return is stored, but the connection drops before the database says so
       const repo = t.app.get(ProcessingRepository);
       const append = repo.append.bind(repo);
@@ -1120,12 +1122,7 @@ describe('processing: restart recovery', () => {
         })
       ).body.id as string;
       expect(await runEnded(t, cont)).toMatchObject({ status: 'failed', error: 'interrupted' });
-      let next: string | null = null;
-      while (!next) {
-        next = (await repo.findRunById(cont))?.continued_by ?? null;
-        if (!next) await new Promise((r) => setTimeout(r, 10));
-      }
-      expect(await runEnded(t, next)).toMatchObject({
+      expect(await runEnded(t, await continuationOf(t, cont))).toMatchObject({
         status: 'completed',
         stop_reason: 'tool_rule',
       });
