@@ -997,8 +997,21 @@ describe('processing: restart recovery', () => {
     }
   });
 
-  /** The model calls deploy then notify in one turn, which parks; answers how many model calls were made. */
-  async function parkDeployAndNotify(t: TestApp, id: string): Promise<number> {
+  /**
+   * An agent with `deploy` and `notify` under these rules, whose model calls both in one turn, which parks;
+   * answers the agent and how many model calls were made.
+   */
+  async function parkDeployAndNotify(
+    t: TestApp,
+    tool_rules: unknown[],
+  ): Promise<{ id: string; modelCalls: number }> {
+    await tools.declare(t, 'deploy', { safety: 'side_effecting' });
+    await tools.declare(t, 'notify', { safety: 'side_effecting' });
+    const id = await createAgent(t, fake, {
+      tools: ['deploy', 'notify'],
+      include_base_tools: false,
+      tool_rules,
+    });
     fake.push({
       tool_calls: [
         { id: 'call_deploy', name: 'deploy', arguments: {} },
@@ -1007,7 +1020,7 @@ describe('processing: restart recovery', () => {
     });
     const parked = (await api(t, 'POST', `/v1/agents/${id}/messages`, say('deploy'))).body;
     expect(parked.stop_reason.stop_reason).toBe('requires_approval');
-    return fake.requests.length;
+    return { id, modelCalls: fake.requests.length };
   }
 
   /** The run that continues a parked (or recovered) run, once it is stored. */
@@ -1023,18 +1036,11 @@ describe('processing: restart recovery', () => {
   it('an approval’s continuation cannot store anything (the database drops it) before the approved exit_loop call starts, with a call of its turn held behind it: after recovery the approved call runs once and its exit_loop rule ends the batch; the model is not called again', async () => {
     const t = await startApp({ modelBaseUrl: fake.baseUrl });
     try {
-      await tools.declare(t, 'deploy', { safety: 'side_effecting' });
-      await tools.declare(t, 'notify', { safety: 'side_effecting' });
-      const id = await createAgent(t, fake, {
-        tools: ['deploy', 'notify'],
-        include_base_tools: false,
-        tool_rules: [
-          { type: 'requires_approval', tool_name: 'deploy' },
-          { type: 'exit_loop', tool_name: 'deploy' },
-          { type: 'constrain_child_tools', tool_name: 'deploy', children: ['notify'] },
-        ],
-      });
-      const modelCalls = await parkDeployAndNotify(t, id);
+      const { id, modelCalls } = await parkDeployAndNotify(t, [
+        { type: 'requires_approval', tool_name: 'deploy' },
+        { type: 'exit_loop', tool_name: 'deploy' },
+        { type: 'constrain_child_tools', tool_name: 'deploy', children: ['notify'] },
+      ]);
       // the continuation's first write (the approval) is refused every time it is tried
       const repo = t.app.get(ProcessingRepository);
       const append = repo.append.bind(repo);
@@ -1083,18 +1089,11 @@ describe('processing: restart recovery', () => {
   it('two approved calls of a turn, the first an exit_loop one: the connection drops as its return is stored, so the second is carried to a new continuation after recovery; the batch then ends by the exit_loop rule, the model is not called again', async () => {
     const t = await startApp({ modelBaseUrl: fake.baseUrl });
     try {
-      await tools.declare(t, 'deploy', { safety: 'side_effecting' });
-      await tools.declare(t, 'notify', { safety: 'side_effecting' });
-      const id = await createAgent(t, fake, {
-        tools: ['deploy', 'notify'],
-        include_base_tools: false,
-        tool_rules: [
-          { type: 'requires_approval', tool_name: 'deploy' },
-          { type: 'requires_approval', tool_name: 'notify' },
-          { type: 'exit_loop', tool_name: 'deploy' },
-        ],
-      });
-      const modelCalls = await parkDeployAndNotify(t, id);
+      const { id, modelCalls } = await parkDeployAndNotify(t, [
+        { type: 'requires_approval', tool_name: 'deploy' },
+        { type: 'requires_approval', tool_name: 'notify' },
+        { type: 'exit_loop', tool_name: 'deploy' },
+      ]);
       // deploy's return is stored, but the connection drops before the database says so
       const repo = t.app.get(ProcessingRepository);
       const append = repo.append.bind(repo);
