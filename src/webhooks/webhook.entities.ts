@@ -1,6 +1,7 @@
 import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
 import { EpochMsColumn, JsonColumn } from '../database/columns';
 import type { WebhookEvent } from '../core/webhooks/webhook-rules';
+import type { DeliveryStatus, StoredDelivery } from '../deliveries/delivery-queue';
 
 /** Binds a sealed webhook secret to its tenant and webhook: a row copied elsewhere does not decrypt. */
 export const webhookSecretAad = (tenantId: string, webhookId: string) =>
@@ -20,8 +21,6 @@ export class WebhookEntity {
   @EpochMsColumn({ name: 'created_at' }) createdAt!: number;
 }
 
-export type DeliveryStatus = 'pending' | 'delivered' | 'failed';
-
 /**
  * One event for one webhook. (webhook_id, event_key) is unique: an event seen by several instances (or
  * twice) is delivered once. Any instance may send it after claiming it (claimed_until).
@@ -30,7 +29,7 @@ export type DeliveryStatus = 'pending' | 'delivered' | 'failed';
 @Index('idx_webhook_deliveries_event', ['webhookId', 'eventKey'], { unique: true })
 @Index('idx_webhook_deliveries_due', ['status', 'nextAttemptAt'])
 @Index('idx_webhook_deliveries_tenant_due', ['tenantId', 'status', 'nextAttemptAt'])
-export class WebhookDeliveryEntity {
+export class WebhookDeliveryEntity implements StoredDelivery {
   @PrimaryColumn({ type: 'varchar', length: 64 }) id!: string;
   @Column({ name: 'tenant_id', type: 'varchar', length: 200 }) tenantId!: string;
   @Column({ name: 'webhook_id', type: 'varchar', length: 64 }) webhookId!: string;

@@ -1,10 +1,11 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource, EntityManager, In, IsNull, LessThan, LessThanOrEqual } from 'typeorm';
+import { DataSource, EntityManager, IsNull, LessThanOrEqual } from 'typeorm';
 import type { PageBounds } from '../common/list-page';
 import type { AppConfig } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
 import { readWithin } from '../database/keyset-page';
+import { DeliveryQueue } from '../deliveries/delivery-queue';
 import { RowReader } from '../database/raw-reads';
 import { Transactor } from '../database/transactor';
 import { TenantQuotas } from '../quotas/tenant-quotas';
@@ -15,11 +16,6 @@ import {
   WebhookDeliveryEntity,
   WebhookEntity,
 } from './webhook.entities';
-
-type Attempt = Pick<
-  WebhookDeliveryEntity,
-  'status' | 'attempts' | 'lastStatusCode' | 'lastError' | 'nextAttemptAt' | 'lastAttemptAt'
->;
 
 const webhooksOf = new RowReader(WebhookEntity, 'tenant_id = ? ORDER BY created_at ASC');
 
@@ -32,6 +28,8 @@ export class WebhooksRepository {
    * another one would not reach this cache (the event bus between them is best effort).
    */
   private readonly subscribed: WriteCountedCache<WebhookEntity[]>;
+  /** Deliveries due, claimed and attempted (the dispatcher's `DeliveryPump`). */
+  readonly deliveries: DeliveryQueue<WebhookDeliveryEntity>;
 
   constructor(
     @InjectDataSource() private readonly ds: DataSource,
@@ -39,6 +37,7 @@ export class WebhooksRepository {
     private readonly quotas: TenantQuotas,
     @Inject(APP_CONFIG) config: AppConfig,
   ) {
+    this.deliveries = new DeliveryQueue(ds, tx, WebhookDeliveryEntity);
     this.subscribed = new WriteCountedCache(
       !config.database.url,
       config.database.record_cache_bytes,
@@ -115,70 +114,6 @@ export class WebhooksRepository {
     }
   }
 
-  /**
-   * The tenants with pending deliveries whose time has come and that no live claim holds, those of
-   * `except` left out (at their share of this instance's attempts): how many each has and its oldest,
-   * oldest first, at most `limit` tenants.
-   */
-  async dueTenants(
-    now: number,
-    limit: number,
-    except: readonly string[],
-  ): Promise<{ tenantId: string; due: number; oldest: number }[]> {
-    const q = this.ds.manager
-      .createQueryBuilder(WebhookDeliveryEntity, 'd')
-      .select('d.tenant_id', 'tenant_id')
-      .addSelect('COUNT(*)', 'due')
-      .addSelect('MIN(d.next_attempt_at)', 'oldest')
-      .where('d.status = :pending AND d.next_attempt_at <= :now', { pending: 'pending', now })
-      .andWhere('(d.claimed_until IS NULL OR d.claimed_until < :now)', { now });
-    if (except.length) q.andWhere('d.tenant_id NOT IN (:...except)', { except });
-    const rows = await q
-      .groupBy('d.tenant_id')
-      .orderBy('MIN(d.next_attempt_at)', 'ASC')
-      .addOrderBy('d.tenant_id', 'ASC')
-      .limit(limit)
-      .getRawMany<{ tenant_id: string; due: string | number; oldest: string | number }>();
-    return rows.map((r) => ({
-      tenantId: r.tenant_id,
-      due: Number(r.due),
-      oldest: Number(r.oldest),
-    }));
-  }
-
-  /** One tenant's pending deliveries whose time has come and that no live claim holds, oldest first. */
-  due(tenantId: string, now: number, limit: number): Promise<WebhookDeliveryEntity[]> {
-    return this.ds.manager
-      .createQueryBuilder(WebhookDeliveryEntity, 'd')
-      .where('d.tenant_id = :tenantId', { tenantId })
-      .andWhere('d.status = :pending AND d.next_attempt_at <= :now', { pending: 'pending', now })
-      .andWhere('(d.claimed_until IS NULL OR d.claimed_until < :now)', { now })
-      .orderBy('d.next_attempt_at', 'ASC')
-      .addOrderBy('d.id', 'ASC')
-      .limit(limit)
-      .getMany();
-  }
-
-  /** Takes a delivery for one attempt; false when another instance (or pass) took it first. */
-  async claim(id: string, now: number, until: number): Promise<boolean> {
-    const res = await this.ds.manager
-      .createQueryBuilder()
-      .update(WebhookDeliveryEntity)
-      .set({ claimedUntil: until })
-      .where('id = :id AND status = :pending AND next_attempt_at <= :now', {
-        id,
-        pending: 'pending',
-        now,
-      })
-      .andWhere('(claimed_until IS NULL OR claimed_until < :now)', { now })
-      .execute();
-    return (res.affected ?? 0) === 1;
-  }
-
-  async recordAttempt(id: string, a: Attempt): Promise<void> {
-    await this.ds.manager.update(WebhookDeliveryEntity, { id }, { ...a, claimedUntil: null });
-  }
-
   deliveriesOf(tenantId: string, webhookId: string, page: PageBounds) {
     const qb = this.ds.manager
       .createQueryBuilder(WebhookDeliveryEntity, 'd')
@@ -208,10 +143,7 @@ export class WebhooksRepository {
 
   /** Finished deliveries created before `before`, and tokens expired by then. */
   async prune(before: number, em: EntityManager = this.ds.manager): Promise<void> {
-    await em.delete(WebhookDeliveryEntity, {
-      status: In(['delivered', 'failed']),
-      createdAt: LessThan(before),
-    });
+    await this.deliveries.prune(before, em);
     await em.delete(WebhookDecisionTokenEntity, { expiresAt: LessThanOrEqual(before) });
   }
 }
