@@ -262,8 +262,9 @@ export interface WebhookSettings {
   /** Of those, one tenant's at most (the tenant with the fewest open attempts is served first). */
   max_in_flight_per_tenant: number;
   /**
-   * Letta's run `callback_url` posts (one per ended run) open at once on this instance, one tenant's share
-   * of them, and one tenant's waiting for a slot (in the order their runs ended); past that, not sent.
+   * Letta's run `callback_url` posts (one per ended run, stored with its end, retried as deliveries are)
+   * open at once on this instance, and one tenant's share of them; `_waiting_per_tenant`: one tenant's
+   * stored callbacks beyond its share not sent yet (any instance); past that a run's callback is not stored.
    */
   callback_max_in_flight: number;
   callback_max_in_flight_per_tenant: number;

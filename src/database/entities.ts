@@ -8,6 +8,7 @@ import { McpServerEntity } from '../mcp/mcp-server.entity';
 import { MessageEntity } from '../processing/entities/message.entity';
 import { MessageContextEntity } from '../processing/entities/message-context.entity';
 import { RunEntity } from '../processing/entities/run.entity';
+import { RunCallbackEntity } from '../processing/entities/run-callback.entity';
 import { StepEntity } from '../processing/entities/step.entity';
 import { PERMISSION_ENTITIES } from '../permissions/consent.entities';
 import { EXECUTOR_STATE_ENTITIES } from '../rules/executor-state.entities';
@@ -27,6 +28,7 @@ export const ENTITIES: Function[] = [
   AgentBlockEntity,
   ...ARCHIVAL_ENTITIES,
   RunEntity,
+  RunCallbackEntity,
   StepEntity,
   MessageEntity,
   MessageContextEntity,

@@ -1008,7 +1008,7 @@ export class AgentProcessor {
       });
     const { parked: _parked, ...announced } = end;
     this.publish(ctx, 'run.completed', announced);
-    this.callbacks.send({ ...run, ...announced, completed_at: completedAt });
+    if (run.input.callback_url) this.callbacks.kick(); // stored with the end
     return { run: { ...run, ...end, completed_at: completedAt }, messages: ctx.produced };
   }
 

@@ -164,6 +164,26 @@ export function toLettaRun(r: RunEntity) {
 }
 
 /**
+ * What a run's `callback_url` is POSTed once it ended: Letta's callback body `{job_id, status,
+ * completed_at, metadata}` (Letta 0.x named runs jobs), with `run_id`, `agent_id` and `stop_reason`.
+ */
+export function toCallbackBody(
+  r: Pick<RunEntity, 'id' | 'agent_id' | 'status' | 'stop_reason' | 'completed_at' | 'error'> & {
+    error_type?: string | null;
+  },
+): string {
+  return JSON.stringify({
+    job_id: r.id,
+    run_id: r.id,
+    agent_id: r.agent_id,
+    status: r.status,
+    stop_reason: r.stop_reason,
+    completed_at: iso(r.completed_at),
+    metadata: runMetadata(r) ?? {},
+  });
+}
+
+/**
  * A step's model finish reason as Letta's StopReasonType: the model ended its turn, or ran out of output
  * tokens; null where it called tools (what followed is the run's stop reason, not the step's).
  */

@@ -40,6 +40,7 @@ import {
   MODELS_PORT,
   ModelsPort,
 } from './processing.ports';
+import { RunCallbacks } from './run-callbacks';
 import { RunRecovery } from './run-recovery';
 import type { SendMessageRequest } from './send-message.dto';
 
@@ -100,6 +101,7 @@ export class MessagingService implements OnModuleInit {
     @Inject(EXECUTOR_PORT) private readonly exec: ExecutorPort,
     @Inject(AGENT_LEASES) private readonly leases: AgentLeases,
     @Inject(EVENT_BUS) private readonly events: EventBus,
+    private readonly callbacks: RunCallbacks,
   ) {
     this.mailbox = new Mailbox(
       async (job) => {
@@ -378,7 +380,8 @@ export class MessagingService implements OnModuleInit {
     // continuation, as cancelParked just made, is the cancellation itself)
     const queued = await this.repo.runsOfAgent(agentId, 'created');
     for (const run of queued.filter((r) => wanted(r.id) && !r.input.cancel)) {
-      if (await this.repo.cancelQueuedRun(run.id, this.clock.now())) {
+      if (await this.repo.cancelQueuedRun(run, this.clock.now())) {
+        if (run.input.callback_url) this.callbacks.kick(); // stored with the end
         this.mailbox.remove(agentId, run.id);
         this.publishEnd(tenantId, agentId, run.id, 'cancelled');
         this.queuedRuns.delete(run.id);

@@ -11,6 +11,7 @@ import { ModelsModule } from '../models/models.module';
 import { BuiltinToolHandlers } from '../tools/builtin-tool-handlers';
 import { AgentProcessor } from './agent-processor.service';
 import { RunCallbacks } from './run-callbacks';
+import { RunCallbacksRepository } from './run-callbacks.repository';
 import { RunChunks } from './run-chunks';
 import { AgentToolRunController } from './agent-tool-run.controller';
 import { AgentToolRunService } from './agent-tool-run.service';
@@ -48,6 +49,7 @@ import {
     ProcessingRepository,
     AgentProcessor,
     RunCallbacks,
+    RunCallbacksRepository,
     RunChunks,
     MessagingService,
     HistoryService,

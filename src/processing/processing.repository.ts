@@ -29,10 +29,11 @@ import { RowReader } from '../database/raw-reads';
 import { insertRows, updateWhere } from '../database/raw-writes';
 import { MessageContextEntity } from './entities/message-context.entity';
 import { MessageEntity } from './entities/message.entity';
-import { ParkedCall, RunCallback, RunEntity, RunUsage } from './entities/run.entity';
+import { ParkedCall, RunEntity, RunUsage } from './entities/run.entity';
 import { StepEntity, type StepFeedback } from './entities/step.entity';
 import { toLettaMessage } from './message.mapper';
 import type { RunsQuery, StepsQuery } from './query.dto';
+import { RunCallbacksRepository } from './run-callbacks.repository';
 
 export type NewMessage = Omit<MessageEntity, 'seq_id'>;
 export type MessageContext = Pick<
@@ -192,6 +193,7 @@ export class ProcessingRepository {
     @InjectDataSource() private readonly ds: DataSource,
     private readonly writes: GroupCommit,
     @Inject(AGENT_LEASES) private readonly leases: AgentLeases,
+    private readonly callbacks: RunCallbacksRepository,
     @Inject(APP_CONFIG) config: AppConfig,
   ) {
     this.searchScan = {
@@ -263,7 +265,7 @@ export class ProcessingRepository {
    * over ends none of its runs (LEASE_LOST), as the new holder's recovery does.
    */
   async finishRun(
-    run: Pick<RunEntity, 'id' | 'agent_id'>,
+    run: Pick<RunEntity, 'id' | 'tenant_id' | 'agent_id' | 'input'>,
     fields: RunEnd,
     at: number,
     tenure = this.leases.tenure(run.agent_id),
@@ -272,21 +274,26 @@ export class ProcessingRepository {
     // a run that another instance has meanwhile ended (it took the agent over) stays as it ended it
     await this.writes.run(async (em) => {
       if (this.leases.shared) await this.leases.guard(em, run.agent_id, tenure);
-      return updateWhere(em, RunEntity, { id: run.id, status: 'running' }, values);
+      if (await updateWhere(em, RunEntity, { id: run.id, status: 'running' }, values))
+        await this.callbacks.storeWithEnd(em, { ...run, ...values });
     });
   }
 
-  /** Cancels a queued run; false when it already started. */
-  async cancelQueuedRun(id: string, at: number): Promise<boolean> {
-    const res = await this.writes.run((em) =>
-      em
-        .getRepository(RunEntity)
-        .update(
-          { id, status: 'created' },
-          { status: 'cancelled', stop_reason: 'cancelled', completed_at: at },
-        ),
-    );
-    return (res.affected ?? 0) > 0;
+  /** Cancels a queued run (its callback stored with it); false when it already started. */
+  async cancelQueuedRun(
+    run: Pick<RunEntity, 'id' | 'tenant_id' | 'agent_id' | 'input'>,
+    at: number,
+  ): Promise<boolean> {
+    const end = {
+      status: 'cancelled' as const,
+      stop_reason: 'cancelled' as const,
+      completed_at: at,
+    };
+    return this.writes.run(async (em) => {
+      if (!(await updateWhere(em, RunEntity, { id: run.id, status: 'created' }, end))) return false;
+      await this.callbacks.storeWithEnd(em, { ...run, ...end, error: null });
+      return true;
+    });
   }
 
   /** Marks runs still running as cancelled by a user (`RunInput.cancel_requested`), for recovery. */
@@ -300,11 +307,6 @@ export class ProcessingRepository {
           { input: { ...r.input, cancel_requested: true } },
         );
     });
-  }
-
-  /** What the run's callback_url answered. */
-  async recordCallback(id: string, callback: RunCallback): Promise<void> {
-    await this.writes.run((em) => updateWhere(em, RunEntity, { id }, { callback }));
   }
 
   listRuns(tenantId: string, q: RunsQuery): Promise<RunEntity[]> {

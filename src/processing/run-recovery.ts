@@ -200,7 +200,7 @@ export class RunRecovery {
     };
     const at = decided?.at ?? now;
     await this.repo.finishRun(run, { ...end, parked }, at);
-    this.announce(run, [...written, ...returns], end, at);
+    this.announce(run, [...written, ...returns], end);
     if (parked?.length) await this.exec.executor.parkBatch(run.batch_id).catch(() => undefined);
     else await this.exec.executor.completeBatch(run.batch_id).catch(() => undefined);
     if (!carried.length)
@@ -241,13 +241,12 @@ export class RunRecovery {
   /**
    * The run's end, as a run processed to its end announces it: its streams, WebSocket subscribers and
    * waiting callers on every instance see the returns written here and the end, webhooks and its
-   * callback are sent.
+   * callback (stored with the end) are sent.
    */
   private announce(
     run: RunEntity,
     written: MessageEntity[],
     end: Pick<RunEntity, 'status' | 'stop_reason' | 'usage' | 'error' | 'error_type'>,
-    at: number,
   ): void {
     const publish = (
       type: string,
@@ -267,7 +266,7 @@ export class RunRecovery {
       publish(m.payload._input ? 'input_message' : 'message', mapped.letta, mapped.form);
     }
     publish('run.completed', { ...end });
-    this.callbacks.send({ ...run, ...end, completed_at: at });
+    if (run.input.callback_url) this.callbacks.kick(); // stored with the end
   }
 
   /** Calls whose outcome is unknown are refused if made again within their dedupe window. */

@@ -5,6 +5,7 @@ import Letta from '@letta-ai/letta-client';
 import { MessagingService } from '../../src/processing/messaging.service';
 import type { TestApp } from '../support/app-harness';
 import type { FakeModelServer } from '../support/fake-model-server';
+import { startReceivers, until } from '../support/receivers';
 import {
   api,
   createAgent,
@@ -399,7 +400,8 @@ describe('messages API', () => {
     expect([tooMany.status, tooMany.body.code]).toEqual([400, 'LIMIT_EXCEEDED']);
   });
 
-  it('cancel a queued run: it never starts', async () => {
+  it("cancel a queued run: it never starts, and its callback_url is told it was cancelled (as Letta's)", async () => {
+    const rx = await startReceivers(new Set());
     const id = await agent();
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
@@ -413,7 +415,10 @@ describe('messages API', () => {
     fake.push({ tool_calls: [{ name: 'slow', arguments: {} }] });
     const first = api(t, 'POST', `/v1/agents/${id}/messages`, say('one'));
     await toolStarted;
-    const queued = await api(t, 'POST', `/v1/agents/${id}/messages/async`, say('two'));
+    const queued = await api(t, 'POST', `/v1/agents/${id}/messages/async`, {
+      ...say('two'),
+      callback_url: rx.url('/cancelled'),
+    });
     const cancel = await api(t, 'POST', `/v1/agents/${id}/messages/cancel`, {
       run_ids: [queued.body.id],
     });
@@ -423,6 +428,14 @@ describe('messages API', () => {
     const run = await runEnded(queued.body.id);
     expect(run.status).toBe('cancelled');
     expect(fake.requests).toHaveLength(1);
+    await until(() => rx.bodies.length === 1);
+    await rx.close();
+    expect(JSON.parse(rx.bodies[0].body)).toMatchObject({
+      run_id: queued.body.id,
+      status: 'cancelled',
+      stop_reason: 'cancelled',
+      completed_at: run.completed_at,
+    });
   });
 
   it('a message arriving while the agent is being taken waits behind the runs being taken with it', async () => {

@@ -22,6 +22,7 @@ import { ConversationForks1765020000000 } from './1765020000000-ConversationFork
 import { StepFeedback1765020001000 } from './1765020001000-StepFeedback';
 import { AgentTypes1765050000000 } from './1765050000000-AgentTypes';
 import { RunCallbacks1765060000000 } from './1765060000000-RunCallbacks';
+import { RunCallbackDeliveries1765160000000 } from './1765160000000-RunCallbackDeliveries';
 import { ToolTagsAndReturnLimit1765070000000 } from './1765070000000-ToolTagsAndReturnLimit';
 import { DedupeUnknownOutcomes1765080000000 } from './1765080000000-DedupeUnknownOutcomes';
 import { RunErrorTypes1765090000000 } from './1765090000000-RunErrorTypes';
@@ -79,4 +80,5 @@ export const migrations = (secretsKey: Buffer | null): Function[] => [
   TenantUsage1765143000000,
   ToolDefaultRequiresApproval1765153000000,
   BlockTags1765153001000,
+  RunCallbackDeliveries1765160000000,
 ];

@@ -41,13 +41,16 @@ export interface RunInput {
    * recovery ends the run `cancelled` (what the cancel answered), not interrupted, and runs nothing more.
    */
   cancel_requested?: boolean;
-  /** Letta's `callback_url` (async requests): POSTed the run's outcome once it ends. */
+  /** Letta's `callback_url` (async requests): POSTed the run's outcome once it ends (RunCallbacks). */
   callback_url?: string;
   /** Letta's `override_model`, resolved when the request came: the model of this run, not the agent's. */
   override_model?: LlmConfig;
 }
 
-/** What the one call of a run's `callback_url` answered (`sent_at` null: not sent, `error` says why). */
+/**
+ * What the last attempt at a run's `callback_url` answered (`sent_at` null: not sent, `error` says why);
+ * the attempts themselves are `run_callbacks` rows (RunCallbackEntity).
+ */
 export interface RunCallback {
   sent_at: number | null;
   status_code: number | null;
@@ -165,7 +168,7 @@ export class RunEntity {
   @Column({ type: 'varchar', length: 64, nullable: true })
   request_key?: string | null;
 
-  /** The call of `input.callback_url`, once made. */
+  /** The last attempt at `input.callback_url`, once one was made (or why none will be). */
   @JsonColumn({ nullable: true })
   callback?: RunCallback | null;
 
