@@ -1,7 +1,7 @@
 import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
 import { EpochMsColumn, JsonColumn } from '../database/columns';
 import type { WebhookEvent } from '../core/webhooks/webhook-rules';
-import type { DeliveryStatus, StoredDelivery } from '../deliveries/delivery-queue';
+import { DeliveryColumns } from '../deliveries/delivery-columns';
 
 /** Binds a sealed webhook secret to its tenant and webhook: a row copied elsewhere does not decrypt. */
 export const webhookSecretAad = (tenantId: string, webhookId: string) =>
@@ -29,23 +29,11 @@ export class WebhookEntity {
 @Index('idx_webhook_deliveries_event', ['webhookId', 'eventKey'], { unique: true })
 @Index('idx_webhook_deliveries_due', ['status', 'nextAttemptAt'])
 @Index('idx_webhook_deliveries_tenant_due', ['tenantId', 'status', 'nextAttemptAt'])
-export class WebhookDeliveryEntity implements StoredDelivery {
+export class WebhookDeliveryEntity extends DeliveryColumns {
   @PrimaryColumn({ type: 'varchar', length: 64 }) id!: string;
-  @Column({ name: 'tenant_id', type: 'varchar', length: 200 }) tenantId!: string;
   @Column({ name: 'webhook_id', type: 'varchar', length: 64 }) webhookId!: string;
   @Column({ type: 'varchar', length: 32 }) event!: WebhookEvent;
   @Column({ name: 'event_key', type: 'varchar', length: 300 }) eventKey!: string;
-  /** The exact JSON body sent (and signed) on every attempt. */
-  @Column({ type: 'text' }) body!: string;
-  @Column({ type: 'varchar', length: 16 }) status!: DeliveryStatus;
-  @Column({ type: 'integer' }) attempts!: number;
-  @Column({ name: 'last_status_code', type: 'integer', nullable: true }) lastStatusCode!:
-    number | null;
-  @Column({ name: 'last_error', type: 'text', nullable: true }) lastError!: string | null;
-  @EpochMsColumn({ name: 'next_attempt_at' }) nextAttemptAt!: number;
-  @EpochMsColumn({ name: 'claimed_until', nullable: true }) claimedUntil!: number | null;
-  @EpochMsColumn({ name: 'created_at' }) createdAt!: number;
-  @EpochMsColumn({ name: 'last_attempt_at', nullable: true }) lastAttemptAt!: number | null;
 }
 
 /** A one-time decision URL's token (stored as its SHA-256; the token itself only travels in the delivery). */
