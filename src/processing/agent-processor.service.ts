@@ -11,12 +11,8 @@ import {
 } from '../core/executor/contracts';
 import { continuesAfterTools, offersHeartbeat } from '../core/agents/agent-type';
 import { modelHandle } from '../core/agents/validate-agent';
-import {
-  decideAfterTurn,
-  heartbeatText,
-  LoopDecision,
-  reminderText,
-} from '../core/loop/loop-decision';
+import { decideAfterTurn, LoopDecision, type OutcomeView } from '../core/loop/loop-decision';
+import { heartbeatReason, heartbeatText } from '../core/loop/heartbeat-message';
 import { BatchBudgets, exhaustedBudget, resolveBudgets } from '../core/loop/budgets';
 import { runStatusFor, StopReason } from '../core/loop/stop-reason';
 import type { Clock, IdGenerator } from '../core/ports';
@@ -362,12 +358,7 @@ export class AgentProcessor {
     for (;;) {
       const outcome = await this.runPass(ctx, pass);
       if (outcome.kind === 'stop') return outcome.reason;
-      // heartbeat: a new pass of the same batch, with the heartbeat message in history
-      await this.write(ctx, [
-        this.msg(ctx, 'user_message', {
-          content: heartbeatText(outcome.toolName, new Date(this.clock.now()), ctx.agent.timezone),
-        }),
-      ]);
+      // heartbeat (its message already stored with the turn): a new pass of the same batch
       pass = this.exec.executor.newPass(ctx.setup, run.batch_id, pass.batch);
     }
   }
@@ -514,7 +505,8 @@ export class AgentProcessor {
           maxReminders: this.config.processing.max_reminders,
         });
         if (decision.kind === 'end') return decision.stopReason;
-        if (decision.kind === 'remind') await this.remind(ctx, decision.missing);
+        // the MemGPT loop goes on after a heartbeat message, as after any turn (the step is the call's)
+        await this.writeHeartbeat(ctx, decision, turn, calls[calls.length - 1].step_id);
       }
     }
     throwIfAborted(ctx);
@@ -726,6 +718,7 @@ export class AgentProcessor {
         remindersGiven: reminders,
         maxReminders: this.config.processing.max_reminders,
       });
+      await this.writeHeartbeat(ctx, decision, outcomes, stepId);
       switch (decision.kind) {
         case 'park':
           return { kind: 'stop', reason: 'requires_approval' };
@@ -733,7 +726,6 @@ export class AgentProcessor {
           continue;
         case 'remind':
           reminders++;
-          await this.remind(ctx, decision.missing);
           continue;
         case 'heartbeat':
           return { kind: 'heartbeat', toolName: decision.toolName };
@@ -743,9 +735,25 @@ export class AgentProcessor {
     }
   }
 
-  /** The reminder naming the tools the rules require before the batch may end. */
-  private async remind(ctx: RunContext, missing: string[]): Promise<void> {
-    await this.write(ctx, [this.msg(ctx, 'user_message', { content: reminderText(missing) })]);
+  /**
+   * The heartbeat user message Letta writes when the batch goes on after a turn (a rule, a failed call, a
+   * heartbeat request, a reminder of required tools), with the turn's step: the next model call reads it.
+   */
+  private async writeHeartbeat(
+    ctx: RunContext,
+    decision: LoopDecision,
+    outcomes: OutcomeView[],
+    stepId: string | null,
+  ): Promise<void> {
+    const reason = heartbeatReason({
+      decision,
+      outcomes,
+      rules: ctx.agent.tool_rules,
+      v1Loop: continuesAfterTools(ctx.agent.agent_type),
+    });
+    if (reason === null) return;
+    const content = heartbeatText(reason, new Date(this.clock.now()), ctx.agent.timezone);
+    await this.write(ctx, [this.msg(ctx, 'user_message', { content }, stepId)]);
   }
 
   private checkBudgets(ctx: RunContext): void {
@@ -1143,6 +1151,7 @@ function turnCall(o: ToolOutcome, withReturn: boolean): TurnCall {
     requestHeartbeat: o.requestHeartbeat,
     continueLoop: o.continueLoop,
     exitLoop: o.exitLoop,
+    ...(o.error ? { error: { type: o.error.type } } : {}),
     ...(withReturn ? { returnValue: o.returnValue } : {}),
   };
 }

@@ -44,6 +44,50 @@ describe("clients: the Letta SDK's answers as Letta's server gives them", () => 
     });
   });
 
+  it("a memgpt agent's search goes on to its answer after Letta's heartbeat: listed as a user_message, left out of the answer and the stream", async () => {
+    // conversation_search has Letta's base continue_loop rule, send_message its exit_loop one
+    const agentId = await createAgent(t, fake);
+    const search = { name: 'conversation_search', arguments: { query: 'tea' } };
+    const answer = { name: 'send_message', arguments: { message: 'nothing about tea' } };
+    fake.push({ tool_calls: [search] }, { tool_calls: [answer] });
+    const res: any = await client.agents.messages.create(agentId, {
+      messages: [{ role: 'user', content: 'what did I say about tea?' }],
+    });
+    expect(res.stop_reason.stop_reason).toBe('end_turn');
+    expect(res.messages.map((m: any) => m.message_type)).toEqual([
+      'tool_call_message',
+      'tool_return_message',
+      'assistant_message',
+    ]);
+    const history = (
+      await client.agents.messages.list(agentId, { order: 'asc' })
+    ).getPaginatedItems() as any[];
+    expect(history.map((m) => m.message_type)).toEqual([
+      'user_message',
+      'tool_call_message',
+      'tool_return_message',
+      'user_message',
+      'assistant_message',
+    ]);
+    const heartbeat = JSON.parse(history[3].content);
+    expect(heartbeat).toEqual({
+      type: 'heartbeat',
+      reason:
+        '[This is an automated system message hidden from the user] Continuing: continue tool rule.',
+      time: expect.any(String),
+    });
+    expect(history[3].step_id).toBe(history[2].step_id);
+
+    fake.push({ tool_calls: [search] }, { tool_calls: [answer] });
+    const frames: any[] = [];
+    const stream = await client.agents.messages.stream(agentId, {
+      messages: [{ role: 'user', content: 'and now?' }],
+    });
+    for await (const f of stream as AsyncIterable<any>) frames.push(f);
+    expect(frames.map((f) => f.message_type)).not.toContain('user_message');
+    expect(frames.find((f) => f.message_type === 'stop_reason').stop_reason).toBe('end_turn');
+  });
+
   it("a block made without a limit has Letta's CORE_MEMORY_BLOCK_CHAR_LIMIT (100000), standalone or in memory_blocks", async () => {
     const block = await client.blocks.create({ label: 'human', value: 'test' });
     expect(block.limit).toBe(100000);

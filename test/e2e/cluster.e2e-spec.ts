@@ -12,6 +12,7 @@ import { FakeModelServer, startFakeModelServer } from '../support/fake-model-ser
 import {
   api as apiOf,
   createAgent,
+  isHeartbeat,
   startToolServer,
   ToolServer,
 } from '../support/processing-fixtures';
@@ -211,7 +212,7 @@ describe('scale-out: three instances on one PostgreSQL database', () => {
     fake.respond((req: any) => {
       const turns = req.messages.filter((m: any) => m.role === 'assistant').length;
       const last = req.messages.at(-1);
-      if (last.role === 'user') {
+      if (last.role === 'user' && !isHeartbeat(last)) {
         return {
           tool_calls: [
             { name: 'cool', arguments: {} },
@@ -473,9 +474,10 @@ describe('scale-out: three instances on one PostgreSQL database', () => {
     });
     // three refunds wait for consent; once they ran, the model asks for a fourth in the same batch
     fake.respond((req: any) => {
-      const text = req.messages.filter((m: any) => m.role === 'user').at(-1).content;
+      const said = req.messages.filter((m: any) => !isHeartbeat(m));
+      const text = said.filter((m: any) => m.role === 'user').at(-1).content;
       if (text !== 'refund') return { content: `answer:${text}` };
-      const roles: string[] = req.messages.map((m: any) => m.role);
+      const roles: string[] = said.map((m: any) => m.role);
       const turns = roles.slice(roles.lastIndexOf('user')).filter((r) => r === 'assistant').length;
       if (turns === 0)
         return {

@@ -311,8 +311,10 @@ describe('messages: consent park and resume', () => {
       { content: 'done' },
     );
     await approveInBand(id, toolCallId);
-    // the model call after the approved pay was offered lookup alone, forced
-    const after = fake.requests.find((r: any) => r.messages.at(-1).content === 'ok:pay')!;
+    // the model call after the approved pay (its return, then Letta's child-rule heartbeat) was
+    // offered lookup alone, forced
+    const after = fake.requests.find((r: any) => r.messages.at(-2).content === 'ok:pay')!;
+    expect(after.messages.at(-1).content).toContain('Continuing: child tool rule.');
     expect(after.tools.map((x: any) => x.function.name)).toEqual(['lookup']);
     expect(after.tool_choice).toMatchObject({ function: { name: 'lookup' } });
     expect(tools.calls.map((c) => c.name)).toEqual(['pay', 'lookup']);
@@ -374,6 +376,21 @@ describe('messages: consent park and resume', () => {
     expect(ret.tool_return).toContain('too expensive');
     expect(tools.calls).toHaveLength(0);
     expect(JSON.stringify(fake.requests.at(-1)!.messages)).toContain('too expensive');
+    // Letta's MemGPT loop goes on after a heartbeat naming the denial, stored after the return
+    const written = (await api(t, 'GET', `/v1/runs/${res.body.run_id}/messages`)).body;
+    expect(types(written)).toEqual([
+      'approval_response_message',
+      'tool_return_message',
+      'user_message',
+      'assistant_message',
+    ]);
+    expect(JSON.parse(written[2].content).reason).toBe(
+      '[This is an automated system message hidden from the user] Continuing: user denied request to call tool.',
+    );
+    expect(fake.requests.at(-1)!.messages.at(-1)).toEqual({
+      role: 'user',
+      content: written[2].content,
+    });
   });
 
   it('legacy approval form, and 400s for a mismatch or nothing pending', async () => {

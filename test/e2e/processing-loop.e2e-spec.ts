@@ -42,16 +42,16 @@ describe('processing: loop decisions', () => {
       (m) => m.message_type === 'user_message' && String(m.content).includes('"heartbeat"'),
     );
 
-  it('continue_loop: the next model call is in the same pass, no heartbeat', async () => {
+  it("continue_loop: the next model call is in the same pass, after Letta's heartbeat", async () => {
     const id = await agent(['lookup'], [{ type: 'continue_loop', tool_name: 'lookup' }]);
     fake.push({ tool_calls: [{ name: 'lookup', arguments: { q: 'a' } }] }, { content: 'done' });
     const res = await send(id);
     expect(res.stop_reason.stop_reason).toBe('end_turn');
     expect(fake.requests).toHaveLength(2);
     const written = (await api(t, 'GET', `/v1/runs/${res.run_id}/messages`)).body;
-    expect(heartbeats(written)).toHaveLength(0);
-    // the second call sees the tool result
-    expect(fake.requests[1].messages.at(-1)).toMatchObject({ role: 'tool', content: 'ok:lookup' });
+    expect(heartbeats(written)).toHaveLength(1);
+    // the second call sees the tool result, then the heartbeat (test/e2e/heartbeat-messages.e2e-spec.ts)
+    expect(fake.requests[1].messages.at(-2)).toMatchObject({ role: 'tool', content: 'ok:lookup' });
     expect(res.usage.step_count).toBe(2);
   });
 

@@ -161,6 +161,16 @@ export async function startToolServer(): Promise<ToolServer> {
   };
 }
 
+/**
+ * Whether a message is a heartbeat the loop wrote (Letta's `get_heartbeat` JSON), not the user's: a model
+ * request's `{role, content}` or a stored `user_message`. Fake models that answer the user's last words
+ * look past these.
+ */
+export const isHeartbeat = (m: { role?: string; message_type?: string; content?: unknown }) =>
+  (m.role === 'user' || m.message_type === 'user_message') &&
+  typeof m.content === 'string' &&
+  m.content.startsWith('{\n  "type": "heartbeat"');
+
 /** Message types of a batch response, in order. */
 export const types = (messages: any[]) => messages.map((m) => m.message_type as string);
 

@@ -1,8 +1,7 @@
-import { type OutcomeKind, parksOn } from '../executor/contracts';
+import { type OutcomeKind, parksOn, type ToolErrorType } from '../executor/contracts';
 import type { ToolRule } from '../rules/tool-rule';
 import { canonicalRuleType } from '../rules/tool-rule';
 import { selectConditionalChild } from '../rules/conditional.rule';
-import { formatLocalTime } from '../agents/timezone';
 
 /**
  * The loop's decision after one model turn and its tool calls: data in, data out.
@@ -18,6 +17,8 @@ export interface OutcomeView {
   continueLoop: boolean;
   exitLoop: boolean;
   returnValue?: string;
+  /** Why a refused call was refused (its heartbeat names a rule or a denial). */
+  error?: { type: ToolErrorType };
 }
 
 export interface TurnView {
@@ -123,21 +124,4 @@ export function decideAfterTurn(view: TurnView): LoopDecision {
   if (hb) return { kind: 'heartbeat', toolName: hb.toolName };
   // 4. otherwise the turn ends
   return endOr(view, 'end_turn');
-}
-
-/** The text of the reminder the model gets when it tries to end with required tools not run. */
-export function reminderText(missing: string[]): string {
-  return JSON.stringify({
-    type: 'system_alert',
-    message: `[Reminder] Before ending you must call: ${missing.join(', ')}.`,
-  });
-}
-
-/** The heartbeat message of a continuation, as Letta writes it: its time in the agent's time zone. */
-export function heartbeatText(toolName: string, at: Date, timeZone: string): string {
-  return JSON.stringify({
-    type: 'heartbeat',
-    reason: `[This is an automated system message hidden from the user] Function ${toolName} called with request_heartbeat=true, returning control`,
-    time: formatLocalTime(at, timeZone),
-  });
 }

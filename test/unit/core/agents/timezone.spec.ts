@@ -3,7 +3,7 @@ import {
   isoInTimeZone,
   timeZoneProblem,
 } from '../../../../src/core/agents/timezone';
-import { heartbeatText } from '../../../../src/core/loop/loop-decision';
+import { heartbeatText } from '../../../../src/core/loop/heartbeat-message';
 
 describe("an agent's time zone", () => {
   it.each([

@@ -6,17 +6,7 @@ import {
   TurnView,
 } from '../../../../src/core/loop/loop-decision';
 import type { ToolRule } from '../../../../src/core/rules/tool-rule';
-
-const ran = (toolName: string, o: Partial<OutcomeView> = {}): OutcomeView => ({
-  toolName,
-  kind: 'executed',
-  status: 'success',
-  requestHeartbeat: false,
-  continueLoop: false,
-  exitLoop: false,
-  returnValue: 'ok',
-  ...o,
-});
+import { ran } from './outcomes';
 
 const view = (outcomes: OutcomeView[], o: Partial<TurnView> = {}): TurnView => ({
   outcomes,
