@@ -50,14 +50,22 @@ function automated(m: LettaMessage): { type: string; text: string } | null {
   return null;
 }
 
-const isHeartbeat = (e: Entry) =>
-  (e.kind === 'message' || e.kind === 'input_message') &&
-  automated(e.data as LettaMessage)?.type === 'heartbeat';
+/**
+ * Only the heartbeat after a `request_heartbeat` call starts a new pass (its reason is Letta's
+ * REQ_HEARTBEAT_MESSAGE); the others (a continue or child rule, a failed or refused call, a required tool)
+ * go on in the same pass.
+ */
+const passHeartbeat = (auto: { type: string; text: string } | null): boolean =>
+  auto?.type === 'heartbeat' && auto.text.includes('request_heartbeat=true');
 
-/** A run's entries with the pass each one belongs to (a heartbeat starts the next pass). */
+const startsPass = (e: Entry) =>
+  (e.kind === 'message' || e.kind === 'input_message') &&
+  passHeartbeat(automated(e.data as LettaMessage));
+
+/** A run's entries with the pass each one belongs to (a heartbeat request starts the next pass). */
 function withPasses(items: Entry[]): { e: Entry; pass: number }[] {
   let pass = 1;
-  return items.map((e) => ({ e, pass: isHeartbeat(e) ? ++pass : pass }));
+  return items.map((e) => ({ e, pass: startsPass(e) ? ++pass : pass }));
 }
 
 const tokens = (u: Record<string, number | undefined>) =>
@@ -151,13 +159,19 @@ function TimelineItem({ e, pass, agentId }: { e: Entry; pass: number; agentId: s
   const call = m.tool_call as
     { name?: string; arguments?: unknown; tool_call_id?: string } | undefined;
   const auto = automated(m);
-  if (auto?.type === 'heartbeat')
+  if (auto && passHeartbeat(auto))
     return (
       <li class="tl tl-pass">
         <span class="who">Heartbeat</span> pass {pass} begins
         <div class="muted small">
           <Said text={auto.text} label="the heartbeat" />
         </div>
+      </li>
+    );
+  if (auto?.type === 'heartbeat')
+    return (
+      <li class="tl tl-reason">
+        <span class="who">Heartbeat</span> <Said text={auto.text} label="the heartbeat" />
       </li>
     );
   if (auto)

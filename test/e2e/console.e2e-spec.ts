@@ -987,6 +987,9 @@ describeBrowser('web console at /console/ (Chromium)', () => {
       .first()
       .waitFor();
     expect(await timeline.getByText('Refused', { exact: true }).count()).toBe(1);
+    // Letta's heartbeat after the refused call goes on in pass 2: only a heartbeat request starts a pass
+    await timeline.getByText(/Continuing: tool rule violation\./).waitFor();
+    expect(await timeline.getByText(/pass \d+ begins/).count()).toBe(1);
     expect(
       await timeline.getByText(/\d+ tokens \(\d+ in, \d+ out\) · 3 model call\(s\)/).count(),
     ).toBe(1);
