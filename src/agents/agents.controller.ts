@@ -13,7 +13,7 @@ import {
 } from '@nestjs/common';
 import { Tenant } from '../auth/tenant.guard';
 import { badRequest } from '../common/domain-error';
-import { pageOfList } from '../common/list-page';
+import { oldestFirst, pageOfList } from '../common/list-page';
 import type { AppConfig } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
 import { toToolResponse } from '../tools/tool-response.mapper';
@@ -97,8 +97,9 @@ export class AgentsController {
     @Param('id') id: string,
     @Query() query: Json,
   ): Promise<Json[]> {
-    const tools = await this.agents.agentTools(tenant, id);
-    return pageOfList(tools, query, this.config.limits, 'a tool').map(toToolResponse);
+    // Letta's order: by when each tool was made (not attached), newest first unless `order=asc`
+    const tools = oldestFirst(await this.agents.agentTools(tenant, id), (t) => t.created_at);
+    return pageOfList(tools, query, this.config.limits, 'a tool', 'desc').map(toToolResponse);
   }
 
   @Patch(':id/tools/approval/:toolName')

@@ -6,7 +6,7 @@ import { approxBytes } from '../common/approx-bytes';
 import { CLOCK } from '../common/clock';
 import { badRequest, conflict, notFound, validationFailed } from '../common/domain-error';
 import { assertPrefixedId, ID_GENERATOR, isPrefixedId } from '../common/ids';
-import { fitPage, takenBack } from '../common/list-page';
+import { fitPage, oldestFirst, takenBack } from '../common/list-page';
 import { AppConfig, DEFAULT_TENANT } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
 import type { AgentRecord, MemoryBlock } from '../core/agents/agent-record';
@@ -127,7 +127,7 @@ export class AgentsService {
     private readonly embeddings: EmbeddingsService,
     private readonly secrets: SecretsService,
     private readonly blockStore: BlocksService,
-    blockRows: BlocksRepository,
+    private readonly blockRows: BlocksRepository,
     private readonly identities: IdentitiesService,
   ) {
     // Agent records are cached only where this process is the database's only writer (SQLite, one
@@ -224,6 +224,19 @@ export class AgentsService {
   /** The agent's memory blocks (Letta's `core-memory/blocks`). */
   async blocks(tenantId: string, agentId: string): Promise<MemoryBlock[]> {
     return (await this.load(tenantId, agentId)).blocks;
+  }
+
+  /**
+   * The agent's blocks oldest first (Letta lists them in its blocks' id order, here the order they were
+   * made in); blocks made together keep the agent's order.
+   */
+  async blocksOldestFirst(tenantId: string, agentId: string): Promise<MemoryBlock[]> {
+    const blocks = await this.blocks(tenantId, agentId);
+    const made = await this.blockRows.createdAt(
+      tenantId,
+      blocks.map((b) => b.id),
+    );
+    return oldestFirst(blocks, (b) => made.get(b.id) ?? null);
   }
 
   async block(tenantId: string, agentId: string, label: string): Promise<MemoryBlock> {

@@ -183,6 +183,16 @@ export class BlocksRepository {
     });
   }
 
+  /** When each of these blocks of the tenant was made (a block not found is left out). */
+  async createdAt(tenantId: string, ids: string[]): Promise<Map<string, number>> {
+    if (ids.length === 0) return new Map();
+    const rows = await this.ds.getRepository(BlockEntity).find({
+      select: { id: true, created_at: true },
+      where: { tenant_id: tenantId, id: In(ids) },
+    });
+    return new Map(rows.map((b) => [b.id, b.created_at]));
+  }
+
   /** Each of these agents' blocks, outside any transaction. */
   blocksOfAgents(agentIds: string[]): Promise<Map<string, MemoryBlock[]>> {
     return this.forAgents(this.ds.manager, agentIds);

@@ -22,8 +22,9 @@ export class MemoryBlocksController {
     @Param('id') id: string,
     @Query() query: Json,
   ): Promise<Json[]> {
-    const blocks = await this.agents.blocks(tenant, id);
-    return pageOfList(blocks, query, this.config.limits, 'a block').map(toBlockResponse);
+    // Letta's default order: newest first
+    const blocks = await this.agents.blocksOldestFirst(tenant, id);
+    return pageOfList(blocks, query, this.config.limits, 'a block', 'desc').map(toBlockResponse);
   }
 
   @Patch('attach/:block_id')

@@ -119,6 +119,16 @@ export async function fillPage<T, U>(
 }
 
 /**
+ * Items oldest first by `createdAt`, as Letta orders its lists by `created_at`; `null` (a built-in tool,
+ * there before anything a tenant made) is oldest of all. Equals keep their given order.
+ */
+export function oldestFirst<T>(items: readonly T[], createdAt: (item: T) => number | null): T[] {
+  const at = (x: T) => createdAt(x) ?? -Infinity;
+  // Array.prototype.sort is stable: equals keep their order
+  return [...items].sort((a, b) => (at(a) === at(b) ? 0 : at(a) < at(b) ? -1 : 1));
+}
+
+/**
  * One page of a list the server holds whole (an agent's tools or blocks, a run's messages or steps):
  * `order=asc` is the list's own order, `desc` the reverse; `after` / `before` are ids of the list, relative
  * to that order, as the stored lists' cursors are (the SDK's auto-pagination sends `after=<last id>` until

@@ -15,7 +15,7 @@ import { Tenant } from '../auth/tenant.guard';
 import type { AppConfig } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
 import { validationFailed } from '../common/domain-error';
-import { fitPage, pageOfList } from '../common/list-page';
+import { fitPage, oldestFirst, pageOfList } from '../common/list-page';
 import { countProblem, readLimit } from '../core/limits';
 import type { ValidationProblem } from '../core/rules/validate-tool-rules';
 import { toToolResponse } from './tool-response.mapper';
@@ -55,7 +55,7 @@ export class ToolsController {
     if (problems.length) throw validationFailed(problems, 'query is invalid');
     const part = typeof query.search === 'string' ? query.search.toLowerCase() : null;
     const lettaOnly = query.return_only_letta_tools === 'true';
-    const found = (await this.tools.list(tenant))
+    const found = oldestFirst(await this.tools.list(tenant), (t) => t.created_at)
       .filter((t) => names.length === 0 || names.includes(t.name))
       .filter((t) => part === null || t.name.toLowerCase().includes(part))
       .filter((t) => ids.length === 0 || ids.includes(t.id))
@@ -65,7 +65,8 @@ export class ToolsController {
         if (types.length && !types.includes(type)) return false;
         return !excluded.includes(type) && (!lettaOnly || type.startsWith('letta_'));
       });
-    return pageOfList(found as { id: string }[], query, this.config.limits, 'a tool');
+    // Letta's default: newest first (`order=desc` by created_at; its built-ins, made at its boot, last)
+    return pageOfList(found as { id: string }[], query, this.config.limits, 'a tool', 'desc');
   }
 
   /** Letta's `POST /v1/tools/search`: tools whose name or description holds every word of the query. */

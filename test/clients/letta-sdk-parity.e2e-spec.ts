@@ -282,4 +282,71 @@ describe("clients: the Letta SDK's answers as Letta's server gives them", () => 
       runsBefore,
     );
   });
+
+  /**
+   * Waits for the next millisecond of the server's clock (the app runs in this process): a row made after
+   * it has a later `created_at` than every row made before, so "newest first" has one answer.
+   */
+  const nextMillisecond = () => {
+    const now = Date.now();
+    while (Date.now() <= now);
+  };
+
+  it("an agent's tools, its blocks and the tools list without an order are newest first (Letta's order default desc)", async () => {
+    const declare = async (name: string) =>
+      (await client.tools.create({
+        name,
+        description: `tool ${name}`,
+        parameters: { type: 'object', properties: {} },
+        safety: 'read_only',
+        kind: 'http',
+        http: { url: `${env.tools.baseUrl}/tool/${name}`, method: 'POST' },
+      } as any)) as any;
+    // made in the order older, newer; named so that their names sort the other way
+    const older = await declare('zz_order_older');
+    nextMillisecond();
+    const newer = await declare('aa_order_newer');
+
+    // attached in the other order: the list follows when each tool was made, not when it was attached
+    const agent = await client.agents.create({
+      model: 'scripted/default',
+      tool_ids: [newer.id, older.id],
+      memory_blocks: [
+        { label: 'first', value: '1' },
+        { label: 'second', value: '2' },
+      ],
+    });
+    const toolIds = (await client.agents.tools.list(agent.id)).getPaginatedItems().map((x) => x.id);
+    // Letta's built-in tools were made before any of the tenant's: they come last
+    expect(toolIds.slice(0, 2)).toEqual([newer.id, older.id]);
+    expect(toolIds).toHaveLength(agent.tools.length);
+    const asc = (await client.agents.tools.list(agent.id, { order: 'asc' }))
+      .getPaginatedItems()
+      .map((x) => x.id);
+    expect(asc).toEqual([...toolIds].reverse());
+
+    const listed = (await client.tools.list({ names: [older.name, newer.name] }))
+      .getPaginatedItems()
+      .map((x) => x.id);
+    expect(listed).toEqual([newer.id, older.id]);
+    const all = (await client.tools.list()).getPaginatedItems();
+    expect(all[0].id).toBe(newer.id);
+    expect(all.at(-1)!.tool_type).not.toBe('custom'); // a built-in
+
+    // blocks: a block made before the agent, attached after its own two
+    const shared = await client.blocks.create({ label: 'shared', value: 's' });
+    nextMillisecond();
+    const withShared = await client.agents.create({
+      model: 'scripted/default',
+      memory_blocks: [
+        { label: 'first', value: '1' },
+        { label: 'second', value: '2' },
+      ],
+      block_ids: [shared.id],
+    });
+    const labels = async (q?: any) =>
+      (await client.agents.blocks.list(withShared.id, q)).getPaginatedItems().map((b) => b.label);
+    expect(await labels()).toEqual(['second', 'first', 'shared']);
+    expect(await labels({ order: 'asc' })).toEqual(['shared', 'first', 'second']);
+  });
 });

@@ -29,8 +29,11 @@ describe('memory blocks (core-memory/blocks)', () => {
     }).then(async (r) => ({ status: r.status, body: (await r.json()) as Record<string, unknown> }));
 
   it('lists and retrieves blocks by label', async () => {
+    // made together with the agent: newest first is the agent's order reversed (Letta's default desc)
     const page = await client.agents.blocks.list(agentId);
-    expect(page.getPaginatedItems().map((b) => b.label)).toEqual(['human', 'policy']);
+    expect(page.getPaginatedItems().map((b) => b.label)).toEqual(['policy', 'human']);
+    const asc = await client.agents.blocks.list(agentId, { order: 'asc' });
+    expect(asc.getPaginatedItems().map((b) => b.label)).toEqual(['human', 'policy']);
     const human = await client.agents.blocks.retrieve('human', { agent_id: agentId });
     expect(human).toMatchObject({ label: 'human', value: 'Name: Ada', limit: 100 });
   });
