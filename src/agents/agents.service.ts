@@ -1,6 +1,6 @@
 import { LRUCache } from 'lru-cache';
 import { Inject, Injectable } from '@nestjs/common';
-import { createHash } from 'node:crypto';
+import { createHash, randomInt } from 'node:crypto';
 import stableStringify from 'json-stable-stringify';
 import { approxBytes } from '../common/approx-bytes';
 import { CLOCK } from '../common/clock';
@@ -18,6 +18,7 @@ import { NO_BUDGETS } from '../core/loop/budgets';
 import { renderSystemPrompt } from '../core/loop/context-builder';
 import { nulBytePaths } from '../core/agents/nul-bytes';
 import { parseInitialMessages } from '../core/agents/initial-messages';
+import { randomAgentName } from '../core/agents/random-agent-name';
 import type { MessageCreate } from '../core/loop/message-create';
 import { DEFAULT_TIMEZONE } from '../core/agents/timezone';
 import {
@@ -602,7 +603,7 @@ export class AgentsService {
       models: this.models,
       embeddings: this.embeddings,
       newBlockId: () => this.ids.prefixed('block'),
-      newName: () => `agent-${this.ids.prefixed('x').slice(2, 10)}`,
+      newName: () => randomAgentName(randomInt),
       limits: this.config.limits,
       defaultAgentType: this.config.agents.default_agent_type,
     };

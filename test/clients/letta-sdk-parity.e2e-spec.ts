@@ -349,4 +349,18 @@ describe("clients: the Letta SDK's answers as Letta's server gives them", () => 
     expect(await labels()).toEqual(['second', 'first', 'shared']);
     expect(await labels({ order: 'asc' })).toEqual(['shared', 'first', 'second']);
   });
+
+  it("an agent created without a name gets a name as Letta's (an adjective and a noun, capitalised)", async () => {
+    const names = new Set<string>();
+    for (let i = 0; i < 5; i++) {
+      const agent = await client.agents.create({ model: 'scripted/default' });
+      expect(agent.name).toMatch(/^[A-Z][a-z]+[A-Z][a-z]+$/);
+      names.add(agent.name);
+    }
+    expect(names.size).toBeGreaterThan(1); // drawn at random, as Letta's create_random_username
+    // a name given is kept
+    expect((await client.agents.create({ model: 'scripted/default', name: 'mine' })).name).toBe(
+      'mine',
+    );
+  });
 });

@@ -39,7 +39,7 @@ export interface AgentValidationContext {
   /** The operator's embedding models: Letta's `embedding` / `embedding_config` resolve against them. */
   embeddings: Pick<EmbeddingCatalog, 'choose'>;
   newBlockId: () => string;
-  /** Used when create gives no name. */
+  /** Used when create gives no name (Letta's: an adjective and a noun, `SincereYogurt`). */
   newName: () => string;
   limits: InputLimits;
   /** The operator's `agents.default_agent_type`: the type of an agent created without one. */
