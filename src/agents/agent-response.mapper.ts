@@ -26,6 +26,17 @@ export function toBlockResponse(b: MemoryBlock): Record<string, unknown> {
     metadata: b.metadata ?? {},
     tags: b.tags ?? [],
     is_template: false,
+    // Letta Cloud's templates, projects and users; `hidden` blocks are not kept here (lists show all)
+    template_name: null,
+    template_id: null,
+    base_template_id: null,
+    deployment_id: null,
+    entity_id: null,
+    preserve_on_migration: false,
+    hidden: null,
+    project_id: null,
+    created_by_id: null,
+    last_updated_by_id: null,
   };
 }
 
@@ -50,7 +61,8 @@ export function toAgentResponse(v: AgentView): Record<string, unknown> {
     agent_type: a.agent_type,
     tools: v.tools.map(toToolResponse),
     tool_rules: a.tool_rules,
-    memory: { blocks },
+    // Letta's Memory: no files (file_blocks), no git-backed memory here
+    memory: { blocks, agent_type: a.agent_type, git_enabled: false, file_blocks: [] },
     // fields Letta's AgentState requires: the blocks again at the top level, and no data sources here
     blocks,
     sources: [],

@@ -19,6 +19,9 @@ const obj = (required: string[], properties: Record<string, unknown>): Schema =>
   required,
   properties,
 });
+/** Letta's fields this server always answers null, each with why. */
+const nullFields = (why: string, ...names: string[]): Record<string, unknown> =>
+  Object.fromEntries(names.map((n) => [n, { type: 'null', description: why }]));
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 export const listOf = (name: string) => ({ type: 'array', items: ref(name) });
 
@@ -48,7 +51,21 @@ export const SCHEMAS: Record<string, Schema> = {
     description: strOrNull,
     read_only: { type: 'boolean' },
     metadata: { type: 'object' },
+    tags: { type: 'array', items: str },
     is_template: { type: 'boolean' },
+    hidden: { type: 'null', description: 'hidden blocks are not kept: every block is listed' },
+    preserve_on_migration: { const: false },
+    ...nullFields(
+      'Letta Cloud: no templates, projects or users here',
+      'template_name',
+      'template_id',
+      'base_template_id',
+      'deployment_id',
+      'entity_id',
+      'project_id',
+      'created_by_id',
+      'last_updated_by_id',
+    ),
   }),
   EmbeddingConfig: obj(['embedding_endpoint_type', 'embedding_model', 'embedding_dim'], {
     handle: str,
@@ -108,6 +125,20 @@ export const SCHEMAS: Record<string, Schema> = {
     args_json_schema: { type: ['object', 'null'] },
     tags: { type: 'array', items: str },
     default_requires_approval: { type: ['boolean', 'null'] },
+    enable_parallel_execution: {
+      type: 'boolean',
+      description: 'true for read_only tools: neighbouring read_only calls of a turn run together',
+    },
+    metadata_: { type: 'object' },
+    ...nullFields(
+      'no tenant code (http, MCP and built-in tools), no Letta Cloud projects or users',
+      'source_code',
+      'pip_requirements',
+      'npm_requirements',
+      'project_id',
+      'created_by_id',
+      'last_updated_by_id',
+    ),
     safety: { enum: ['read_only', 'side_effecting', 'privileged'] },
     kind: str,
     source: strOrNull,
@@ -146,7 +177,12 @@ export const SCHEMAS: Record<string, Schema> = {
     agent_type: str,
     tools: listOf('Tool'),
     tool_rules: { type: 'array', items: { type: 'object', required: ['type'] } },
-    memory: obj(['blocks'], { blocks: listOf('Block') }),
+    memory: obj(['blocks'], {
+      blocks: listOf('Block'),
+      agent_type: str,
+      git_enabled: { const: false },
+      file_blocks: { type: 'array', maxItems: 0 },
+    }),
     llm_config: { type: 'object' },
     embedding: { ...strOrNull, description: 'the embedding model handle (null: none)' },
     embedding_config: { oneOf: [ref('EmbeddingConfig'), { type: 'null' }] },
@@ -221,6 +257,18 @@ export const SCHEMAS: Record<string, Schema> = {
     callback_sent_at: dateTimeOrNull,
     callback_status_code: { type: ['integer', 'null'] },
     callback_error: strOrNull,
+    request_config: obj([], {
+      use_assistant_message: { type: 'boolean' },
+      assistant_message_tool_name: { const: 'send_message' },
+      assistant_message_tool_kwarg: { const: 'message' },
+      include_return_message_types: { type: ['array', 'null'], items: str },
+      max_steps: { type: ['integer', 'null'] },
+    }),
+    ...nullFields(
+      'not measured here (ttft_ns); Letta Cloud templates',
+      'ttft_ns',
+      'base_template_id',
+    ),
   }),
   Step: obj(['id', 'run_id', 'agent_id', 'step_number'], {
     id: str,
@@ -229,6 +277,10 @@ export const SCHEMAS: Record<string, Schema> = {
     batch_id: strOrNull,
     step_number: int,
     model: strOrNull,
+    model_handle: strOrNull,
+    model_endpoint: strOrNull,
+    context_window_limit: { type: ['integer', 'null'] },
+    provider_name: strOrNull,
     prompt_tokens: int,
     completion_tokens: int,
     total_tokens: int,
@@ -236,6 +288,24 @@ export const SCHEMAS: Record<string, Schema> = {
     status: str,
     feedback: { enum: ['positive', 'negative', null] },
     tags: { type: 'array', items: str },
+    messages: { type: 'array', maxItems: 0, description: "Letta's deprecated field: always empty" },
+    ...nullFields(
+      'not recorded per step',
+      'origin',
+      'provider_id',
+      'provider_category',
+      'cached_input_tokens',
+      'cache_write_tokens',
+      'reasoning_tokens',
+      'completion_tokens_details',
+      'prompt_tokens_details',
+      'tid',
+      'trace_id',
+      'request_id',
+      'project_id',
+      'error_type',
+      'error_data',
+    ),
     created_at: dateTime,
   }),
   StepMetrics: obj(['id'], {

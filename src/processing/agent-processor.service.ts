@@ -642,10 +642,11 @@ export class AgentProcessor {
       const toolCalls = uniqueCallIds(response.toolCalls, () => this.ids.prefixed('call'));
       if (toolCalls !== response.toolCalls) response = { ...response, toolCalls };
       const modelCallMs = performance.now() - modelCallStarted;
+      const handle = modelHandle(llm);
       this.publish(ctx, 'step.completed', {
         step: stepNumber,
         step_id: stepId,
-        model: modelHandle(llm),
+        model: handle,
         usage: response.usage,
         finish_reason: response.finishReason,
         model_call_ms: modelCallMs,
@@ -671,6 +672,9 @@ export class AgentProcessor {
         batch_id: ctx.run.batch_id,
         step_number: stepNumber,
         model: llm.model ?? null,
+        model_handle: handle,
+        model_endpoint: typeof llm.model_endpoint === 'string' ? llm.model_endpoint : null,
+        context_window_limit: typeof llm.context_window === 'number' ? llm.context_window : null,
         usage: response.usage,
         finish_reason: response.finishReason,
         feedback: null,

@@ -155,11 +155,23 @@ export function toLettaRun(r: RunEntity) {
     resumes_run_id: r.input.resumes_run_id ?? null,
     total_duration_ns:
       r.completed_at != null && r.started_at != null ? (r.completed_at - r.started_at) * 1e6 : null,
-    request_config: { max_steps: r.input.max_steps ?? null, ...r.input.budgets },
+    // Letta's LettaRequestConfig (this server shows send_message's `message` only), then our
+    // max_steps and budgets
+    request_config: {
+      use_assistant_message: r.input.use_assistant_message ?? true,
+      assistant_message_tool_name: SEND_MESSAGE_TOOL,
+      assistant_message_tool_kwarg: 'message',
+      include_return_message_types: r.input.include_return_message_types ?? null,
+      max_steps: r.input.max_steps ?? null,
+      ...r.input.budgets,
+    },
     callback_url: r.input.callback_url ?? null,
     callback_sent_at: iso(r.callback?.sent_at ?? null),
     callback_status_code: r.callback?.status_code ?? null,
     callback_error: r.callback?.error ?? null,
+    // Letta Cloud's templates; the time to the first token is not measured here
+    base_template_id: null,
+    ttft_ns: null,
   };
 }
 
@@ -201,6 +213,11 @@ export function toLettaStep(s: StepEntity) {
     batch_id: s.batch_id,
     step_number: s.step_number,
     model: s.model,
+    model_handle: s.model_handle ?? null,
+    model_endpoint: s.model_endpoint ?? null,
+    context_window_limit: s.context_window_limit ?? null,
+    // the handle's first part, as Letta's provider_name is its handle's
+    provider_name: s.model_handle ? s.model_handle.split('/', 1)[0] : null,
     prompt_tokens: s.usage.prompt_tokens,
     completion_tokens: s.usage.completion_tokens,
     total_tokens: s.usage.total_tokens,
@@ -209,9 +226,31 @@ export function toLettaStep(s: StepEntity) {
     status: 'success',
     feedback: s.feedback,
     tags: s.tags ?? [],
+    // Letta's (deprecated) step messages: its server loads none either (GET /v1/steps/{id}/messages)
+    messages: [],
+    // not recorded per step: the provider's cache and reasoning counts, traces, errors (a step is
+    // stored once its model call answered), Letta Cloud's projects and request log
+    ...NULL_STEP_FIELDS,
     created_at: iso(s.created_at),
   };
 }
+
+const NULL_STEP_FIELDS = {
+  origin: null,
+  provider_id: null,
+  provider_category: null,
+  cached_input_tokens: null,
+  cache_write_tokens: null,
+  reasoning_tokens: null,
+  completion_tokens_details: null,
+  prompt_tokens_details: null,
+  tid: null,
+  trace_id: null,
+  request_id: null,
+  project_id: null,
+  error_type: null,
+  error_data: null,
+} as const;
 
 /**
  * Letta's StepMetrics from what a step records: the model call's start and duration. The step's own

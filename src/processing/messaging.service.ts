@@ -17,7 +17,7 @@ import { stepCallKey } from '../core/loop/tool-call-ids';
 import type { Clock, IdGenerator } from '../core/ports';
 import type { StopReason } from '../core/loop/stop-reason';
 import { AgentProcessor, RunNotStored } from './agent-processor.service';
-import { mapMessage, MappedMessage } from './message.mapper';
+import { type LettaView, mapMessage, MappedMessage } from './message.mapper';
 import {
   awaitingAnswer,
   type ClientToolSpec,
@@ -256,6 +256,7 @@ export class MessagingService implements OnModuleInit {
         ...(req.background ? { background: true } : {}),
         ...(req.clientTools.length ? { client_tools: req.clientTools } : {}),
         ...(req.callbackUrl ? { callback_url: req.callbackUrl } : {}),
+        ...viewInput(req.view),
         ...model,
       });
       if (key) run.request_key = key;
@@ -533,6 +534,7 @@ export class MessagingService implements OnModuleInit {
       ...(req.background ? { background: true } : {}),
       ...clientToolsFor(req.clientTools, parked),
       ...(req.callbackUrl ? { callback_url: req.callbackUrl } : {}),
+      ...viewInput(req.view),
       ...this.modelFor(req),
       resumes_run_id: parked.id,
       approvals: approvals.map((a) => ({
@@ -981,6 +983,16 @@ const KEEP_ALIVE = {
 };
 
 /** A continuation offers the request's client tools, else those of the run it continues. */
+/** The request's message view, kept with its run (Letta's `request_config`) where not the default. */
+function viewInput(
+  view: LettaView,
+): Pick<RunInput, 'use_assistant_message' | 'include_return_message_types'> {
+  return {
+    ...(view.useAssistantMessage ? {} : { use_assistant_message: false as const }),
+    ...(view.types ? { include_return_message_types: [...view.types] } : {}),
+  };
+}
+
 function clientToolsFor(
   given: ClientToolSpec[],
   parked: RunEntity,

@@ -25,9 +25,16 @@ export function toToolResponse(t: ToolView): Record<string, unknown> {
     tags: t.mcp ? [`mcp:${t.mcp.server_name}`] : (t.tags ?? []),
     return_char_limit: t.return_char_limit ?? DEFAULT_RETURN_CHAR_LIMIT,
     default_requires_approval: t.default_requires_approval ?? null,
-    ...(t.mcp
-      ? { metadata_: { mcp: { server_name: t.mcp.server_name, server_id: t.mcp.server_id } } }
-      : {}),
+    // the executor runs a turn's neighbouring read_only calls together (docs/executor.md)
+    enable_parallel_execution: t.safety === 'read_only',
+    metadata_: t.mcp ? { mcp: { server_name: t.mcp.server_name, server_id: t.mcp.server_id } } : {},
+    // no tenant code here (http, MCP and built-in tools only), nor Letta Cloud's projects and users
+    source_code: null,
+    pip_requirements: null,
+    npm_requirements: null,
+    project_id: null,
+    created_by_id: null,
+    last_updated_by_id: null,
     safety: t.safety,
     kind: t.kind,
     source: t.source,

@@ -363,4 +363,107 @@ describe("clients: the Letta SDK's answers as Letta's server gives them", () => 
       'mine',
     );
   });
+
+  it("Letta's optional fields of a run, a step, a block, a tool and an agent's memory are answered", async () => {
+    const agentId = await createAgent(t, fake, { include_base_tools: false });
+    fake.push({ content: 'hello back' });
+    const res: any = await client.agents.messages.create(agentId, {
+      messages: [{ role: 'user', content: 'hi' }],
+      use_assistant_message: false,
+      include_return_message_types: ['assistant_message', 'reasoning_message'],
+    });
+    const run = await client.runs.retrieve(res.run_id);
+    expect(run).toMatchObject({
+      base_template_id: null,
+      ttft_ns: null,
+      request_config: {
+        use_assistant_message: false,
+        assistant_message_tool_name: 'send_message',
+        assistant_message_tool_kwarg: 'message',
+        include_return_message_types: ['assistant_message', 'reasoning_message'],
+      },
+    });
+    fake.push({ content: 'again' });
+    const plain: any = await client.agents.messages.create(agentId, {
+      messages: [{ role: 'user', content: 'hi' }],
+    });
+    expect((await client.runs.retrieve(plain.run_id)).request_config).toMatchObject({
+      use_assistant_message: true,
+      include_return_message_types: null,
+    });
+
+    const [step] = (await client.runs.steps.list(res.run_id)).getPaginatedItems();
+    const agent = await client.agents.retrieve(agentId);
+    expect(await client.steps.retrieve(step.id)).toMatchObject({
+      model: 'fake',
+      model_handle: agent.model,
+      model_endpoint: fake.baseUrl,
+      context_window_limit: 8000,
+      provider_name: agent.model!.split('/')[0],
+      provider_category: null,
+      provider_id: null,
+      origin: null,
+      project_id: null,
+      cached_input_tokens: null,
+      cache_write_tokens: null,
+      reasoning_tokens: null,
+      completion_tokens_details: null,
+      prompt_tokens_details: null,
+      tid: null,
+      trace_id: null,
+      request_id: null,
+      error_type: null,
+      error_data: null,
+      messages: [],
+    });
+
+    const block = await client.blocks.create({ label: 'fields', value: 'x' });
+    expect(block).toMatchObject({
+      project_id: null,
+      template_name: null,
+      template_id: null,
+      base_template_id: null,
+      deployment_id: null,
+      entity_id: null,
+      preserve_on_migration: false,
+      hidden: null,
+      created_by_id: null,
+      last_updated_by_id: null,
+    });
+
+    const tool: any = await client.tools.create({
+      name: 'fields_tool',
+      description: 'reads',
+      parameters: { type: 'object', properties: {} },
+      safety: 'read_only',
+      kind: 'http',
+      http: { url: `${env.tools.baseUrl}/tool/fields_tool`, method: 'POST' },
+    } as any);
+    expect(tool).toMatchObject({
+      source_code: null,
+      pip_requirements: null,
+      npm_requirements: null,
+      metadata_: {},
+      project_id: null,
+      created_by_id: null,
+      last_updated_by_id: null,
+      // read_only tools of one turn run together here
+      enable_parallel_execution: true,
+    });
+    const writes: any = await client.tools.create({
+      name: 'fields_write',
+      description: 'writes',
+      parameters: { type: 'object', properties: {} },
+      safety: 'side_effecting',
+      kind: 'http',
+      http: { url: `${env.tools.baseUrl}/tool/fields_write`, method: 'POST' },
+    } as any);
+    expect(writes.enable_parallel_execution).toBe(false);
+
+    expect(agent.memory).toMatchObject({
+      agent_type: agent.agent_type,
+      git_enabled: false,
+      file_blocks: [],
+    });
+  });
 });

@@ -77,6 +77,17 @@ describe('agents API (Letta SDK)', () => {
         metadata: {},
         tags: [],
         is_template: false,
+        // Letta Cloud's fields, answered as they are here
+        template_name: null,
+        template_id: null,
+        base_template_id: null,
+        deployment_id: null,
+        entity_id: null,
+        preserve_on_migration: false,
+        hidden: null,
+        project_id: null,
+        created_by_id: null,
+        last_updated_by_id: null,
       },
     ]);
     expect(created.tools.map((x: { name: string }) => x.name)).toEqual([

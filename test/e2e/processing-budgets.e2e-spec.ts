@@ -61,7 +61,7 @@ describe('processing: budgets per agent and per request', () => {
       const res = await send(id, { max_tokens_per_batch: 150 });
       expect(res.stop_reason.stop_reason).toBe('max_tokens_exceeded');
       expect(fake.requests).toHaveLength(2);
-      expect((await runOf(res.run_id)).request_config).toEqual({
+      expect((await runOf(res.run_id)).request_config).toMatchObject({
         max_steps: null,
         max_tokens_per_batch: 150,
       });

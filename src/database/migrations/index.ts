@@ -37,6 +37,7 @@ import { ParkedBatchState1765132000000 } from './1765132000000-ParkedBatchState'
 import { TenantUsage1765143000000 } from './1765143000000-TenantUsage';
 import { ToolDefaultRequiresApproval1765153000000 } from './1765153000000-ToolDefaultRequiresApproval';
 import { BlockTags1765153001000 } from './1765153001000-BlockTags';
+import { StepModelDetails1765200000000 } from './1765200000000-StepModelDetails';
 /**
  * Every migration, in order. Named `<epoch>-<What>.ts`; the app runs them at boot. Those that seal data
  * are built with the secrets key.
@@ -81,4 +82,5 @@ export const migrations = (secretsKey: Buffer | null): Function[] => [
   ToolDefaultRequiresApproval1765153000000,
   BlockTags1765153001000,
   RunCallbackDeliveries1765160000000,
+  StepModelDetails1765200000000,
 ];

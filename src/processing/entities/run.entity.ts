@@ -43,6 +43,10 @@ export interface RunInput {
   cancel_requested?: boolean;
   /** Letta's `callback_url` (async requests): POSTed the run's outcome once it ends (RunCallbacks). */
   callback_url?: string;
+  /** The request's `use_assistant_message` when false (answered in the run's `request_config`). */
+  use_assistant_message?: false;
+  /** The request's `include_return_message_types` (answered in the run's `request_config`). */
+  include_return_message_types?: string[];
   /** Letta's `override_model`, resolved when the request came: the model of this run, not the agent's. */
   override_model?: LlmConfig;
 }

@@ -30,6 +30,19 @@ export class StepEntity {
   @Column({ type: 'varchar', nullable: true })
   model!: string | null;
 
+  /**
+   * What the model call was made with, as Letta's step answers it: the model's handle, its endpoint and
+   * its context window (null on rows older than them).
+   */
+  @Column({ type: 'varchar', nullable: true })
+  model_handle?: string | null;
+
+  @Column({ type: 'text', nullable: true })
+  model_endpoint?: string | null;
+
+  @Column({ type: 'integer', nullable: true })
+  context_window_limit?: number | null;
+
   @JsonColumn()
   usage!: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
 
