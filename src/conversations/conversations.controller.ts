@@ -205,6 +205,7 @@ export class ConversationsController {
     return this.conversations.cancel(
       tenant,
       await this.conversations.target(tenant, id, query.agent_id),
+      id,
     );
   }
 

@@ -164,7 +164,8 @@ export function parseCancel(
   }
   const tooMany = countProblem('run_ids', ids.length, 'max_filter_values', limits);
   if (tooMany) throw validationFailed([tooMany]);
-  return [...new Set(ids as string[])];
+  // `[]` names none: the agent's active runs, as Letta reads it (`if not run_ids`)
+  return ids.length ? [...new Set(ids as string[])] : null;
 }
 
 /** `use_assistant_message` and `include_return_message_types` of a query (e.g. a run's messages). */
