@@ -42,7 +42,7 @@ const PASSAGE_BODY =
   'text (at most limits.max_passage_chars), tags (at most limits.max_tags_per_passage), metadata, created_at (ISO 8601)';
 const MESSAGE = { type: 'object', properties: { message: { type: 'string' } } };
 const MESSAGE_BODY =
-  "Letta's LettaRequest: messages (role, content: a text or text and base64 image parts) or input; approvals ({type:'approval', tool_call_id, approve, reason, grant?}); max_steps, budgets, stream_tokens, include_pings, use_assistant_message.";
+  "Letta's LettaRequest: messages (role, content: a text or text and base64 image parts) or input; approvals ({type:'approval', tool_call_id, approve, reason, grant?}); max_steps, budgets, stream_tokens, include_pings, use_assistant_message (on POST /v1/agents/{id}/messages, stream_tokens: true, include_pings: false and background: true need streaming: true).";
 
 /** Letta's CompactionResponse (counts include the system message, as Letta's do). */
 const COMPACTION_RESPONSE = {

@@ -30,11 +30,15 @@ export class MessageResponder {
     return this.config.streaming.max_buffered_bytes;
   }
 
-  /** `streaming` is what the route implies when the body does not say (`/stream`, conversations). */
-  parse(body: unknown, streaming: boolean): SendMessageRequest {
+  /**
+   * `streaming` is what the route implies when the body does not say (`/stream`, conversations);
+   * `strictStreamOptions`: streaming options without streaming are refused (see parseSendMessage).
+   */
+  parse(body: unknown, streaming: boolean, strictStreamOptions = false): SendMessageRequest {
     return parseSendMessage(body, {
       streamPath: streaming,
       limits: sendMessageLimits(this.config),
+      strictStreamOptions,
     });
   }
 

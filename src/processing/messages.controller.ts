@@ -29,7 +29,8 @@ export class MessagesController {
     @Res() res: Response,
   ): Promise<void> {
     assertPrefixedId('agent', 'agent', agentId);
-    await this.responder.respond(tenant, agentId, this.responder.parse(body, false), res);
+    // Letta's send_message refuses stream_tokens, include_pings: false, background without streaming
+    await this.responder.respond(tenant, agentId, this.responder.parse(body, false, true), res);
   }
 
   @Post('stream')

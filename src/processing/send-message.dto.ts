@@ -283,9 +283,13 @@ function urlProtocol(u: string): string {
   }
 }
 
+/**
+ * `strictStreamOptions`: Letta's `POST /v1/agents/{id}/messages` refuses its streaming options without
+ * `streaming: true` (its 422; here 400 VALIDATION_FAILED); its other routes read past them.
+ */
 export function parseSendMessage(
   body: unknown,
-  opts: { streamPath: boolean; limits: SendMessageLimits },
+  opts: { streamPath: boolean; limits: SendMessageLimits; strictStreamOptions?: boolean },
 ): SendMessageRequest {
   const problems: ValidationProblem[] = [];
   if (!isObj(body)) throw validationFailed([{ path: '', message: 'body must be a JSON object' }]);
@@ -308,6 +312,14 @@ export function parseSendMessage(
   };
   out.streamTokens = out.streaming && body.stream_tokens === true;
   out.background = out.streaming && body.background === true;
+  if (opts.strictStreamOptions && !out.streaming) {
+    // only what differs from the option's default, as Letta checks
+    const refused = (path: string, what: string) =>
+      problems.push({ path, message: `${what} only with streaming: true` });
+    if (body.stream_tokens === true) refused('stream_tokens', 'may be true');
+    if (body.include_pings === false) refused('include_pings', 'may be false');
+    if (body.background === true) refused('background', 'may be true');
+  }
   if (body.input !== undefined && body.input !== null) {
     // Letta 1.x: `input` (a string or content parts) is one user message, before any `messages`
     const content = parseContent(body.input, 'input', opts.limits.images, problems);

@@ -2,7 +2,7 @@
 import Letta from '@letta-ai/letta-client';
 import type { TestApp } from '../support/app-harness';
 import type { FakeModelServer } from '../support/fake-model-server';
-import { createAgent, LoopEnv, startLoopEnv } from '../support/processing-fixtures';
+import { api, createAgent, LoopEnv, startLoopEnv } from '../support/processing-fixtures';
 
 /**
  * What a Letta user reads back through the SDK (@letta-ai/letta-client 1.12, unmodified) where this server
@@ -488,5 +488,60 @@ describe("clients: the Letta SDK's answers as Letta's server gives them", () => 
         run_ids: ['run-00000000-0000-4000-8000-000000000000'],
       }),
     ).toEqual({ 'run-00000000-0000-4000-8000-000000000000': 'failed' });
+  });
+
+  it("streaming options without streaming: true are refused (400 VALIDATION_FAILED, Letta's 422), nothing stored", async () => {
+    const agentId = await createAgent(t, fake, { include_base_tools: false });
+    const refused = async (extra: Record<string, unknown>, path: string) =>
+      expect(
+        client.agents.messages.create(agentId, {
+          messages: [{ role: 'user', content: 'hi' }],
+          ...extra,
+        } as any),
+      ).rejects.toMatchObject({
+        status: 400,
+        error: {
+          code: 'VALIDATION_FAILED',
+          details: { problems: [expect.objectContaining({ path })] },
+        },
+      });
+    await refused({ stream_tokens: true }, 'stream_tokens');
+    await refused({ include_pings: false }, 'include_pings');
+    await refused({ background: true }, 'background');
+    await refused({ streaming: false, stream_tokens: true }, 'stream_tokens');
+    expect((await client.runs.list({ agent_id: agentId })).getPaginatedItems()).toEqual([]);
+    expect(fake.requests).toHaveLength(0);
+
+    // their defaults are accepted without streaming, and the options with it
+    fake.push({ content: 'plain' }, { content: 'streamed' });
+    const plain = await client.agents.messages.create(agentId, {
+      messages: [{ role: 'user', content: 'hi' }],
+      stream_tokens: false,
+      include_pings: true,
+      background: false,
+    });
+    expect(plain.stop_reason.stop_reason).toBe('end_turn');
+    const frames: any[] = [];
+    for await (const f of (await client.agents.messages.create(agentId, {
+      messages: [{ role: 'user', content: 'hi' }],
+      streaming: true,
+      stream_tokens: true,
+      include_pings: false,
+    })) as AsyncIterable<any>)
+      frames.push(f);
+    expect(frames.at(-1)).toMatchObject({ message_type: 'usage_statistics' });
+    // a conversation's JSON answer (raw HTTP: the SDK always streams there) reads past them, as
+    // Letta's conversation route does
+    const conv = await client.conversations.create({ agent_id: agentId });
+    fake.push({ content: 'in the conversation' });
+    const inConv = await api(t, 'POST', `/v1/conversations/${conv.id}/messages`, {
+      messages: [{ role: 'user', content: 'hi' }],
+      streaming: false,
+      stream_tokens: true,
+    });
+    expect([inConv.status, inConv.body.stop_reason]).toEqual([
+      200,
+      { message_type: 'stop_reason', stop_reason: 'end_turn' },
+    ]);
   });
 });

@@ -160,9 +160,9 @@ describe('messages API', () => {
     ]);
   });
 
-  it('stream_tokens with streaming: true on the plain endpoint; ignored without streaming', async () => {
+  it('stream_tokens with streaming: true on the plain endpoint; refused without streaming (as Letta)', async () => {
     const id = await agent();
-    fake.push({ content: 'chunked reply' }, { content: 'whole reply' });
+    fake.push({ content: 'chunked reply' });
     const res = await api(
       t,
       'POST',
@@ -183,8 +183,8 @@ describe('messages API', () => {
       `/v1/agents/${id}/messages`,
       say('again', { stream_tokens: true }),
     );
-    expect(sync.body.messages.map((m: any) => m.content)).toEqual(['whole reply']);
-    expect(fake.requests.map((r) => r.stream)).toEqual([true, false]);
+    expect([sync.status, sync.body.code]).toEqual([400, 'VALIDATION_FAILED']);
+    expect(fake.requests.map((r) => r.stream)).toEqual([true]);
   });
 
   it('background stream resumed with POST /v1/runs/{id}/stream after the last seq_id seen', async () => {

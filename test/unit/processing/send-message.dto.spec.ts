@@ -44,12 +44,12 @@ describe('parseSendMessage', () => {
       { streaming: true, background: true },
     ],
     [
-      'background without streaming is ignored',
+      'background without streaming is ignored (a route that reads past it: async, conversations)',
       { messages: [{ role: 'user', content: 'x' }], background: true },
       { streaming: false, background: false },
     ],
     [
-      'stream_tokens without streaming is ignored',
+      'stream_tokens without streaming is ignored (a route that reads past it)',
       { messages: [{ role: 'user', content: 'x' }], stream_tokens: true },
       { streaming: false, streamTokens: false },
     ],
@@ -360,6 +360,38 @@ describe('parseSendMessage', () => {
       'include_return_message_types',
     ],
   ];
+  // Letta's POST /v1/agents/{id}/messages (strictStreamOptions): a streaming option away from its
+  // default without streaming: true is refused; the defaults themselves are accepted
+  it.each([
+    ['stream_tokens: true', { ...say, stream_tokens: true }, ['stream_tokens']],
+    ['include_pings: false', { ...say, include_pings: false }, ['include_pings']],
+    ['background: true', { ...say, background: true }, ['background']],
+    [
+      'all three, streaming: false',
+      { ...say, streaming: false, stream_tokens: true, include_pings: false, background: true },
+      ['stream_tokens', 'include_pings', 'background'],
+    ],
+  ])('strict stream options: 400 for %s without streaming', (_n, body, paths) => {
+    try {
+      parseSendMessage(body, { streamPath: false, limits: LIMITS, strictStreamOptions: true });
+      throw new Error('accepted');
+    } catch (e) {
+      expect(e).toBeInstanceOf(DomainError);
+      const err = e as DomainError;
+      expect(err.code).toBe('VALIDATION_FAILED');
+      expect((err.details.problems as { path: string }[]).map((p) => p.path)).toEqual(paths);
+    }
+  });
+
+  it.each([
+    ['their defaults', { ...say, stream_tokens: false, include_pings: true, background: false }],
+    ['streaming: true', { ...say, streaming: true, stream_tokens: true, include_pings: false }],
+  ])('strict stream options: %s accepted', (_n, body) => {
+    expect(() =>
+      parseSendMessage(body, { streamPath: false, limits: LIMITS, strictStreamOptions: true }),
+    ).not.toThrow();
+  });
+
   it.each(bad)('400 for %s', (_n, body, path) => {
     try {
       parseSendMessage(body, { streamPath: false, limits: LIMITS });
