@@ -44,6 +44,9 @@ function toLettaConversation(c: ConversationEntity, inContextIds: string[] | nul
     model: null,
     model_settings: null,
     context_window_limit: null,
+    // no users here (Letta's org members)
+    created_by_id: null,
+    last_updated_by_id: null,
   };
 }
 

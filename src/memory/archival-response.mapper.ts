@@ -13,9 +13,13 @@ export function toPassageResponse(p: PassageEntity): Record<string, unknown> {
     metadata: p.metadata ?? {},
     embedding: p.embedding ?? null,
     embedding_config: p.embedding_config ?? null,
+    // no files or users here (Letta's folder passages, org members)
     file_id: null,
+    file_name: null,
     source_id: null,
     is_deleted: false,
+    created_by_id: null,
+    last_updated_by_id: null,
     created_at: iso(p.created_at),
     updated_at: iso(p.updated_at),
   };
@@ -29,6 +33,8 @@ export function toArchiveResponse(a: ArchiveEntity): Record<string, unknown> {
     metadata: a.metadata ?? {},
     vector_db_provider: 'native',
     embedding_config: a.embedding_config ?? null,
+    created_by_id: null,
+    last_updated_by_id: null,
     created_at: iso(a.created_at),
     updated_at: iso(a.updated_at),
   };

@@ -544,4 +544,14 @@ describe("clients: the Letta SDK's answers as Letta's server gives them", () => 
       { message_type: 'stop_reason', stop_reason: 'end_turn' },
     ]);
   });
+
+  it("Letta's user and file fields of a conversation, an archive and a passage are answered (null: no users or files here)", async () => {
+    const agentId = await createAgent(t, fake, { include_base_tools: false });
+    const users = { created_by_id: null, last_updated_by_id: null };
+    expect(await client.conversations.create({ agent_id: agentId })).toMatchObject(users);
+    const archive = await client.archives.create({ name: 'fields-archive' });
+    expect(archive).toMatchObject(users);
+    const [passage] = await client.agents.passages.create(agentId, { text: 'remember this' });
+    expect(passage).toMatchObject({ ...users, file_id: null, file_name: null });
+  });
 });
