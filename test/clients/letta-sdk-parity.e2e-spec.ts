@@ -324,6 +324,10 @@ describe("clients: the Letta SDK's answers as Letta's server gives them", () => 
       .getPaginatedItems()
       .map((x) => x.id);
     expect(asc).toEqual([...toolIds].reverse());
+    // the SDK's auto-pagination (after = the last id of each page) walks the same order
+    const paged: string[] = [];
+    for await (const x of client.agents.tools.list(agent.id, { limit: 2 })) paged.push(x.id);
+    expect(paged).toEqual(toolIds);
 
     const listed = (await client.tools.list({ names: [older.name, newer.name] }))
       .getPaginatedItems()
@@ -348,6 +352,10 @@ describe("clients: the Letta SDK's answers as Letta's server gives them", () => 
       (await client.agents.blocks.list(withShared.id, q)).getPaginatedItems().map((b) => b.label);
     expect(await labels()).toEqual(['second', 'first', 'shared']);
     expect(await labels({ order: 'asc' })).toEqual(['shared', 'first', 'second']);
+    const pagedBlocks: string[] = [];
+    for await (const b of client.agents.blocks.list(withShared.id, { limit: 1 }))
+      pagedBlocks.push(b.label!);
+    expect(pagedBlocks).toEqual(['second', 'first', 'shared']);
   });
 
   it("an agent created without a name gets a name as Letta's (an adjective and a noun, capitalised)", async () => {
