@@ -208,7 +208,6 @@ export class ConversationsController {
     return this.conversations.cancel(
       tenant,
       await this.conversations.target(tenant, id, query.agent_id),
-      id,
     );
   }
 

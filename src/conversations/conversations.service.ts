@@ -16,7 +16,7 @@ import { HistoryService } from '../processing/history.service';
 import type { MessageEntity } from '../processing/entities/message.entity';
 import type { RunEntity } from '../processing/entities/run.entity';
 import { CompactionSettings, MessageContextService } from '../processing/message-context.service';
-import { MessagingService, noActiveRuns } from '../processing/messaging.service';
+import { MessagingService } from '../processing/messaging.service';
 import { ProcessingRepository } from '../processing/processing.repository';
 import { TenantQuotas } from '../quotas/tenant-quotas';
 import type { HistoryQuery } from '../processing/query.dto';
@@ -155,7 +155,7 @@ export class ConversationsService {
   /** Deleting a conversation cancels what runs in it; its messages stay (as the agent's history rows). */
   async delete(tenantId: string, id: string): Promise<void> {
     const row = await this.get(tenantId, id);
-    await this.stopOpenRuns(tenantId, { agentId: row.agent_id, conversationId: id, row });
+    await this.cancel(tenantId, { agentId: row.agent_id, conversationId: id, row });
     await this.repo.delete(tenantId, id);
   }
 
@@ -201,23 +201,10 @@ export class ConversationsService {
   }
 
   /** Cancels the conversation's queued, running and parked runs; `{}` when none (as Letta answers). */
-  /** `id`: the conversation as the client named it (`default` for the agent's own). */
-  async cancel(
-    tenantId: string,
-    t: ConversationTarget,
-    id: string,
-  ): Promise<Record<string, string>> {
-    const out = await this.stopOpenRuns(tenantId, t);
-    if (Object.keys(out).length === 0) throw noActiveRuns({ conversation_id: id });
-    return out;
-  }
-
-  private async stopOpenRuns(
-    tenantId: string,
-    t: ConversationTarget,
-  ): Promise<Record<string, string>> {
+  async cancel(tenantId: string, t: ConversationTarget): Promise<Record<string, string>> {
     const ids = await this.runs.openRunIds(tenantId, t.conversationId, t.agentId);
-    return ids.length ? this.messaging.stopRuns(tenantId, t.agentId, ids, 'cancel') : {};
+    if (ids.length === 0) return {};
+    return this.messaging.stopRuns(tenantId, t.agentId, ids, 'cancel');
   }
 
   /** Letta's compaction of the conversation's in-context messages (see MessageContextService). */

@@ -125,8 +125,7 @@ export const ROUTES: Record<string, RouteDoc> = {
     sse: true,
   },
   ConversationsController_cancel: {
-    summary:
-      "Cancel the conversation's queued, running or parked runs (run id → status; 409 NO_ACTIVE_RUNS_TO_CANCEL when there is none)",
+    summary: "Cancel the conversation's queued, running or parked runs (run id → status)",
     response: { type: 'object', additionalProperties: { type: 'string' } },
   },
   ConversationsController_compact: {
@@ -343,7 +342,7 @@ export const ROUTES: Record<string, RouteDoc> = {
   MessagesController_list: { summary: "An agent's history", response: ['LettaMessage'] },
   MessagesController_cancel: {
     summary:
-      "Cancel an agent's queued, running or parked runs, or the ones named in run_ids (409 NO_ACTIVE_RUNS_TO_CANCEL when none is named and there is none; 409 ALREADY_RESOLVED when a decision on the parked batch came first)",
+      "Cancel an agent's queued, running or parked runs (409 ALREADY_RESOLVED when a decision on the parked batch came first)",
     response: { type: 'object', additionalProperties: { type: 'string' } },
   },
   AgentFileController_export: {

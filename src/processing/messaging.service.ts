@@ -351,7 +351,6 @@ export class MessagingService implements OnModuleInit {
     const rest = (runIds ?? []).filter((id) => !Object.hasOwn(out, id));
     const known = await this.repo.runIdsOfAgent(tenantId, agentId, rest);
     for (const id of rest) out[id] = known.has(id) ? 'cancelled' : 'failed';
-    if (!runIds && Object.keys(out).length === 0) throw noActiveRuns({ agent_id: agentId });
     return out;
   }
 
@@ -984,15 +983,6 @@ const KEEP_ALIVE = {
 };
 
 /** A continuation offers the request's client tools, else those of the run it continues. */
-/**
- * A cancel that found nothing to cancel: 409, as Letta's `NoActiveRunsToCancelError` (its words, its
- * `agent_id` or `conversation_id`). Named runs are answered one by one instead, never this.
- */
-export function noActiveRuns(of: { agent_id: string } | { conversation_id: string }): DomainError {
-  const what = 'agent_id' in of ? `agent ${of.agent_id}` : `conversation ${of.conversation_id}`;
-  return conflict('NO_ACTIVE_RUNS_TO_CANCEL', `No active runs to cancel for ${what}`, of);
-}
-
 /** The request's message view, kept with its run (Letta's `request_config`) where not the default. */
 function viewInput(
   view: LettaView,

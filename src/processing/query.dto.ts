@@ -164,8 +164,7 @@ export function parseCancel(
   }
   const tooMany = countProblem('run_ids', ids.length, 'max_filter_values', limits);
   if (tooMany) throw validationFailed([tooMany]);
-  // `[]` names none: the agent's active runs, as Letta reads it (`if not run_ids`)
-  return ids.length ? [...new Set(ids as string[])] : null;
+  return [...new Set(ids as string[])];
 }
 
 /** `use_assistant_message` and `include_return_message_types` of a query (e.g. a run's messages). */
