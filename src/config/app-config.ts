@@ -792,7 +792,9 @@ function validate(
       search_scan_chars: int('limits.search_scan_chars', 1, 100_000_000),
     },
     quotas: quotaSettings(
-      Object.fromEntries(QUOTA_NAMES.map((n) => [n, int(`quotas.${n}`, QUOTA_MIN[n], QUOTA_MAX)])),
+      Object.fromEntries(
+        QUOTA_NAMES.map((n) => [n, int(`quotas.${n}`, QUOTA_MIN[n], QUOTA_MAX[n])]),
+      ),
       get('quotas.tenants'),
       fail,
     ),
@@ -862,7 +864,10 @@ const QUOTA_MIN: Record<QuotaName, number> = {
   ...(Object.fromEntries(QUOTA_NAMES.map((n) => [n, 0])) as Quotas),
   running_runs: 1,
 };
-const QUOTA_MAX = 1_000_000_000;
+const QUOTA_MAX: Record<QuotaName, number> = {
+  ...(Object.fromEntries(QUOTA_NAMES.map((n) => [n, 1_000_000_000])) as Quotas),
+  stored_bytes: 2 ** 50, // 1 PiB: far past any disk, well within a safe integer
+};
 
 /** `quotas.tenants.<tenant>`: some quotas of one tenant (tenant names may hold dots: read here, not by path). */
 function quotaSettings(
@@ -888,10 +893,11 @@ function quotaSettings(
         continue;
       }
       const min = QUOTA_MIN[name as QuotaName];
-      if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > QUOTA_MAX)
+      const max = QUOTA_MAX[name as QuotaName];
+      if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max)
         fail(
           `${at}.${name}`,
-          `must be a whole number from ${min} to ${QUOTA_MAX}, got ${JSON.stringify(v)}`,
+          `must be a whole number from ${min} to ${max}, got ${JSON.stringify(v)}`,
         );
       else own[name as QuotaName] = v;
     }

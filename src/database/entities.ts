@@ -15,6 +15,7 @@ import { EXECUTOR_STATE_ENTITIES } from '../rules/executor-state.entities';
 import { WEBHOOK_ENTITIES } from '../webhooks/webhook.entities';
 import { IDENTITY_ENTITIES } from '../identities/identity.entity';
 import { TenantUsageEntity } from '../quotas/tenant-usage.entity';
+import { TenantBytesEntity } from '../quotas/tenant-bytes.entity';
 /**
  * Every entity of the app, listed once: the app's DataSource and the TypeORM CLI (ormconfig.ts) both use it.
  * Add a feature's entities here and its migration to ./migrations/index.ts.
@@ -39,4 +40,5 @@ export const ENTITIES: Function[] = [
   ConversationEntity,
   ...IDENTITY_ENTITIES,
   TenantUsageEntity,
+  TenantBytesEntity,
 ];

@@ -27,6 +27,7 @@ export class QuotaUsageService {
         this.config.quotas,
         tenantId,
         await this.quotas.stored(tenantId),
+        await this.quotas.storedBytes(tenantId),
         this.messaging.mailbox.runningOf(tenantId),
       ),
     };

@@ -55,7 +55,7 @@ describe('GET /v1/quotas: the calling tenant’s usage and limits', () => {
       secrets: [0, 100, 'quotas.secrets', 'tenant'],
       running_runs: [0, 3, 'quotas.running_runs', 'instance'],
     });
-    expect(Object.keys(fresh)).toHaveLength(11);
+    expect(Object.keys(fresh)).toHaveLength(12);
 
     const agent = await createAgent(
       t,

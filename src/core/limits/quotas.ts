@@ -19,7 +19,11 @@ export const STORED_QUOTAS = [
 ] as const;
 export type StoredQuota = (typeof STORED_QUOTAS)[number];
 
-export const QUOTA_NAMES = [...STORED_QUOTAS, 'running_runs'] as const;
+/**
+ * `stored_bytes`: the bytes of what the tenant stores (src/core/limits/stored-bytes.ts), kept in
+ * `tenant_bytes` rather than counted as rows.
+ */
+export const QUOTA_NAMES = [...STORED_QUOTAS, 'stored_bytes', 'running_runs'] as const;
 export type QuotaName = (typeof QUOTA_NAMES)[number];
 
 export type Quotas = Record<QuotaName, number>;
@@ -35,9 +39,12 @@ export function quotaFor(settings: QuotaSettings, tenantId: string, name: QuotaN
   return settings.tenants[tenantId]?.[name] ?? settings.defaults[name];
 }
 
-/** A create that would take a stored count past its bound: what the refusal names. */
+/** A quota the database keeps for the tenant: a count of rows, or the bytes it stores. */
+export type TenantQuota = StoredQuota | 'stored_bytes';
+
+/** A create that would take a stored count (or the stored bytes) past its bound: what the refusal names. */
 export interface QuotaRefusal {
-  quota: StoredQuota;
+  quota: TenantQuota;
   limit: number;
   /** Stored with this create, had it been allowed. */
   used: number;
@@ -48,7 +55,7 @@ export interface QuotaRefusal {
  * A write that adds nothing is never refused, also when the tenant is over a bound the operator lowered.
  */
 export function quotaRefusal(
-  quota: StoredQuota,
+  quota: TenantQuota,
   limit: number,
   used: number,
   added: number,
@@ -74,13 +81,14 @@ export interface QuotaUsage {
 }
 
 /**
- * Every quota of the tenant: the stored counts (`stored`, a missing one is 0) and its runs processing on
- * this instance (`runningHere`), each against its bound.
+ * Every quota of the tenant: the stored counts (`stored`, a missing one is 0), the bytes it stores and its
+ * runs processing on this instance (`runningHere`), each against its bound.
  */
 export function quotaUsage(
   settings: QuotaSettings,
   tenantId: string,
   stored: Partial<Record<StoredQuota, number>>,
+  storedBytes: number,
   runningHere: number,
 ): QuotaUsage[] {
   const of = (quota: QuotaName, used: number, scope: QuotaUsage['scope']): QuotaUsage => ({
@@ -92,6 +100,7 @@ export function quotaUsage(
   });
   return [
     ...STORED_QUOTAS.map((q) => of(q, stored[q] ?? 0, 'tenant')),
+    of('stored_bytes', storedBytes, 'tenant'),
     of('running_runs', runningHere, 'instance'),
   ];
 }

@@ -324,6 +324,26 @@ describe('loadConfig', () => {
     ]);
   });
 
+  it('quotas.stored_bytes: 10 GiB for every tenant by default, up to 2^50 bytes (past the other quotas’ bound)', () => {
+    expect(loadConfig({}, {}).quotas.defaults.stored_bytes).toBe(10 * 1024 ** 3);
+    const c = loadConfig(
+      {},
+      { quotas: { stored_bytes: 2 ** 40, tenants: { big: { stored_bytes: 2 ** 50 } } } },
+    );
+    expect(c.quotas.defaults.stored_bytes).toBe(2 ** 40);
+    expect(c.quotas.tenants.big.stored_bytes).toBe(2 ** 50);
+    let err: ConfigError | undefined;
+    try {
+      loadConfig({}, { quotas: { stored_bytes: 2 ** 51, tenants: { t: { stored_bytes: 1.5 } } } });
+    } catch (e) {
+      err = e as ConfigError;
+    }
+    expect(err!.problems.map((p) => [p.key, p.problem])).toEqual([
+      ['quotas.stored_bytes', `must be a whole number from 0 to ${2 ** 50}, got ${2 ** 51}`],
+      ['quotas.tenants.t.stored_bytes', `must be a whole number from 0 to ${2 ** 50}, got 1.5`],
+    ]);
+  });
+
   it('a setting that became a quota is named with where it went', () => {
     expect(() => loadConfig({}, { limits: { max_agents_per_tenant: 5 } })).toThrow(
       /limits\.max_agents_per_tenant: moved to quotas\.agents/,

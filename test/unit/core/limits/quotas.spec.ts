@@ -29,8 +29,8 @@ describe('quotas', () => {
     expect(r).toEqual(refused ? { quota: 'passages', limit, used } : null);
   });
 
-  it('quotaUsage: every quota with its count (none stored: 0), bound and setting; running runs per instance', () => {
-    const big = quotaUsage(settings, 'big', { agents: 7, passages: 3 }, 2);
+  it('quotaUsage: every quota with its count (none stored: 0), bound and setting; stored bytes; running runs per instance', () => {
+    const big = quotaUsage(settings, 'big', { agents: 7, passages: 3 }, 4096, 2);
     expect(big.map((q) => q.quota)).toEqual(QUOTA_NAMES);
     const by = Object.fromEntries(big.map((q) => [q.quota, q]));
     expect(by.agents).toEqual({
@@ -42,6 +42,13 @@ describe('quotas', () => {
     });
     expect(by.passages).toMatchObject({ used: 3, limit: 10, setting: 'quotas.passages' });
     expect(by.blocks).toMatchObject({ used: 0, limit: 10 });
+    expect(by.stored_bytes).toEqual({
+      quota: 'stored_bytes',
+      used: 4096,
+      limit: 10,
+      setting: 'quotas.stored_bytes',
+      scope: 'tenant',
+    });
     expect(by.running_runs).toEqual({
       quota: 'running_runs',
       used: 2,
