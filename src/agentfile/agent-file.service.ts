@@ -308,13 +308,14 @@ export class AgentFileService {
           if (stored) storedBlock.set(b.id, stored.id);
         }
       }
+      // (a history past quotas.stored_bytes is refused too: the agents go with it)
+      for (const [i, plan] of plans.entries())
+        await this.storeMessages(tenantId, createdAgents[i], plan);
     } catch (e) {
       for (const id of createdAgents.reverse()) await this.agents.delete(tenantId, id);
       for (const id of createdTools) await this.tools.delete(tenantId, id);
       throw e;
     }
-    for (const [i, plan] of plans.entries())
-      await this.storeMessages(tenantId, createdAgents[i], plan);
     return { agent_ids: createdAgents };
   }
 

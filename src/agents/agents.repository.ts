@@ -5,6 +5,7 @@ import { InjectRepository } from '@nestjs/typeorm';
 import { EntityManager, In, Repository } from 'typeorm';
 import type { AgentSource, MemoryBlock } from '../core/agents/agent-record';
 import type { ListAgentsQuery } from '../core/agents/list-agents-query';
+import { storedBytes } from '../core/limits/stored-bytes';
 import { GroupCommit } from '../database/group-commit';
 import { updateWhere } from '../database/raw-writes';
 import { Transactor } from '../database/transactor';
@@ -102,9 +103,9 @@ export class AgentsRepository {
 
   /**
    * Inserts or updates an agent and rewrites its tag rows and its blocks, in one transaction. Every
-   * agent that shares one of its blocks is told of the change too. A new agent and new blocks must fit
-   * the tenant's quotas (409 QUOTA_EXCEEDED, nothing written), unless the operator writes (`operator`:
-   * config/agents, counted all the same).
+   * agent that shares one of its blocks is told of the change too. A new agent and new blocks, and a
+   * write that makes the agent and its blocks larger, must fit the tenant's quotas (409 QUOTA_EXCEEDED,
+   * nothing written), unless the operator writes (`operator`: config/agents, counted all the same).
    */
   async save(
     agent: AgentEntity,
@@ -115,7 +116,8 @@ export class AgentsRepository {
       agent.id,
       this.tx.run(async (em) => {
         const { blocks } = agent;
-        const created = !(await em.existsBy(AgentEntity, { id: agent.id }));
+        const stored = await em.findOneBy(AgentEntity, { id: agent.id });
+        const created = stored === null;
         const saved = await em.save(AgentEntity, agent);
         await this.writeTags(em, agent);
         const written = await this.blocks.writeAgentBlocks(
@@ -133,6 +135,8 @@ export class AgentsRepository {
         if (!opts.operator) {
           await this.quotas.assertWithin(em, agent.tenant_id, 'agents', created ? 1 : 0);
           await this.quotas.assertWithin(em, agent.tenant_id, 'blocks', written.added);
+          const grown = storedBytes('agents', agent) - (stored ? storedBytes('agents', stored) : 0);
+          await this.quotas.assertBytesWithin(em, agent.tenant_id, grown + written.addedBytes);
         }
         this.setBlocks(saved, blocks);
         return saved;

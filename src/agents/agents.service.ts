@@ -117,6 +117,7 @@ export class AgentsService {
   private inContextSource: InContextSource | null = null;
   private initialMessagesWriter: InitialMessagesWriter | null = null;
   private readonly beforeDelete: ((tenantId: string, agentId: string) => Promise<void>)[] = [];
+  private readonly afterDelete: ((tenantId: string, agentId: string) => Promise<void>)[] = [];
 
   constructor(
     private readonly agents: AgentsRepository,
@@ -166,6 +167,11 @@ export class AgentsService {
   /** Lets another module stop an agent's work before the agent is deleted (processing cancels its runs). */
   registerBeforeDelete(fn: (tenantId: string, agentId: string) => Promise<void>): void {
     this.beforeDelete.push(fn);
+  }
+
+  /** Lets another module delete what it keeps of an agent once the agent is gone (processing: its history). */
+  registerAfterDelete(fn: (tenantId: string, agentId: string) => Promise<void>): void {
+    this.afterDelete.push(fn);
   }
 
   /** The agent as a plain record; 404 for a malformed id or another tenant's agent. */
@@ -439,6 +445,7 @@ export class AgentsService {
     if (!(await this.agents.remove(tenantId, agentId))) throw notFound('agent', agentId);
     await this.secrets.deleteOwner(tenantId, agentId);
     await this.identities.removeAgent(tenantId, agentId);
+    for (const drop of this.afterDelete) await drop(tenantId, agentId);
   }
 
   /** Letta's approval toggle: adds or removes the tool's requires_approval rule. */

@@ -5,6 +5,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager, In } from 'typeorm';
 import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
 import type { MemoryBlock } from '../core/agents/agent-record';
+import { storedBytes } from '../core/limits/stored-bytes';
 import { containsSql, type SearchScan } from '../database/like-pattern';
 import { Transactor } from '../database/transactor';
 import { TenantQuotas } from '../quotas/tenant-quotas';
@@ -67,7 +68,8 @@ export class BlocksRepository {
    * Makes `blocks` the agent's blocks, in order: writes each block's row (a block shared with other
    * agents changes for them too), relinks, and (unless `keepUnlinked`: a detach) deletes the blocks
    * this left linked to no agent.
-   * Answers every agent whose blocks this may have changed, and how many blocks it created.
+   * Answers every agent whose blocks this may have changed, how many blocks it created and how many
+   * bytes the blocks it wrote grew by (`storedBytes`; the blocks it deleted not taken away).
    */
   async writeAgentBlocks(
     em: EntityManager,
@@ -76,7 +78,7 @@ export class BlocksRepository {
     blocks: MemoryBlock[],
     now: number,
     opts: { keepUnlinked: boolean; loaded: MemoryBlock[] | null },
-  ): Promise<{ agents: string[]; added: number }> {
+  ): Promise<{ agents: string[]; added: number; addedBytes: number }> {
     const before = await em.find(AgentBlockEntity, { where: { agent_id: agentId } });
     const existing = await this.byIds(
       em,
@@ -84,6 +86,7 @@ export class BlocksRepository {
     );
     const loaded = new Map((opts.loaded ?? []).map((b) => [b.id, b]));
     let added = 0;
+    let addedBytes = 0;
     for (const b of blocks) {
       const row = existing.get(b.id);
       // an existing block is written only when the caller changed it from what it read, so a
@@ -91,14 +94,16 @@ export class BlocksRepository {
       const was = loaded.get(b.id);
       if (row && (was === undefined || sameBlock(was, b))) continue;
       if (!row) added++;
-      await em.save(BlockEntity, {
+      const written = {
         ...b,
         metadata: b.metadata ?? null,
         tags: b.tags?.length ? b.tags : null,
         tenant_id: tenantId,
         created_at: row?.created_at ?? now,
         updated_at: now,
-      });
+      };
+      addedBytes += storedBytes('blocks', written) - (row ? storedBytes('blocks', row) : 0);
+      await em.save(BlockEntity, written);
     }
     await em.delete(AgentBlockEntity, { agent_id: agentId });
     if (blocks.length)
@@ -117,7 +122,7 @@ export class BlocksRepository {
         em,
         before.map((l) => l.block_id).filter((id) => !kept.has(id)),
       );
-    return { agents: await this.agentsOf(em, [...kept]), added };
+    return { agents: await this.agentsOf(em, [...kept]), added, addedBytes };
   }
 
   /** Unlinks the agent's blocks (the agent is deleted); blocks no other agent has are deleted. */
@@ -175,11 +180,12 @@ export class BlocksRepository {
     return keysetPage(qb, 'b', q, cursors);
   }
 
-  /** A standalone block, within the tenant's quota (409 QUOTA_EXCEEDED, nothing written). */
+  /** A standalone block, within the tenant's quotas (409 QUOTA_EXCEEDED, nothing written). */
   insert(block: BlockEntity): Promise<void> {
     return this.tx.run(async (em) => {
       await em.insert(BlockEntity, block as QueryDeepPartialEntity<BlockEntity>);
       await this.quotas.assertWithin(em, block.tenant_id, 'blocks');
+      await this.quotas.assertBytesWithin(em, block.tenant_id, storedBytes('blocks', block));
     });
   }
 
@@ -200,7 +206,8 @@ export class BlocksRepository {
 
   /**
    * Read-modify-write of one block in a transaction (the row locked on PostgreSQL, so concurrent edits
-   * through different agents do not lose each other). `change` returns the changed fields or throws.
+   * through different agents do not lose each other). `change` returns the changed fields or throws;
+   * an edit that makes the block larger must fit `quotas.stored_bytes` (409 QUOTA_EXCEEDED, unchanged).
    * Null when the block is not the tenant's.
    */
   async modify(
@@ -216,8 +223,10 @@ export class BlocksRepository {
       if (em.connection.options.type === 'postgres') qb.setLock('pessimistic_write');
       const current = await qb.getOne();
       if (!current) return null;
+      const before = storedBytes('blocks', current);
       const block = Object.assign(current, change(current));
       await em.save(BlockEntity, block);
+      await this.quotas.assertBytesWithin(em, tenantId, storedBytes('blocks', block) - before);
       return { block, agentIds: await this.agentsOf(em, [id]) };
     });
     if (done) this.notify(done.agentIds);

@@ -5,6 +5,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
 import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
 import { searchTerms, type PassageSearch } from '../core/memory/passage-input';
+import { storedBytes } from '../core/limits/stored-bytes';
 import { sqlTable } from '../database/sql-names';
 import type { EmbeddingConfig } from '../models/embeddings/embedding-catalog';
 import { Transactor } from '../database/transactor';
@@ -249,8 +250,11 @@ export class ArchivalRepository {
             })),
           );
       }
-      if (rows.length)
+      if (rows.length) {
         await this.quotas.assertWithin(em, rows[0].tenant_id, 'passages', rows.length);
+        const bytes = rows.reduce((n, p) => n + storedBytes('passages', p), 0);
+        await this.quotas.assertBytesWithin(em, rows[0].tenant_id, bytes);
+      }
     });
   }
 

@@ -14,6 +14,7 @@ import type { AppConfig } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
 import { nulBytePaths } from '../core/agents/nul-bytes';
 import { readLimit } from '../core/limits';
+import { storedBytes } from '../core/limits/stored-bytes';
 import {
   parsePassageBatch,
   parsePassageInput,
@@ -81,7 +82,7 @@ export class ArchivalService {
     const embeddingConfig = existing
       ? existing.embedding_config
       : (agent.embedding_config ?? this.defaultEmbedding());
-    await this.quotas.assertRoom(tenantId, 'passages', 1);
+    await this.assertRoom(tenantId, [input]);
     const vectors = await this.embed(embeddingConfig, [input]);
     const archive =
       existing ??
@@ -415,6 +416,13 @@ export class ArchivalService {
       : null;
   }
 
+  /** 409 QUOTA_EXCEEDED before the embedding model is called for passages that could not be stored. */
+  private async assertRoom(tenantId: string, inputs: PassageInput[]): Promise<void> {
+    await this.quotas.assertRoom(tenantId, 'passages', inputs.length);
+    const bytes = inputs.reduce((n, i) => n + storedBytes('passages', i), 0);
+    await this.quotas.assertBytesRoom(tenantId, bytes);
+  }
+
   /** Embeds (unless `vectors` are given), then writes the passages with their vectors at once. */
   private async store(
     tenantId: string,
@@ -424,7 +432,7 @@ export class ArchivalService {
   ): Promise<PassageEntity[]> {
     const config = archive.embedding_config;
     // before the embedding model is called for passages that would not be stored
-    if (!vectors) await this.quotas.assertRoom(tenantId, 'passages', inputs.length);
+    if (!vectors) await this.assertRoom(tenantId, inputs);
     const embedded = vectors ?? (await this.embed(config, inputs));
     const now = this.clock.now();
     const rows = inputs.map((i, n) =>

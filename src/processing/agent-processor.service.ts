@@ -46,6 +46,7 @@ import { renderRefusal } from '../core/rules/render-refusal';
 import { ruleIndexFor } from '../core/rules/rule-index';
 import { RunCallbacks } from './run-callbacks';
 import { RunChunks } from './run-chunks';
+import { TenantQuotas } from '../quotas/tenant-quotas';
 import { errorTypeOf } from './run-error';
 import { parseArgs, sendMessageText } from '../core/loop/tool-arguments';
 import { uniqueCallIds } from '../core/loop/tool-call-ids';
@@ -91,6 +92,8 @@ class RunStop extends Error {
   constructor(
     readonly reason: StopReason,
     readonly detail: string | null = null,
+    /** The run's error type (run-error.ts) when it stops on an error of ours that has one. */
+    readonly errorType: string | null = null,
   ) {
     super(detail ?? reason);
   }
@@ -185,6 +188,7 @@ export class AgentProcessor {
     @Inject(AGENT_LEASES) private readonly leases: AgentLeases,
     private readonly callbacks: RunCallbacks,
     private readonly chunks: RunChunks,
+    private readonly quotas: TenantQuotas,
   ) {}
 
   isActive(runId: string): boolean {
@@ -285,7 +289,7 @@ export class AgentProcessor {
         throw e;
       }
       ({ stop, detail } = this.stopFor(ctx, e));
-      errorType = errorTypeOf(e);
+      errorType = e instanceof RunStop ? e.errorType : errorTypeOf(e);
       // a run that failed before its first write (no model, say) still keeps what the client sent
       if ((e as { code?: string })?.code !== 'NOT_FOUND')
         try {
@@ -548,6 +552,7 @@ export class AgentProcessor {
     let reminders = 0;
     for (;;) {
       this.checkBudgets(ctx);
+      await this.checkStoredBytes(ctx);
       const allowed = await this.exec.executor.allowedTools(ctx.setup, pass);
       const { schemas, tokens: schemaTokens } = this.offer(ctx, allowed.tools);
       const toolChoice: 'auto' | 'none' | { name: string } =
@@ -769,6 +774,21 @@ export class AgentProcessor {
       elapsedMs: this.clock.now() - ctx.startedAt,
     });
     if (over) throw new RunStop(over.reason, over.detail);
+  }
+
+  /**
+   * Before each model call: past `quotas.stored_bytes` the run stores no more turns and ends (error,
+   * error type quota_exceeded). What it stored is whole: the turn before this one has every return.
+   */
+  private async checkStoredBytes(ctx: RunContext): Promise<void> {
+    const over = await this.quotas.bytesOver(ctx.run.tenant_id);
+    if (!over) return;
+    const setting = this.quotas.settingOf(ctx.run.tenant_id, 'stored_bytes');
+    throw new RunStop(
+      'error',
+      `the tenant stores ${over.used} bytes, past its ${over.limit} (${setting}): the run ends before its next model call. Delete agents (their messages go with them), passages or blocks to make room`,
+      'quota_exceeded',
+    );
   }
 
   /**
@@ -1033,12 +1053,10 @@ export class AgentProcessor {
         : this.exec.executor.completeBatch(run.batch_id),
       this.repo.finishRun(run, end, at, ctx.tenure),
       ctx.agent
-        ? this.agents.setLastStopReason(
-            run.tenant_id,
-            run.agent_id,
-            end.stop_reason,
-            run.started_at,
-          )
+        ? this.agents
+            .setLastStopReason(run.tenant_id, run.agent_id, end.stop_reason, run.started_at)
+            // the agent was deleted while this run stopped: what it stored since goes as its history did
+            .then((kept) => (kept ? null : this.repo.deleteHistory(run.tenant_id, run.agent_id)))
         : null,
     ]);
   }

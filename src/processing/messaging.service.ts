@@ -261,7 +261,7 @@ export class MessagingService implements OnModuleInit {
       });
       if (key) run.request_key = key;
       try {
-        await this.repo.insertRun(run);
+        await this.repo.insertRun(run, true); // a new message: within quotas.stored_bytes
       } catch (e) {
         // a copy of it stored at the same moment (at another instance, say): that one is the run
         const first =

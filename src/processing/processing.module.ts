@@ -94,10 +94,14 @@ export class ProcessingModule implements OnModuleInit {
         initialMessageRows(tenantId, agentId, messages, newId, this.clock.now()),
       );
     });
-    // a deleted agent leaves nothing running, queued or waiting for a person (its rows stay for the audit)
+    // a deleted agent leaves nothing running, queued or waiting for a person (its runs stay for the audit)
     this.agents.registerBeforeDelete(async (tenantId, agentId) => {
       await this.messaging.stopRuns(tenantId, agentId, null, 'delete');
     });
+    // and no history: its messages are the tenant's stored bytes (quotas.stored_bytes)
+    this.agents.registerAfterDelete((tenantId, agentId) =>
+      this.repo.deleteHistory(tenantId, agentId),
+    );
     this.handlers.register('conversation_search', async (args, ctx) => {
       const query = typeof args.query === 'string' ? args.query : '';
       // the API's bound (POST /v1/messages/search): a longer query is the model's mistake, told as such

@@ -21,12 +21,15 @@ import { ContextWindow } from '../core/loop/context-window';
 import type { MessageCreate } from '../core/loop/message-create';
 import type { SharedRange } from '../core/loop/fork-ranges';
 import type { RunStatus, StopReason } from '../core/loop/stop-reason';
+import { storedBytes } from '../core/limits/stored-bytes';
 import type { AppConfig } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
 import { GroupCommit } from '../database/group-commit';
 import { readWithin } from '../database/keyset-page';
 import { RowReader } from '../database/raw-reads';
+import { sqlTable } from '../database/sql-names';
 import { insertRows, updateWhere } from '../database/raw-writes';
+import { TenantQuotas } from '../quotas/tenant-quotas';
 import { MessageContextEntity } from './entities/message-context.entity';
 import { MessageEntity } from './entities/message.entity';
 import { ParkedCall, RunEntity, RunUsage } from './entities/run.entity';
@@ -194,6 +197,7 @@ export class ProcessingRepository {
     private readonly writes: GroupCommit,
     @Inject(AGENT_LEASES) private readonly leases: AgentLeases,
     private readonly callbacks: RunCallbacksRepository,
+    private readonly quotas: TenantQuotas,
     @Inject(APP_CONFIG) config: AppConfig,
   ) {
     this.searchScan = {
@@ -210,8 +214,22 @@ export class ProcessingRepository {
 
   // ------------------------------------------------------------ runs
 
-  insertRun(run: RunEntity): Promise<void> {
-    return this.writes.insert({ entity: RunEntity, rows: [run] });
+  /**
+   * Stores a run. A new message's (`checked`) must fit the tenant's `quotas.stored_bytes`, with room for
+   * its messages' copy in the history (written when the run starts): checked in the storing transaction,
+   * 409 QUOTA_EXCEEDED and nothing stored past it.
+   */
+  insertRun(run: RunEntity, checked = false): Promise<void> {
+    const set = { entity: RunEntity, rows: [run] };
+    if (!checked) return this.writes.insert(set);
+    const history = inputMessageRows(run, () => '', 0).reduce(
+      (n, m) => n + storedBytes('messages', m),
+      0,
+    );
+    return this.writes.insertChecked(
+      (em) => this.quotas.assertBytesWithin(em, run.tenant_id, storedBytes('runs', run), history),
+      set,
+    );
   }
 
   findRun(tenantId: string, id: string): Promise<RunEntity | null> {
@@ -536,9 +554,12 @@ export class ProcessingRepository {
     return this.insertMessages(agentId, messages, step, this.leases.shared ? tenure : undefined);
   }
 
-  /** A new agent's history from an agent file: no run writes it yet, and no instance holds it. */
+  /**
+   * A new agent's history from an agent file (or its `initial_message_sequence`): no run writes it yet,
+   * and no instance holds it. It must fit the tenant's `quotas.stored_bytes` (409 QUOTA_EXCEEDED).
+   */
   appendImported(agentId: string, messages: NewMessage[]): Promise<MessageEntity[]> {
-    return this.insertMessages(agentId, messages, undefined, undefined);
+    return this.insertMessages(agentId, messages, undefined, undefined, true);
   }
 
   /** `fence`: the tenure the write is checked against; undefined: not checked. */
@@ -547,6 +568,7 @@ export class ProcessingRepository {
     messages: NewMessage[],
     step: StepEntity | undefined,
     fence: string | null | undefined,
+    withinBytes = false,
   ): Promise<MessageEntity[]> {
     if (messages.length === 0 && !step) return [];
     const rows = await this.withSeq(agentId, messages);
@@ -554,7 +576,13 @@ export class ProcessingRepository {
       { entity: StepEntity, rows: step ? [step] : [] },
       { entity: MessageEntity, rows },
     ];
-    if (fence !== undefined)
+    if (withinBytes) {
+      const bytes = rows.reduce((n, m) => n + storedBytes('messages', m), 0);
+      await this.writes.insertChecked(
+        (em) => this.quotas.assertBytesWithin(em, rows[0].tenant_id, bytes),
+        ...sets,
+      );
+    } else if (fence !== undefined)
       await this.writes.insertChecked((em) => this.leases.guard(em, agentId, fence), ...sets);
     else await this.writes.insert(...sets);
     for (const m of rows) {
@@ -887,6 +915,31 @@ export class ProcessingRepository {
       where: { batch_id: batchId, message_type: In(types) },
       order: { seq_id: 'ASC' },
     });
+  }
+
+  /**
+   * A deleted agent's history: its messages and message contexts are deleted, and its runs (kept, as
+   * their ids are in webhooks, audits and clients' hands) keep no copy of their requests' messages, so the
+   * tenant's bytes (`quotas.stored_bytes`) go down by them. Run again by a run that stored its last turn
+   * after its agent was deleted.
+   */
+  async deleteHistory(tenantId: string, agentId: string): Promise<void> {
+    const pg = this.ds.options.type === 'postgres';
+    const runs = sqlTable((this.ds.options as { schema?: string }).schema, 'runs');
+    // (json, not jsonb, on PostgreSQL: a message may hold an escaped NUL, which jsonb refuses)
+    const stripped = pg
+      ? `COALESCE((SELECT json_object_agg(e.key, CASE WHEN e.key = 'messages' THEN '[]'::json ELSE e.value END)::text
+          FROM json_each(input::json) AS e WHERE e.key NOT IN ('approvals', 'client_tools')), input)`
+      : `json_set(json_remove(input, '$.approvals', '$.client_tools'), '$.messages', json('[]'))`;
+    await this.writes.run(async (em) => {
+      await em.delete(MessageEntity, { tenant_id: tenantId, agent_id: agentId });
+      await em.delete(MessageContextEntity, { tenant_id: tenantId, agent_id: agentId });
+      await em.query(
+        `UPDATE ${runs} SET input = ${stripped} WHERE tenant_id = ${pg ? '$1' : '?'} AND agent_id = ${pg ? '$2' : '?'}`,
+        [tenantId, agentId],
+      );
+    });
+    this.forget(agentId);
   }
 
   /** Loads the agent's seq counter, so that takeSeq can answer at once. */

@@ -35,6 +35,11 @@ const ERROR_TYPES: Record<string, { message: string; kind: ErrorKind }> = {
   // Letta answers 500; an upstream failure is a 502 here (as every other provider failure we answer)
   llm_error: { message: 'An error occurred with the LLM request.', kind: 'bad_gateway' },
   internal_error: { message: 'An error occurred during agent execution.', kind: 'internal' },
+  // ours: the tenant stores more than quotas.stored_bytes (the run ended before its next model call)
+  quota_exceeded: {
+    message: 'The tenant has used up its storage quota (quotas.stored_bytes).',
+    kind: 'conflict',
+  },
 };
 
 /** The stop reasons that are errors, and the error type of each when the failure named none. */
