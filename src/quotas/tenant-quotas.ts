@@ -98,14 +98,7 @@ export class TenantQuotas {
     if (added <= 0) return;
     if (this.pg)
       await em.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [BYTES_LOCK, tenantId]);
-    const used = (await this.storedBytes(tenantId, em)) + later;
-    const refusal = quotaRefusal(
-      'stored_bytes',
-      this.limitOf(tenantId, 'stored_bytes'),
-      used,
-      added,
-    );
-    if (refusal) throw quotaExceeded(refusal, this.settingOf(tenantId, 'stored_bytes'));
+    this.refuseBytes(tenantId, (await this.storedBytes(tenantId, em)) + later, added);
   }
 
   /**
@@ -115,14 +108,7 @@ export class TenantQuotas {
    */
   async assertBytesRoom(tenantId: string, adding: number): Promise<void> {
     if (adding <= 0) return;
-    const used = (await this.storedBytes(tenantId)) + adding;
-    const refusal = quotaRefusal(
-      'stored_bytes',
-      this.limitOf(tenantId, 'stored_bytes'),
-      used,
-      adding,
-    );
-    if (refusal) throw quotaExceeded(refusal, this.settingOf(tenantId, 'stored_bytes'));
+    this.refuseBytes(tenantId, (await this.storedBytes(tenantId)) + adding, adding);
   }
 
   /**
@@ -138,6 +124,13 @@ export class TenantQuotas {
   /** The setting that bounds the tenant's `quota` (`quotas.x` or `quotas.tenants.t.x`). */
   settingOf(tenantId: string, quota: TenantQuota): string {
     return quotaSetting(this.config.quotas, tenantId, quota);
+  }
+
+  /** 409 QUOTA_EXCEEDED when `used` bytes (a write's `added` with them) are past the tenant's bound. */
+  private refuseBytes(tenantId: string, used: number, added: number): void {
+    const limit = this.limitOf(tenantId, 'stored_bytes');
+    const refusal = quotaRefusal('stored_bytes', limit, used, added);
+    if (refusal) throw quotaExceeded(refusal, this.settingOf(tenantId, 'stored_bytes'));
   }
 
   private limitOf(tenantId: string, quota: TenantQuota): number {

@@ -9,6 +9,7 @@ import {
   usageTriggerNames,
 } from '../../../src/database/migrations/1765143000000-TenantUsage';
 import { sqlTable } from '../../../src/database/sql-names';
+import { triggerNames } from '../../support/db-triggers';
 import { startApp, TestApp } from '../../support/app-harness';
 import { api, say, TENANT_A, TENANT_B, TWO_TENANTS } from '../../support/processing-fixtures';
 
@@ -265,16 +266,7 @@ describe('security: per-tenant quotas', () => {
     for (const tenant of ['tenant-a', 'tenant-b'])
       for (const [quota, used, rows] of await countsAndRows(ds, schema, tenant))
         expect([quota, used]).toEqual([quota, rows]);
-    const triggers: { name: string }[] =
-      ds.options.type === 'postgres'
-        ? await ds.query(
-            `SELECT t.tgname AS name FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
-             JOIN pg_namespace n ON n.oid = c.relnamespace
-             WHERE NOT t.tgisinternal AND n.nspname = COALESCE($1, current_schema())`,
-            [schema],
-          )
-        : await ds.query(`SELECT name FROM sqlite_master WHERE type = 'trigger'`);
-    const have = new Set(triggers.map((r) => r.name));
+    const have = await triggerNames(ds, schema);
     expect(COUNTED_TABLES.flatMap(usageTriggerNames).filter((n) => !have.has(n))).toEqual([]);
   });
 });

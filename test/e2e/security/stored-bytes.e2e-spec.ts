@@ -11,6 +11,7 @@ import {
 } from '../../../src/database/migrations/1765190000000-StoredBytes';
 import { dataSourceOptions } from '../../../src/database/data-source-options';
 import { sqlTable } from '../../../src/database/sql-names';
+import { triggerNames } from '../../support/db-triggers';
 import { PassageEntity } from '../../../src/memory/archival.entities';
 import { MessageEntity } from '../../../src/processing/entities/message.entity';
 import { RunEntity } from '../../../src/processing/entities/run.entity';
@@ -347,16 +348,7 @@ describe('security: per-tenant stored bytes (quotas.stored_bytes)', () => {
       // (A's deleted agent's runs were rewritten by SQL: PostgreSQL spells their JSON with spaces)
       if (tenant !== 'tenant-a') expect([tenant, measured]).toEqual([tenant, stored]);
     }
-    const triggers: { name: string }[] =
-      ds.options.type === 'postgres'
-        ? await ds.query(
-            `SELECT t.tgname AS name FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
-             JOIN pg_namespace n ON n.oid = c.relnamespace
-             WHERE NOT t.tgisinternal AND n.nspname = COALESCE($1, current_schema())`,
-            [t.config.database.schema],
-          )
-        : await ds.query(`SELECT name FROM sqlite_master WHERE type = 'trigger'`);
-    const have = new Set(triggers.map((r) => r.name));
+    const have = await triggerNames(ds, t.config.database.schema);
     expect(BYTES_COUNTED.flatMap(bytesTriggerNames).filter((n) => !have.has(n))).toEqual([]);
   });
 });
