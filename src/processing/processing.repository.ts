@@ -339,13 +339,14 @@ export class ProcessingRepository {
     else if (q.inConversation !== undefined)
       qb.andWhere('r.conversation_id = :conversationId', { conversationId: q.inConversation });
     const dir = q.order === 'asc' ? 'ASC' : 'DESC';
-    // the cursor run's created_at through the query builder, so the table keeps its schema (PostgreSQL)
+    // the cursor run's created_at through the query builder, so the table keeps its schema (PostgreSQL);
+    // only the tenant's own runs: another tenant's run id pages as an id that exists nowhere does
     const createdAtOf = (param: string) =>
       qb
         .subQuery()
         .select('c.created_at')
         .from(RunEntity, 'c')
-        .where(`c.id = :${param}`)
+        .where(`c.id = :${param} AND c.tenant_id = :tenantId`)
         .getQuery();
     const cursor = (param: 'after' | 'before', op: '<' | '>') =>
       qb.andWhere(

@@ -106,6 +106,23 @@ describe('security: hostile tenant on forks, steps, agent files, search', () => 
     expect((await api(t, 'GET', `/v1/steps/${stepA}`, undefined, A)).body.feedback).toBeNull();
   });
 
+  it("runs: A's run id as B's list cursor answers what an id that exists nowhere answers (no existence oracle)", async () => {
+    // B has runs older than A's, so a cursor resolved across tenants would page through them
+    fake.push({ content: 'older run of B' });
+    expect((await api(t, 'POST', `/v1/agents/${agentB}/messages`, say('b'), B)).status).toBe(200);
+    fake.push({ content: 'newer run of A' });
+    expect((await api(t, 'POST', `/v1/agents/${agentA}/messages`, say('a'), A)).status).toBe(200);
+    const newestA = (await api(t, 'GET', `/v1/runs/?agent_id=${agentA}`, undefined, A)).body[0].id;
+    const nowhere = newestA.slice(0, -12) + '0'.repeat(12);
+    for (const q of ['after', 'before']) {
+      const seen = async (id: string) => {
+        const r = await api(t, 'GET', `/v1/runs/?${q}=${id}`, undefined, B);
+        return { status: r.status, ids: (r.body as any[]).map((x) => x.id) };
+      };
+      expect({ q, ...(await seen(newestA)) }).toEqual({ q, ...(await seen(nowhere)) });
+    }
+  });
+
   it('steps: malformed feedback bodies and filters → 400', async () => {
     const mine = (await api(t, 'GET', '/v1/steps/', undefined, A)).body[0].id;
     const p = `/v1/steps/${mine}/feedback`;
