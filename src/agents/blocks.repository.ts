@@ -7,6 +7,7 @@ import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialE
 import type { MemoryBlock } from '../core/agents/agent-record';
 import { storedBytes } from '../core/limits/stored-bytes';
 import { containsSql, type SearchScan } from '../database/like-pattern';
+import { ScanSlots } from '../database/scan-slots';
 import { Transactor } from '../database/transactor';
 import { TenantQuotas } from '../quotas/tenant-quotas';
 import { AgentBlockEntity, BlockEntity } from './block.entity';
@@ -46,6 +47,7 @@ export class BlocksRepository {
     @InjectDataSource() private readonly ds: DataSource,
     private readonly tx: Transactor,
     private readonly quotas: TenantQuotas,
+    private readonly scans: ScanSlots,
   ) {}
 
   /** Each agent's blocks in its order. */
@@ -153,7 +155,8 @@ export class BlocksRepository {
     if (q.label !== null) qb.andWhere('b.label = :label', { label: q.label });
     const search = { label: q.labelSearch, value: q.valueSearch, description: q.descriptionSearch };
     const searched = Object.entries(search).filter(([, text]) => text !== null);
-    if (searched.length || q.tags.length) {
+    const scanned = searched.length > 0 || q.tags.length > 0;
+    if (scanned) {
       // bounded scan (limits.search_scan_*): the tenant's newest blocks, the first characters of each
       const newest = this.ds
         .getRepository(BlockEntity)
@@ -177,7 +180,8 @@ export class BlocksRepository {
           Object.fromEntries(q.tags.map((tag, i) => [`tag${i}`, JSON.stringify(tag)])),
         );
     }
-    return keysetPage(qb, 'b', q, cursors);
+    const page = () => keysetPage(qb, 'b', q, cursors);
+    return scanned ? this.scans.run(tenantId, page) : page();
   }
 
   /** A standalone block, within the tenant's quotas (409 QUOTA_EXCEEDED, nothing written). */

@@ -136,7 +136,14 @@ export interface AppConfig {
     /** Revoked and expired grants are deleted this long after (their audit rows stay). */
     grant_retention_days: number;
   };
-  limits: InputLimits;
+  limits: InputLimits & {
+    /** Bounded scans (search_scan_*) running at once on an instance, every tenant's together … */
+    search_scans_in_flight: number;
+    /** … of them one tenant's … */
+    search_scans_in_flight_per_tenant: number;
+    /** … and one tenant's waiting for a slot (one more: 429 SEARCH_BUSY). */
+    search_scans_waiting_per_tenant: number;
+  };
   /** What one tenant may store, and its runs processing at once (per instance); per tenant if given. */
   quotas: QuotaSettings;
   cluster: ClusterSettings;
@@ -593,6 +600,7 @@ function validate(
 
   const webhookSlots = int('webhooks.max_in_flight', 1, 1000);
   const callbackSlots = int('webhooks.callback_max_in_flight', 1, 1000);
+  const scanSlots = int('limits.search_scans_in_flight', 1, 1000);
   const config: AppConfig = {
     server: {
       host: str('server.host'),
@@ -790,6 +798,14 @@ function validate(
       max_schema_expansion: int('limits.max_schema_expansion', 10, 10_000_000),
       search_scan_rows: int('limits.search_scan_rows', 1, 10_000_000),
       search_scan_chars: int('limits.search_scan_chars', 1, 100_000_000),
+      search_scans_in_flight: scanSlots,
+      // a tenant's share is at most the whole
+      search_scans_in_flight_per_tenant: int(
+        'limits.search_scans_in_flight_per_tenant',
+        1,
+        scanSlots,
+      ),
+      search_scans_waiting_per_tenant: int('limits.search_scans_waiting_per_tenant', 0, 100_000),
     },
     quotas: quotaSettings(
       Object.fromEntries(

@@ -6,6 +6,7 @@ import { APP_CONFIG } from '../config/config.module';
 import { dataSourceOptions } from './data-source-options';
 import { GroupCommit } from './group-commit';
 import { openDatabase, releaseDatabase } from './open-database';
+import { ScanSlots } from './scan-slots';
 import { BACKSTOP_PAGES, SqliteCheckpointer, startSqliteCheckpointer } from './sqlite-checkpointer';
 import { Transactor } from './transactor';
 
@@ -21,8 +22,8 @@ import { Transactor } from './transactor';
       dataSourceFactory: (options) => openDatabase(options!),
     }),
   ],
-  providers: [Transactor, GroupCommit],
-  exports: [Transactor, GroupCommit],
+  providers: [Transactor, GroupCommit, ScanSlots],
+  exports: [Transactor, GroupCommit, ScanSlots],
 })
 export class DatabaseModule implements OnModuleInit, OnApplicationShutdown {
   private checkpointer: SqliteCheckpointer | null = null;

@@ -26,6 +26,7 @@ import type { AppConfig } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
 import { GroupCommit } from '../database/group-commit';
 import { readWithin } from '../database/keyset-page';
+import { ScanSlots } from '../database/scan-slots';
 import { RowReader } from '../database/raw-reads';
 import { sqlTable } from '../database/sql-names';
 import { insertRows, updateWhere } from '../database/raw-writes';
@@ -158,6 +159,9 @@ export interface MessageSearchScope {
   upToMs?: number;
 }
 
+/** Rows of a bounded scan one statement reads (with limits.search_scan_chars of 2000: ~1 MB, a few ms). */
+const SCAN_CHUNK = 500;
+
 /** How much history is read to build an agent's context window (the window's token budget trims further). */
 const HISTORY_CAP = 2000;
 
@@ -198,6 +202,7 @@ export class ProcessingRepository {
     @Inject(AGENT_LEASES) private readonly leases: AgentLeases,
     private readonly callbacks: RunCallbacksRepository,
     private readonly quotas: TenantQuotas,
+    private readonly scans: ScanSlots,
     @Inject(APP_CONFIG) config: AppConfig,
   ) {
     this.searchScan = {
@@ -801,7 +806,10 @@ export class ProcessingRepository {
 
   /**
    * User and assistant messages containing the text, newest first: conversation_search (one agent) and
-   * Letta's message search (the tenant's, or one agent's or conversation's).
+   * Letta's message search (the tenant's, or one agent's or conversation's). A bounded scan
+   * (limits.search_scan_*: the newest rows of the scope, the first characters of each) in one of the
+   * tenant's scan slots, read SCAN_CHUNK rows a statement: the database takes statements in turn, so
+   * another tenant's waits for one chunk (a few ms), not a whole scan (0.2 s on SQLite).
    */
   searchMessages(
     tenantId: string,
@@ -810,11 +818,10 @@ export class ProcessingRepository {
     page: PageBounds,
     within: MessageSearchScope = {},
   ): Promise<MessageEntity[]> {
-    // bounded scan (limits.search_scan_*): the newest rows of the scope, the first characters of each
-    const newest = this.ds
-      .getRepository(MessageEntity)
+    const repo = this.ds.getRepository(MessageEntity);
+    const newest = repo
       .createQueryBuilder('s')
-      .select('s.id')
+      .select('s.id', 'id')
       .where('s.tenant_id = :tenantId', { tenantId });
     if (agentId) newest.andWhere('s.agent_id = :agentId', { agentId });
     const { conversationId, afterMs, upToMs } = within;
@@ -826,17 +833,30 @@ export class ProcessingRepository {
       .orderBy('s.created_at', 'DESC')
       .addOrderBy('s.seq_id', 'DESC')
       .limit(this.searchScan.rows);
-    const qb = this.ds
-      .getRepository(MessageEntity)
-      .createQueryBuilder('m')
-      .where(`m.id IN (${newest.getQuery()})`)
-      .setParameters(newest.getParameters())
-      .andWhere(containsSql(this.ds, 'm.payload', 'needle', this.searchScan.chars), {
-        needle: query.toLowerCase(),
-      })
-      .orderBy('m.created_at', 'DESC')
-      .addOrderBy('m.seq_id', 'DESC');
-    return readWithin(qb, 'm', page);
+    const needle = query.toLowerCase();
+    return this.scans.run(tenantId, async () => {
+      const ids = (await newest.getRawMany<{ id: string }>()).map((r) => r.id);
+      const hits: string[] = [];
+      for (let at = 0; at < ids.length && hits.length < page.limit; at += SCAN_CHUNK) {
+        const chunk = ids.slice(at, at + SCAN_CHUNK);
+        const found = await repo
+          .createQueryBuilder('m')
+          .select('m.id', 'id')
+          .where('m.id IN (:...chunk)', { chunk })
+          .andWhere(containsSql(this.ds, 'm.payload', 'needle', this.searchScan.chars), { needle })
+          .getRawMany<{ id: string }>();
+        const hit = new Set(found.map((r) => r.id));
+        // in the scan's order (newest first)
+        hits.push(...chunk.filter((id) => hit.has(id)));
+      }
+      if (hits.length === 0) return [];
+      const qb = repo
+        .createQueryBuilder('m')
+        .where('m.id IN (:...hits)', { hits: hits.slice(0, page.limit) })
+        .orderBy('m.created_at', 'DESC')
+        .addOrderBy('m.seq_id', 'DESC');
+      return readWithin(qb, 'm', page);
+    });
   }
 
   /** The tenant's messages across agents (Letta's `GET /v1/messages/`), by time; cursors relative to the order. */
