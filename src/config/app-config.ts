@@ -794,6 +794,7 @@ function validate(
       max_tool_parameters_bytes: int('limits.max_tool_parameters_bytes', 256, 10_000_000),
       max_tool_headers: int('limits.max_tool_headers', 1, 1000),
       max_tool_header_value_chars: int('limits.max_tool_header_value_chars', 16, 1_000_000),
+      max_tool_calls_per_step: int('limits.max_tool_calls_per_step', 1, 10_000),
       max_initial_messages: int('limits.max_initial_messages', 0, 10_000),
       max_schema_expansion: int('limits.max_schema_expansion', 10, 10_000_000),
       search_scan_rows: int('limits.search_scan_rows', 1, 10_000_000),

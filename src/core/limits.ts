@@ -40,6 +40,11 @@ export interface InputLimits {
   max_tool_headers: number;
   /** One header value of a declared http tool, as written (its `${NAME}` references unresolved). */
   max_tool_header_value_chars: number;
+  /**
+   * Tool calls one model step may ask for (a model's answer, a turn of an agent's `model_script`): each
+   * call is run, stored twice and answered, so 3,000 calls of one scripted turn were a 2.7 MB answer.
+   */
+  max_tool_calls_per_step: number;
   /** Messages of an agent's `initial_message_sequence` (its starting history, given on create). */
   max_initial_messages: number;
   /**

@@ -643,6 +643,14 @@ export class AgentProcessor {
           built = smaller;
         }
       }
+      // every call is run, stored and answered: a model (or a tenant's model_script) asking for thousands
+      // in one answer fails the run before any of them runs
+      const maxCalls = this.config.limits.max_tool_calls_per_step;
+      if (response.toolCalls.length > maxCalls)
+        throw new ModelError(
+          'invalid_llm_response',
+          `the model asked for ${response.toolCalls.length} tool calls in one step; at most ${maxCalls} (limits.max_tool_calls_per_step)`,
+        );
       // each call of the turn gets an id of its own in it (some servers repeat one, or send none)
       const toolCalls = uniqueCallIds(response.toolCalls, () => this.ids.prefixed('call'));
       if (toolCalls !== response.toolCalls) response = { ...response, toolCalls };

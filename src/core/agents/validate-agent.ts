@@ -245,7 +245,8 @@ export function validateAgentInput(
   }
 
   let model_script = current?.model_script ?? null;
-  if (has(input, 'model_script')) model_script = validateModelScript(input.model_script, bad);
+  if (has(input, 'model_script'))
+    model_script = validateModelScript(input.model_script, ctx.limits, bad);
 
   let max_steps = current?.max_steps ?? null;
   if (has(input, 'max_steps')) {
@@ -559,7 +560,8 @@ function validateExecutorSettings(
 
 function validateModelScript(
   input: unknown,
-  bad: (path: string, message: string) => void,
+  limits: Pick<InputLimits, 'max_tool_calls_per_step'>,
+  bad: (path: string, message: string, limit?: string) => void,
 ): ScriptedTurn[] | null {
   if (input === null) return null;
   if (!Array.isArray(input)) {
@@ -577,7 +579,11 @@ function validateModelScript(
       else turn[k] = t[k];
     }
     if (t.tool_calls !== undefined && t.tool_calls !== null) {
+      const tooMany =
+        Array.isArray(t.tool_calls) &&
+        countProblem(`${at}.tool_calls`, t.tool_calls.length, 'max_tool_calls_per_step', limits);
       if (!Array.isArray(t.tool_calls)) bad(`${at}.tool_calls`, 'must be a list');
+      else if (tooMany) bad(tooMany.path, tooMany.message, tooMany.limit);
       else {
         turn.tool_calls = [];
         t.tool_calls.forEach((c: unknown, j) => {

@@ -21,6 +21,7 @@ describe('security: what a model endpoint sends is bounded by settings', () => {
           max_context_retries: 0,
         },
         observability: { labels: { max_models: 2, max_tools: 2, max_chars: 20 } },
+        limits: { max_tool_calls_per_step: 3 },
       },
     });
   });
@@ -86,6 +87,41 @@ describe('security: what a model endpoint sends is bounded by settings', () => {
     );
     const error = frames.find((f) => f.message_type === 'error_message');
     expect(JSON.stringify(error)).toContain('from 0 to 3 expected: models.max_tool_call_index');
+  });
+
+  it('an answer asking for more tool calls than limits.max_tool_calls_per_step fails the run; none runs', async () => {
+    const { t, fake, tools } = env;
+    const agentId = await createAgent(t, fake, { tools: ['lookup_beta'] });
+    // each call is run, stored and answered: 3,000 of one scripted turn were a 2.7 MB answer
+    fake.push({
+      tool_calls: Array.from({ length: 4 }, (_, i) => ({
+        name: 'lookup_beta',
+        arguments: { q: `x${i}` },
+      })),
+    });
+    const res = await send(agentId);
+    expect(res.status).toBe(502);
+    expect(res.body.details.stop_reason).toBe('invalid_llm_response');
+    expect(res.body.message).toContain(
+      '4 tool calls in one step; at most 3 (limits.max_tool_calls_per_step)',
+    );
+    expect(tools.calls).toEqual([]);
+  });
+
+  it("a tenant's model_script turn with more tool calls than the bound is 400 at that turn", async () => {
+    const calls = (n: number) =>
+      Array.from({ length: n }, () => ({ name: 'lookup_beta', arguments: {} }));
+    const res = await api(env.t, 'POST', '/v1/agents/', {
+      tools: ['lookup_beta'],
+      model_script: [{ tool_calls: calls(3) }, { tool_calls: calls(3_000) }],
+    });
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({
+      code: 'LIMIT_EXCEEDED',
+      details: {
+        problems: [{ path: 'model_script[1].tool_calls', limit: 'limits.max_tool_calls_per_step' }],
+      },
+    });
   });
 
   it('an error answer longer than max_error_body_bytes is not read: its text never reaches the run', async () => {
