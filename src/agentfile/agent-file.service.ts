@@ -17,6 +17,7 @@ import type { AppConfig } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
 import { ConversationsService } from '../conversations/conversations.service';
 import { fromAfMessages, toAfMessages } from '../core/agentfile/agent-file-messages';
+import { countProblem } from '../core/limits';
 import { renderSystemPrompt } from '../core/loop/context-builder';
 import type { Clock, IdGenerator } from '../core/ports';
 import { referencesOnly } from '../core/secrets/declared-values';
@@ -250,17 +251,25 @@ export class AgentFileService {
     const limits = this.config.agent_files;
     const af = parseAgentFile(file, limits.max_agents, this.config.server.json_max_depth);
     const problems: ValidationProblem[] = [];
-    const total = opts.stripMessages
-      ? 0
-      : af.agents.reduce((n, a) => n + (Array.isArray(a.messages) ? a.messages.length : 0), 0);
-    if (total > limits.max_messages)
-      throw validationFailed([
-        {
-          path: af.agents.length === 1 ? 'agents[0].messages' : 'agents',
-          message: `carry ${total} messages; at most ${limits.max_messages} (agent_files.max_messages)`,
-          limit: 'agent_files.max_messages',
-        },
-      ]);
+    const messages = opts.stripMessages ? [] : af.agents.flatMap((a) => listOf(a.messages));
+    // each tool call is stored as a message of its own: a 5 MB file of one message holding 100,000
+    // calls stored 100,000 rows past this bound (a valid history has no more calls than messages)
+    const calls = messages.reduce<number>(
+      (n, m) => n + listOf(isObject(m) && m.tool_calls).length,
+      0,
+    );
+    for (const [count, what] of [
+      [messages.length, 'messages'],
+      [calls, 'tool calls in their messages'],
+    ] as const)
+      if (count > limits.max_messages)
+        throw validationFailed([
+          {
+            path: af.agents.length === 1 ? 'agents[0].messages' : 'agents',
+            message: `carry ${count} ${what}; at most ${limits.max_messages} (agent_files.max_messages)`,
+            limit: 'agent_files.max_messages',
+          },
+        ]);
     const plans = af.agents.map((agent, i) => this.planAgent(af, agent, i, opts, problems));
     if (problems.length) throw validationFailed(problems, 'agent file is invalid');
 
@@ -351,6 +360,15 @@ export class AgentFileService {
         if (!found) problems.push({ path: `${path}[${i}]`, message: `names no entry of the file` });
         return found ? [found] : [];
       });
+    // counted before anything is created: an agent naming 1,000 tools had them all created (and
+    // deleted again) before agent creation refused it
+    const count = (key: string, bound: 'max_tools_per_agent' | 'max_memory_blocks_per_agent') =>
+      countProblem(`${at}.${key}`, listOf(agent[key]).length, bound, this.config.limits) ?? [];
+    const counted = [
+      count('tool_ids', 'max_tools_per_agent'),
+      count('block_ids', 'max_memory_blocks_per_agent'),
+    ];
+    problems.push(...counted.flat());
     const tools = byId(af.toolsById, agent.tool_ids, `${at}.tool_ids`);
     const blocks = byId(af.blocksById, agent.block_ids, `${at}.block_ids`);
     const body: Json = {
@@ -427,6 +445,9 @@ interface AgentPlan {
 }
 
 const str = (v: unknown) => (typeof v === 'string' ? v : '');
+const listOf = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
+const isObject = (v: unknown): v is Json =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
 
 interface AgentFile {
   agents: Json[];
