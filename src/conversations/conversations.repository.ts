@@ -1,9 +1,12 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import type { PageBounds } from '../common/list-page';
 import { readWithin } from '../database/keyset-page';
-import { containsPattern } from '../database/like-pattern';
+import type { AppConfig } from '../config/app-config';
+import { APP_CONFIG } from '../config/config.module';
+import { containsSql } from '../database/like-pattern';
+import { ScanSlots } from '../database/scan-slots';
 import { Transactor } from '../database/transactor';
 import { TenantQuotas } from '../quotas/tenant-quotas';
 import { ConversationEntity } from './conversation.entity';
@@ -24,6 +27,8 @@ export class ConversationsRepository {
     @InjectDataSource() private readonly ds: DataSource,
     private readonly tx: Transactor,
     private readonly quotas: TenantQuotas,
+    private readonly scans: ScanSlots,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
   private get repo() {
@@ -65,12 +70,23 @@ export class ConversationsRepository {
       .createQueryBuilder('c')
       .where('c.tenant_id = :tenantId AND c.hidden = :hidden', { tenantId, hidden: false });
     if (page.agentId) qb.andWhere('c.agent_id = :agentId', { agentId: page.agentId });
-    if (page.summarySearch)
-      qb.andWhere("LOWER(c.summary) LIKE :like ESCAPE '\\'", {
-        like: containsPattern(page.summarySearch),
-      });
     if (page.archived !== 'all') {
       qb.andWhere('c.archived = :archived', { archived: page.archived === 'archived' });
+    }
+    if (page.summarySearch) {
+      // a bounded scan (limits.search_scan_*) with instr, as the message search: LIKE '%…%' over every
+      // summary (10,000 characters each) backtracked, and 2,000 summaries of a's held the server 5 s
+      const { search_scan_rows: rows, search_scan_chars: chars } = this.config.limits;
+      const newest = qb
+        .clone()
+        .select('c.id')
+        .orderBy('c.created_at', 'DESC')
+        .addOrderBy('c.id', 'DESC')
+        .limit(rows);
+      qb.andWhere(`c.id IN (${newest.getQuery()})`).andWhere(
+        containsSql(this.ds, 'c.summary', 'needle', chars),
+        { needle: page.summarySearch.toLowerCase() },
+      );
     }
     const dir = page.order === 'asc' ? 'ASC' : 'DESC';
     if (page.after) {
@@ -83,7 +99,9 @@ export class ConversationsRepository {
         });
       }
     }
-    return readWithin(qb.orderBy('c.created_at', dir).addOrderBy('c.id', dir), 'c', page);
+    const read = () =>
+      readWithin(qb.orderBy('c.created_at', dir).addOrderBy('c.id', dir), 'c', page);
+    return page.summarySearch ? this.scans.run(tenantId, read) : read();
   }
 
   touch(id: string, at: number): Promise<unknown> {

@@ -1,3 +1,5 @@
+import type { Database } from 'better-sqlite3';
+import { DataSource } from 'typeorm';
 import { startApp, TestApp } from '../../support/app-harness';
 import { api } from '../consent-helpers';
 
@@ -85,6 +87,40 @@ describe('security: substring searches are bounded', () => {
     // a label filter narrows the scan first: the old block is found among its label's blocks
     const byLabel = await api(t, 'GET', '/v1/blocks/?label=old&value_search=needle', undefined, A);
     expect(byLabel.body.map((b: { id: string }) => b.id)).toEqual([old]);
+  });
+
+  it('conversation summary_search looks at the newest search_scan_rows conversations, not every summary', async () => {
+    // it was LIKE '%…%' over every summary (10,000 characters each), which backtracks: 2,000 summaries of
+    // a's searched for 199 a's and a b held the server 5 s (the quota's 100,000, minutes)
+    const agent = (await api(t, 'POST', '/v1/agents/', {}, A)).body.id;
+    const conversation = async (summary: string) =>
+      (await api(t, 'POST', `/v1/conversations/?agent_id=${agent}`, { summary }, A)).body.id;
+    const old = await conversation('needle-old');
+    for (let i = 0; i < SCAN_ROWS; i++) await conversation('hay');
+    const fresh = await conversation('needle-fresh');
+    const found = await api(t, 'GET', `/v1/conversations/?summary_search=NEEDLE`, undefined, A);
+    expect(found.status).toBe(200);
+    expect(found.body.map((c: { id: string }) => c.id)).toEqual([fresh]);
+    expect(found.body.map((c: { id: string }) => c.id)).not.toContain(old);
+  });
+
+  it('tag and agent name filters are evaluated with instr, never a backtracking LIKE (SQLite)', async () => {
+    if (process.env.TEST_DATABASE_URL) return; // the statements are read off SQLite's connection
+    // LIKE '%…%' backtracks: 200,000 tags of 200 a's searched for 199 a's and a b held the server 3.5 s
+    const db = (t.app.get(DataSource).driver as unknown as { databaseConnection: Database })
+      .databaseConnection;
+    const prepared = jest.spyOn(db, 'prepare');
+    try {
+      await api(t, 'POST', '/v1/agents/', { name: 'tagged-agent', tags: ['findable-tag'] }, A);
+      const tags = await api(t, 'GET', '/v1/tags/?query_text=FINDABLE', undefined, A);
+      expect(tags.body).toEqual(['findable-tag']);
+      const agents = await api(t, 'GET', '/v1/agents/?query_text=TAGGED', undefined, A);
+      expect(agents.body.map((a: { name: string }) => a.name)).toEqual(['tagged-agent']);
+      const statements = prepared.mock.calls.map(([sql]) => sql);
+      expect(statements.filter((sql) => /\bLIKE\b/i.test(sql))).toEqual([]);
+    } finally {
+      prepared.mockRestore();
+    }
   });
 
   it('message search looks at the newest search_scan_rows messages of its scope', async () => {
