@@ -171,13 +171,15 @@ export class BlocksRepository {
         qb.andWhere(containsSql(this.ds, `b.${col}`, `${col}Needle`, scan.chars), {
           [`${col}Needle`]: (text as string).toLowerCase(),
         });
-      // a tag is matched whole: as it is written in the stored JSON list, quotes included
+      // a tag is matched whole: as an element of the stored JSON list (compact, as JSON.stringify writes
+      // it), between commas once the brackets are commas too, so "y" inside ["x\"y"] is no match
       const find = this.ds.options.type === 'postgres' ? 'strpos' : 'instr';
-      const tagged = q.tags.map((_, i) => `${find}(b.tags, :tag${i}) > 0`);
+      const elements = `',' || substr(b.tags, 2, length(b.tags) - 2) || ','`;
+      const tagged = q.tags.map((_, i) => `${find}(${elements}, :tag${i}) > 0`);
       if (tagged.length)
         qb.andWhere(
           `(${tagged.join(q.matchAllTags ? ' AND ' : ' OR ')})`,
-          Object.fromEntries(q.tags.map((tag, i) => [`tag${i}`, JSON.stringify(tag)])),
+          Object.fromEntries(q.tags.map((tag, i) => [`tag${i}`, `,${JSON.stringify(tag)},`])),
         );
     }
     const page = () => keysetPage(qb, 'b', q, cursors);

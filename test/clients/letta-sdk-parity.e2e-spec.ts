@@ -222,6 +222,12 @@ describe("clients: the Letta SDK's answers as Letta's server gives them", () => 
     expect(await ids({ tags: ['red', 'blue'] })).toEqual([red.id, blue.id, own.id]);
     expect(await ids({ tags: ['red', 'big'], match_all_tags: true })).toEqual([red.id]);
     expect(await ids({ tags: ['re'] })).toEqual([]); // whole tags, not parts
+    // nor the end of a tag holding a quote: "y" is written inside ["x\"y"]
+    const quoted = await client.blocks.create({ label: 'tag-q', value: '4', tags: ['x"y', 'z'] });
+    expect(await ids({ tags: ['y'] })).toEqual([]);
+    expect(await ids({ tags: ['x"y'] })).toEqual([quoted.id]);
+    expect(await ids({ tags: ['z'] })).toEqual([quoted.id]);
+    await client.blocks.delete(quoted.id);
     // an update's tags replace the block's; one without tags keeps them
     expect(await client.blocks.update(blue.id, { tags: ['red'] })).toMatchObject({ tags: ['red'] });
     expect(await client.blocks.update(blue.id, { value: '2b' })).toMatchObject({ tags: ['red'] });
