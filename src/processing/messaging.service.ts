@@ -347,11 +347,14 @@ export class MessagingService implements OnModuleInit {
     runIds: string[] | null,
   ): Promise<Record<string, string>> {
     await this.agents.get(tenantId, agentId);
-    const out = await this.stopRuns(tenantId, agentId, runIds, 'cancel');
-    const rest = (runIds ?? []).filter((id) => !Object.hasOwn(out, id));
+    const stopped = await this.stopRuns(tenantId, agentId, runIds, 'cancel');
+    const rest = [...new Set(runIds ?? [])].filter((id) => !Object.hasOwn(stopped, id));
     const known = await this.repo.runIdsOfAgent(tenantId, agentId, rest);
-    for (const id of rest) out[id] = known.has(id) ? 'cancelled' : 'failed';
-    return out;
+    // own keys whatever the id (assigning `__proto__` would set the prototype, leaving it out)
+    return Object.fromEntries([
+      ...Object.entries(stopped),
+      ...rest.map((id): [string, string] => [id, known.has(id) ? 'cancelled' : 'failed']),
+    ]);
   }
 
   /**

@@ -394,6 +394,11 @@ describe('messages API', () => {
       { [res.run_id]: 'cancelled', 'run-00000000-0000-4000-8000-000000000000': 'failed' },
     ]);
     expect((await api(t, 'GET', `/v1/runs/${res.run_id}`)).body.status).toBe('cancelled');
+    // an id that is an Object key of its own is answered like any other (it was left out: {})
+    const proto = await api(t, 'POST', `/v1/agents/${id}/messages/cancel`, {
+      run_ids: ['__proto__', 'constructor'],
+    });
+    expect(JSON.stringify(proto.body)).toBe('{"__proto__":"failed","constructor":"failed"}');
     const tooMany = await api(t, 'POST', `/v1/agents/${id}/messages/cancel`, {
       run_ids: Array.from({ length: 101 }, (_, i) => `run-${i}`),
     });
