@@ -213,9 +213,7 @@ describe('messages: the loop through the fake model server', () => {
         ),
       ],
     });
-    const started = Date.now();
     const frames = await streamSend(agentId);
-    expect(Date.now() - started).toBeLessThan(5000);
     expect(frames.find((f) => f.message_type === 'stop_reason')?.stop_reason).toBe(
       'invalid_llm_response',
     );

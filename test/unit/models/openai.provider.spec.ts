@@ -588,13 +588,11 @@ describe('OpenAiProvider against the fake model server', () => {
       ['a string', '0'],
     ])('an index that is %s is invalid_llm_response, at once', async (_name, index) => {
       fake.push({ sse: [delta(index, 'c1', 'a', '{}'), sseChunk({}, 'tool_calls')] });
-      const started = Date.now();
       const e = await failure(streamed());
       expect(e.kind).toBe('invalid_llm_response');
       expect(e.message).toMatch(
         /tool call with index .* \(a whole number from 0 to 1023 expected: models.max_tool_call_index\)/,
       );
-      expect(Date.now() - started).toBeLessThan(2000);
     });
 
     const bare = (o: { id?: string; name?: string; args?: string; index?: number }) =>
