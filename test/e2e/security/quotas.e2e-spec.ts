@@ -6,6 +6,7 @@ import { DataSource } from 'typeorm';
 import { dataSourceOptions } from '../../../src/database/data-source-options';
 import {
   COUNTED_TABLES,
+  TenantUsage1765143000000,
   usageTriggerNames,
 } from '../../../src/database/migrations/1765143000000-TenantUsage';
 import { sqlTable } from '../../../src/database/sql-names';
@@ -323,9 +324,20 @@ describe('migration: TenantUsage counts what a tenant stored before it', () => {
     await t.close();
     const ds = new DataSource(dataSourceOptions(config));
     await ds.initialize();
-    await ds.undoLastMigration({ transaction: 'all' });
-    await ds.destroy();
-    t = await startApp({ dir, overrides: TWO_TENANTS }); // migrated up again at boot
+    // this migration down and up again (later ones stay: undoing "the last" would undo another)
+    const runner = ds.createQueryRunner();
+    try {
+      const migration = new TenantUsage1765143000000();
+      await migration.down(runner);
+      expect(await runner.hasTable('tenant_usage')).toBe(false);
+      await runner.startTransaction();
+      await migration.up(runner);
+      await runner.commitTransaction();
+    } finally {
+      await runner.release();
+      await ds.destroy();
+    }
+    t = await startApp({ dir, overrides: TWO_TENANTS });
     try {
       const schema = t.config.database.schema;
       const a = await countsAndRows(t.app.get(DataSource), schema, 'tenant-a');
