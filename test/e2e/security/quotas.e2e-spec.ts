@@ -3,14 +3,13 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { DataSource } from 'typeorm';
-import { dataSourceOptions } from '../../../src/database/data-source-options';
 import {
   COUNTED_TABLES,
   TenantUsage1765143000000,
   usageTriggerNames,
 } from '../../../src/database/migrations/1765143000000-TenantUsage';
 import { sqlTable } from '../../../src/database/sql-names';
-import { triggerNames } from '../../support/db-triggers';
+import { rerunMigration, triggerNames } from '../../support/db-triggers';
 import { startApp, TestApp } from '../../support/app-harness';
 import { api, say, TENANT_A, TENANT_B, TWO_TENANTS } from '../../support/processing-fixtures';
 
@@ -322,21 +321,7 @@ describe('migration: TenantUsage counts what a tenant stored before it', () => {
     await api(t, 'POST', '/v1/blocks/', block('loose'), TENANT_B);
     const { dir, config } = t;
     await t.close();
-    const ds = new DataSource(dataSourceOptions(config));
-    await ds.initialize();
-    // this migration down and up again (later ones stay: undoing "the last" would undo another)
-    const runner = ds.createQueryRunner();
-    try {
-      const migration = new TenantUsage1765143000000();
-      await migration.down(runner);
-      expect(await runner.hasTable('tenant_usage')).toBe(false);
-      await runner.startTransaction();
-      await migration.up(runner);
-      await runner.commitTransaction();
-    } finally {
-      await runner.release();
-      await ds.destroy();
-    }
+    await rerunMigration(config, new TenantUsage1765143000000(), 'tenant_usage');
     t = await startApp({ dir, overrides: TWO_TENANTS });
     try {
       const schema = t.config.database.schema;

@@ -9,9 +9,8 @@ import {
   bytesTriggerNames,
   StoredBytes1765190000000,
 } from '../../../src/database/migrations/1765190000000-StoredBytes';
-import { dataSourceOptions } from '../../../src/database/data-source-options';
 import { sqlTable } from '../../../src/database/sql-names';
-import { triggerNames } from '../../support/db-triggers';
+import { rerunMigration, triggerNames } from '../../support/db-triggers';
 import { PassageEntity } from '../../../src/memory/archival.entities';
 import { MessageEntity } from '../../../src/processing/entities/message.entity';
 import { RunEntity } from '../../../src/processing/entities/run.entity';
@@ -372,20 +371,7 @@ describe('migration: StoredBytes counts what each tenant stored before it', () =
       expect(before[0]).toBeGreaterThan(before[1]);
       await t.close();
       // the database as the previous version left it, then this migration on it
-      const ds = new DataSource(dataSourceOptions(config));
-      await ds.initialize();
-      const runner = ds.createQueryRunner();
-      try {
-        const migration = new StoredBytes1765190000000();
-        await migration.down(runner);
-        expect(await runner.hasTable('tenant_bytes')).toBe(false);
-        await runner.startTransaction();
-        await migration.up(runner);
-        await runner.commitTransaction();
-      } finally {
-        await runner.release();
-        await ds.destroy();
-      }
+      await rerunMigration(config, new StoredBytes1765190000000(), 'tenant_bytes');
       t = await startApp({ dir, overrides: KEYS });
       expect([await counter(t, 'tenant-a'), await counter(t, 'tenant-b')]).toEqual(before);
       expect(before).toEqual([await recount(t, 'tenant-a'), await recount(t, 'tenant-b')]);
