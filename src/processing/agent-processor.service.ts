@@ -285,7 +285,7 @@ export class AgentProcessor {
       if (leftToRecovery(e)) {
         // Ending it here would leave its unanswered calls without a return: no recovery runs for a run
         // already ended. Recovery ends it from what is stored, giving every started call a return.
-        this.leave(ctx);
+        this.leaveToRecovery(ctx);
         throw e;
       }
       ({ stop, detail } = this.stopFor(ctx, e));
@@ -295,7 +295,7 @@ export class AgentProcessor {
         try {
           await this.writeInput(ctx);
         } catch (w) {
-          this.leave(ctx); // left to recovery (RunNotStored, LEASE_LOST), which stores the input
+          this.leaveToRecovery(ctx); // (RunNotStored, LEASE_LOST) recovery stores the input
           throw w;
         }
     } finally {
@@ -1080,6 +1080,17 @@ export class AgentProcessor {
   /** The agent was recovered: its runs' ends are stored (or another instance ended them). */
   forgetUnstoredEnds(agentId: string): void {
     for (const [id, u] of this.unstored) if (u.agentId === agentId) this.unstored.delete(id);
+  }
+
+  /**
+   * The run is given up to recovery (its writes fail, or its tenure is over): nothing more of it runs here.
+   * A tool still running beside the call whose write failed (read-only calls run together) is told to stop
+   * now, before recovery gives it its return (outcome unknown); its own return is never stored, and no
+   * call starts after it.
+   */
+  private leaveToRecovery(ctx: RunContext): void {
+    if (!ctx.controller.signal.aborted) ctx.controller.abort('interrupted');
+    this.leave(ctx);
   }
 
   /** The run is no longer processed here. */

@@ -643,6 +643,57 @@ describe('processing: restart recovery', () => {
   );
 
   pgOnly(
+    'another instance takes the agent while two read-only calls of a turn run here: this one’s return is refused by the fence, the other call is told to stop, the turn’s next call never starts; the new holder’s recovery gives each its return',
+    async () => {
+      const overrides = {
+        cluster: { lease_duration_ms: 600_000, lease_renew_interval_ms: 300_000 },
+      };
+      const a = await startApp({ keepDir: true, modelBaseUrl: fake.baseUrl, overrides });
+      let b: TestApp | undefined;
+      try {
+        let answer!: () => void;
+        const { id, slowStarted, stopped, release } = await callsBeside(
+          a,
+          new Promise<void>((r) => (answer = r)),
+        );
+        const run = (await api(a, 'POST', `/v1/agents/${id}/messages/async`, say('look around')))
+          .body.id as string;
+        await slowStarted;
+        // this instance stalls past its lease; a second one boots and takes the agent, recovering the run
+        await a.app
+          .get(DataSource)
+          .query(
+            `UPDATE ${sqlTable(a.config.database.schema, 'agent_leases')} SET expires_at = 0 WHERE agent_id = $1`,
+            [id],
+          );
+        b = await startApp({ dir: a.dir, modelBaseUrl: fake.baseUrl, overrides });
+        expect(await runEnded(b, run)).toMatchObject({ status: 'failed', error: 'interrupted' });
+        answer(); // fast answers on the instance that lost the agent
+        expect(await stopped()).toBe(true);
+        release();
+        fake.push({ content: 'next answer' });
+        const next = await api(b, 'POST', `/v1/agents/${id}/messages`, say('next'));
+        expect(next.body.stop_reason.stop_reason).toBe('end_turn');
+        const msgs = (await api(b, 'GET', `/v1/runs/${run}/messages`)).body as any[];
+        expect(
+          msgs
+            .filter((m) => m.message_type === 'tool_return_message')
+            .map((m) => [m.tool_call_id, m.tool_return]),
+        ).toEqual([
+          ['call_fast', OUTCOME_UNKNOWN],
+          ['call_slow', OUTCOME_UNKNOWN],
+          ['call_after', NOT_STARTED],
+        ]);
+        expect(tools.calls.map((c) => c.name).sort()).toEqual(['fast', 'slow']);
+      } finally {
+        await b?.close();
+        await a.close();
+        rmSync(a.dir, { recursive: true, force: true });
+      }
+    },
+  );
+
+  pgOnly(
     'the lease lapses while a tool runs, another instance ends the run and lets the agent go, a message brings it back here: the old run stops, it calls no model and runs nothing more',
     async () => {
       const { t, id, lapse } = await lapsingLease();
@@ -963,6 +1014,100 @@ describe('processing: restart recovery', () => {
         approved.body.messages.find((m: any) => m.message_type === 'tool_return_message'),
       ).toMatchObject({ tool_call_id: 'call_pay', status: 'success' });
       expect(tools.calls.map((c) => c.tool_call_id)).toEqual(['call_pay']);
+    } finally {
+      jest.restoreAllMocks();
+      await t.close();
+    }
+  });
+
+  /**
+   * Read-only `fast` and `slow` run together, `after` (side-effecting) comes after them in the turn; `fast`
+   * answers once `slow` has started (and `fastAnswers`, when given, resolved). `stopped` resolves when
+   * `slow` is told to stop (its request hung up), or with false if that has not come in a while (a bounded
+   * wait: only before the fix).
+   */
+  async function callsBeside(
+    t: TestApp,
+    fastAnswers: Promise<void> = Promise.resolve(),
+  ): Promise<{
+    id: string;
+    slowStarted: Promise<void>;
+    stopped: () => Promise<boolean>;
+    release: () => void;
+  }> {
+    await tools.declare(t, 'fast');
+    await tools.declare(t, 'slow');
+    await tools.declare(t, 'after', { safety: 'side_effecting' });
+    const id = await createAgent(t, fake, {
+      tools: ['fast', 'slow', 'after'],
+      include_base_tools: false,
+    });
+    let started!: () => void;
+    const slowStarted = new Promise<void>((r) => (started = r));
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    let hungUp!: Promise<void>;
+    tools.handle('slow', async (_call, h) => {
+      hungUp = h;
+      started();
+      await Promise.race([released, h]);
+      return { body: 'slow done' };
+    });
+    tools.handle('fast', async () => {
+      await slowStarted;
+      await fastAnswers;
+      return { body: 'fast done' };
+    });
+    fake.push({
+      tool_calls: [
+        { id: 'call_fast', name: 'fast', arguments: {} },
+        { id: 'call_slow', name: 'slow', arguments: {} },
+        { id: 'call_after', name: 'after', arguments: {} },
+      ],
+    });
+    const stopped = () =>
+      Promise.race([
+        hungUp.then(() => true),
+        new Promise<boolean>((r) => setTimeout(() => r(false), 2000)),
+      ]);
+    return { id, slowStarted, stopped, release };
+  }
+
+  it('the return of a read-only call cannot be stored while another read-only call of its turn still runs: that tool is told to stop, its return is never stored, the turn’s next call never starts; recovery gives each its return', async () => {
+    const t = await startApp({ modelBaseUrl: fake.baseUrl });
+    try {
+      const { id, stopped, release } = await callsBeside(t);
+      // fast's return is refused every time it is tried (a full disk), then writes pass again
+      const repo = t.app.get(ProcessingRepository);
+      const append = repo.append.bind(repo);
+      let refused = 0;
+      jest.spyOn(repo, 'append').mockImplementation((agentId, rows, ...rest) => {
+        if (refused < 3 && rows.some((r) => r.payload.tool_call_id === 'call_fast')) {
+          refused++;
+          return Promise.reject(new Error('database or disk is full'));
+        }
+        return append(agentId, rows, ...rest);
+      });
+      const run = (await api(t, 'POST', `/v1/agents/${id}/messages/async`, say('look around'))).body
+        .id as string;
+      expect(await runEnded(t, run)).toMatchObject({ status: 'failed', error: 'interrupted' });
+      // slow still ran when the run was given up: it is told to stop
+      expect(await stopped()).toBe(true);
+      release();
+      fake.push({ content: 'next answer' });
+      const next = await api(t, 'POST', `/v1/agents/${id}/messages`, say('next'));
+      expect(next.body.stop_reason.stop_reason).toBe('end_turn');
+      const msgs = (await api(t, 'GET', `/v1/runs/${run}/messages`)).body as any[];
+      expect(
+        msgs
+          .filter((m) => m.message_type === 'tool_return_message')
+          .map((m) => [m.tool_call_id, m.tool_return]),
+      ).toEqual([
+        ['call_fast', OUTCOME_UNKNOWN],
+        ['call_slow', OUTCOME_UNKNOWN],
+        ['call_after', NOT_STARTED],
+      ]);
+      expect(tools.calls.map((c) => c.name).sort()).toEqual(['fast', 'slow']);
     } finally {
       jest.restoreAllMocks();
       await t.close();
