@@ -35,6 +35,7 @@ import {
   awaitingAnswer,
   type ClientToolSpec,
   type ParkedCall,
+  storedParks,
   type RunEntity,
   type RunUsage,
   type TurnCall,
@@ -172,8 +173,6 @@ export interface RunResult {
 export class AgentProcessor {
   private readonly logger = new Logger('AgentProcessor');
   private readonly active = new Map<string, RunContext>();
-  /** Runs whose end could not be stored, by id: see `unstoredEnd`. */
-  private readonly unstored = new Map<string, { agentId: string; end: RunEnd; at: number }>();
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -966,16 +965,18 @@ export class AgentProcessor {
       for (const p of parked) p.turn = whole;
     }
     // (a held call always comes after one that waits)
-    if (parked.length) rows.push(this.approvalRequest(ctx, awaitingAnswer(parked)));
+    if (parked.length) rows.push(this.approvalRequest(ctx, parked));
     await this.write(ctx, [...shown, ...rows]);
     return parked;
   }
 
   /**
    * One approval_request_message for every call the turn parked, as Letta writes it (`tool_call` is the
-   * first): Letta Code answers the calls the last request lists, so all of them must be there.
+   * first): Letta Code answers the calls the last request lists, so all of them must be there. It keeps
+   * what the run parks on (`_parks`): recovery parks the run so when its end could not be stored.
    */
-  private approvalRequest(ctx: RunContext, parked: ParkedCall[]): NewMessage {
+  private approvalRequest(ctx: RunContext, all: ParkedCall[]): NewMessage {
+    const parked = awaitingAnswer(all);
     const toolCalls = parked.map((p) => ({
       name: p.name,
       arguments: JSON.stringify(p.arguments),
@@ -984,7 +985,12 @@ export class AgentProcessor {
     return this.msg(
       ctx,
       'approval_request_message',
-      { tool_call: toolCalls[0], tool_calls: toolCalls, request_id: parked[0].request_id },
+      {
+        tool_call: toolCalls[0],
+        tool_calls: toolCalls,
+        request_id: parked[0].request_id,
+        _parks: storedParks(all),
+      },
       parked[0].step_id,
     );
   }
@@ -1025,12 +1031,9 @@ export class AgentProcessor {
       parked,
     };
     try {
-      // stored before anything announces it: what the API answers is what happened
+      // stored before anything announces it: what the API answers is what happened (when it cannot be
+      // stored, recovery decides the end from what is, as any instance would)
       await this.retried(ctx, () => this.storeEnd(ctx, end, completedAt));
-    } catch (e) {
-      // every message of the run is stored: the recovery that ends it writes this end, when it runs here
-      this.unstored.set(run.id, { agentId: run.agent_id, end, at: completedAt });
-      throw e;
     } finally {
       this.leave(ctx);
     }
@@ -1052,13 +1055,16 @@ export class AgentProcessor {
     return { run: { ...run, ...end, completed_at: completedAt }, messages: ctx.produced };
   }
 
-  /** The run's end, its batch's state and the agent's last stop reason (independent: one group commit). */
+  /**
+   * The run's end, a parked batch's state and the agent's last stop reason (independent: one group
+   * commit). A batch that ended drops its state only once the end is stored: until then recovery reads the
+   * exit requirements from it (RunRecovery decides an end that was not stored from what is).
+   */
   private async storeEnd(ctx: RunContext, end: RunEnd, at: number): Promise<void> {
     const { run } = ctx;
+    const parks = end.stop_reason === 'requires_approval';
     await Promise.all([
-      end.stop_reason === 'requires_approval'
-        ? this.exec.executor.parkBatch(run.batch_id)
-        : this.exec.executor.completeBatch(run.batch_id),
+      parks ? this.exec.executor.parkBatch(run.batch_id) : null,
       this.repo.finishRun(run, end, at, ctx.tenure),
       ctx.agent
         ? this.agents
@@ -1067,19 +1073,14 @@ export class AgentProcessor {
             .then((kept) => (kept ? null : this.repo.deleteHistory(run.tenant_id, run.agent_id)))
         : null,
     ]);
-  }
-
-  /**
-   * The end of a run whose every message was stored but not its end (its writes failed, or its tenure
-   * ended): recovery ends the run so rather than as interrupted. Kept until the agent's next recovery here.
-   */
-  unstoredEnd(runId: string): { end: RunEnd; at: number } | undefined {
-    return this.unstored.get(runId);
-  }
-
-  /** The agent was recovered: its runs' ends are stored (or another instance ended them). */
-  forgetUnstoredEnds(agentId: string): void {
-    for (const [id, u] of this.unstored) if (u.agentId === agentId) this.unstored.delete(id);
+    // Not awaited: nothing reads an ended batch's state, so the answer does not wait for a second commit
+    // (the deletion joins the next group); state left behind is pruned after its TTL.
+    if (!parks)
+      void this.exec.executor
+        .completeBatch(run.batch_id)
+        .catch((e: unknown) =>
+          this.logger.warn(`run ${run.id}: its batch state stays until pruned: ${String(e)}`),
+        );
   }
 
   /**
@@ -1178,7 +1179,7 @@ export class AgentProcessor {
 }
 
 /** A client tool of the request as the executor sees it: its rules apply, the client runs it. */
-function clientToolDefinition(t: ClientToolSpec): ToolDefinition {
+export function clientToolDefinition(t: ClientToolSpec): ToolDefinition {
   return { ...t, safety: 'side_effecting', kind: 'client' };
 }
 

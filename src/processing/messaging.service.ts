@@ -397,16 +397,16 @@ export class MessagingService implements OnModuleInit {
     const running = (await this.repo.runsOfAgent(agentId, 'running')).filter(
       (r) => wanted(r.id) && !r.input.cancel,
     );
+    // stored first, here too: a run whose end is then not stored (its instance dies before the event
+    // reaches it, or its end write fails) is recovered as cancelled, what this answers
+    if (running.length) await this.repo.requestCancel(running);
     const elsewhere: RunEntity[] = [];
     for (const run of running) {
       if (!this.processor.abort(run.id, 'cancelled')) elsewhere.push(run);
       out[run.id] = 'cancelled';
     }
-    if (elsewhere.length) {
-      // stored first: an instance that dies before the event reaches it leaves the run to recovery
-      await this.repo.requestCancel(elsewhere);
+    if (elsewhere.length)
       this.events.publish('run.cancel', { agentId, runIds: elsewhere.map((r) => r.id) });
-    }
     const parked = why === 'delete' ? await this.repo.findParkedRun(tenantId, agentId) : null;
     if (parked && wanted(parked.id)) {
       const calls = awaitingAnswer(parked.parked ?? []);
@@ -825,8 +825,7 @@ export class MessagingService implements OnModuleInit {
     this.agents.forget(agentId);
     this.exec.forgetAgent(agentId, await this.repo.openBatchIds(agentId));
     for (const run of await this.repo.runsOfAgent(agentId, 'running'))
-      await this.recovery.interrupt(run, this.processor.unstoredEnd(run.id));
-    this.processor.forgetUnstoredEnds(agentId);
+      await this.recovery.interrupt(run);
   }
 
   /**

@@ -7,12 +7,24 @@ import type { MessageEntity } from './entities/message.entity';
 import {
   awaitingAnswer,
   type ParkedCall,
+  parkedFrom,
   type RunEntity,
   type RunUsage,
+  type StoredParks,
   type TurnCall,
 } from './entities/run.entity';
-import { parksOn } from '../core/executor/contracts';
+import { type AgentToolSetup, parksOn } from '../core/executor/contracts';
+import { continuesAfterTools } from '../core/agents/agent-type';
+import { resolveBudgets } from '../core/loop/budgets';
+import type { OutcomeView, TurnView } from '../core/loop/loop-decision';
+import { runStatusFor } from '../core/loop/stop-reason';
+import { storedEnd, type StoredRun } from '../core/loop/stored-end';
+import { type RuleIndex, ruleIndexFor } from '../core/rules/rule-index';
 import { canonicalRuleType } from '../core/rules/tool-rule';
+import { requestsHeartbeat } from '../core/tools/heartbeat';
+import type { AppConfig } from '../config/app-config';
+import { APP_CONFIG } from '../config/config.module';
+import { clientToolDefinition } from './agent-processor.service';
 import { EMPTY_USAGE, mapMessage, MappedMessage } from './message.mapper';
 import {
   inputMessageRows,
@@ -40,17 +52,20 @@ export const NOT_STARTED =
   '[ToolError] not run: the run was interrupted before the tool started (its server stopped or lost the agent); nothing was executed';
 
 /**
- * Nothing lost, nothing run twice: a run its process left `running` (a crash, or an instance that lost the
- * agent: taken over, or its lease lapsed) ends failed/`interrupted`, its in-flight calls get an error
- * return (never a second execution), and an approved call whose tool had not started runs once in a new
- * continuation (no one is asked again). Called by the instance that has just taken the agent's lease,
- * before it processes anything.
+ * Nothing lost, nothing run twice: a run its process left `running` (a crash, an instance that lost the
+ * agent: taken over, or its lease lapsed, or a write that kept failing) ends as what it stored says: as
+ * its loop decided (completed end_turn, tool_rule, parked, …) when every call it made has its stored
+ * return and that decision is in the store; else failed/`interrupted`, its in-flight calls getting an
+ * error return (never a second execution), and an approved call whose tool had not started going on
+ * once in a new continuation (no one is asked again). Called by the instance that has just taken the
+ * agent's lease, before it processes anything.
  */
 @Injectable()
 export class RunRecovery {
   private readonly logger = new Logger('RunRecovery');
 
   constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(ID_GENERATOR) private readonly ids: IdGenerator,
     private readonly repo: ProcessingRepository,
@@ -63,18 +78,19 @@ export class RunRecovery {
   ) {}
 
   /**
-   * Ends a run whose process died (or lost the agent); its unanswered tool calls get an error return.
-   * Approved calls that had not started park on it again: the caller resumes the agent's parked batch.
-   * `decided`: the end its process decided, every message of the run stored, but could not store (its
-   * writes failed): the run ends so (completed, parked, …), not as interrupted.
+   * Ends a run whose process died, lost the agent, or could not store its end: as its loop decided when
+   * the store settles it (the same end on any instance), else interrupted, its unanswered tool calls
+   * getting an error return. Approved calls that had not started park on it again: the caller resumes the
+   * agent's parked batch.
    */
-  async interrupt(run: RunEntity, decided?: { end: RunEnd; at: number }): Promise<void> {
+  async interrupt(run: RunEntity): Promise<void> {
     const batch = await this.repo.batchMessages(run.batch_id, [
       'tool_call_message',
       'tool_return_message',
       'user_message',
       'system_message',
       'assistant_message',
+      'approval_request_message',
     ]);
     // killed between its claim and its first write (its input): the message it was accepted with is
     // kept, not lost
@@ -93,8 +109,11 @@ export class RunRecovery {
     // a held turn's call that finished: its return, stored hidden until the turn was shown (it never was)
     const finished = new Map(returned.filter((m) => m.payload._held).map((m) => [returnKey(m), m]));
     const parkedRun = await this.repo.findParkedRun(run.tenant_id, run.agent_id);
+    // a user's cancel (or a cancelling continuation) answered `cancelled`: so it ends, running nothing more
+    const cancelled = run.input.cancel_requested === true || run.input.cancel === true;
+    const parking = cancelled ? null : parkingOf(run, batch, answered);
     const stillParked = new Set(
-      [...(parkedRun?.parked ?? []), ...(decided?.end.parked ?? [])].map((c) =>
+      [...(parkedRun?.parked ?? []), ...(parking ?? [])].map((c) =>
         stepCallKey(c.step_id, c.tool_call_id),
       ),
     );
@@ -119,11 +138,10 @@ export class RunRecovery {
       if (await this.exec.executor.wasStarted(run.agent_id, callOf(m).tool_call_id, m.step_id))
         started.add(keyOf(m));
     }
-    const cancelled = run.input.cancel_requested === true;
-    // a run a user cancelled runs nothing more: its approved calls end unstarted (as do those of a run
-    // that ended: its continuation ran them, the rest are parked with its end)
-    const unstarted =
-      cancelled || decided ? [] : await this.unstartedParkedCalls(run, unknown, keyOf, started);
+    // a run a user cancelled runs nothing more: its approved calls end unstarted
+    const unstarted = cancelled
+      ? []
+      : await this.unstartedParkedCalls(run, unknown, keyOf, started);
     const carriedKeys = new Set(unstarted.map((c) => stepCallKey(c.step_id, c.tool_call_id)));
     const ended = orphans.filter((m) => !carriedKeys.has(keyOf(m)));
     // The calls of their turn that no longer wait (answered by the run that died, or ended here): the next
@@ -189,23 +207,30 @@ export class RunRecovery {
     );
     if (carried.length)
       await this.consent.restoreUnstartedApprovals(run.tenant_id, run.agent_id, carried);
+    const usage = run.usage ?? (await this.storedUsage(run));
+    // Every call the run made has its return, or waits on its approval request: the run got as far as its
+    // loop's decision, which what it stored may settle (a model call that failed leaves no trace)
+    const decided =
+      cancelled || orphans.length ? null : await this.decidedEnd(run, batch, parking, usage);
     // the carried calls park on this run, so the usual resumption continues them in a new run
-    const { parked, ...end } = decided?.end ?? {
-      status: cancelled ? ('cancelled' as const) : ('failed' as const),
-      stop_reason: cancelled ? ('cancelled' as const) : ('error' as const),
-      usage: run.usage ?? (await this.storedUsage(run)),
+    const { parked, ...end }: RunEnd = decided ?? {
+      status: cancelled ? 'cancelled' : 'failed',
+      stop_reason: cancelled ? 'cancelled' : 'error',
+      usage,
       error: cancelled ? null : 'interrupted',
       error_type: null,
       parked: carried.length ? carried : null,
     };
-    const at = decided?.at ?? now;
-    await this.repo.finishRun(run, { ...end, parked }, at);
+    await this.repo.finishRun(run, { ...end, parked }, now);
     this.announce(run, [...written, ...returns], end);
     if (parked?.length) await this.exec.executor.parkBatch(run.batch_id).catch(() => undefined);
     else await this.exec.executor.completeBatch(run.batch_id).catch(() => undefined);
     if (!carried.length)
       await this.agents.setLastStopReason(run.tenant_id, run.agent_id, end.stop_reason);
-    if (decided) this.logger.warn(`run ${run.id}: its end (${end.stop_reason}) is stored now`);
+    if (decided)
+      this.logger.warn(
+        `run ${run.id}: its end (${end.stop_reason}) is read back from what it stored`,
+      );
     else
       this.logger.warn(
         `run ${run.id} was interrupted` +
@@ -214,6 +239,165 @@ export class RunRecovery {
             ? `; ${carried.length} approved call(s) that had not started run now`
             : ''),
       );
+  }
+
+  /**
+   * The end the run's loop decided, when what it stored settles it (see `storedEnd`): parked on its
+   * approval request when it has one that waits, else as the loop decides on its last turn. Null: nothing
+   * stored says (the run ends interrupted).
+   */
+  private async decidedEnd(
+    run: RunEntity,
+    batch: MessageEntity[],
+    parking: ParkedCall[] | null,
+    usage: RunUsage,
+  ): Promise<RunEnd | null> {
+    const end = { usage, error: null, error_type: null, parked: null };
+    if (parking)
+      return { ...end, status: 'completed', stop_reason: 'requires_approval', parked: parking };
+    const agent = await this.agents.get(run.tenant_id, run.agent_id).catch(() => null);
+    if (!agent) return null;
+    const tools = [
+      ...(await this.tools.resolve(run.tenant_id, agent.tools)),
+      ...(run.input.client_tools ?? []).map(clientToolDefinition),
+    ];
+    const setup = this.exec.setupFor(agent, tools);
+    const last = await this.lastTurn(run, batch, setup);
+    if (!last) return null;
+    const { executor } = this.exec;
+    const turn: TurnView | null = last.outcomes && {
+      outcomes: last.outcomes,
+      // read from the batch's state, which a batch drops only once its run's end is stored
+      pendingExitRequirements: await executor.pendingExitRequirements(
+        setup,
+        executor.newPass(setup, run.batch_id),
+      ),
+      exitRequested: last.exitRequested,
+      rules: agent.tool_rules,
+      continueAfterTools: last.resumed || continuesAfterTools(agent.agent_type),
+      remindersGiven: last.remindersGiven,
+      maxReminders: this.config.processing.max_reminders,
+    };
+    const stop = storedEnd({
+      turn,
+      after: last.after,
+      budgets: resolveBudgets(
+        { max_steps: run.input.max_steps, ...run.input.budgets },
+        { max_steps: agent.max_steps, ...agent.budgets },
+        this.config.processing,
+      ),
+      spent: await this.repo.batchSpent(run.batch_id),
+    });
+    return (
+      stop && {
+        ...end,
+        status: runStatusFor(stop.stopReason),
+        stop_reason: stop.stopReason,
+        error: stop.detail,
+      }
+    );
+  }
+
+  /**
+   * The last turn the run decided on, as the loop saw it: its last model turn (each call's outcome as its
+   * stored return says), or, for a continuation that made no model call, the turn it resumed with the
+   * parked calls resolved; and what the run stored after it. Null when the store does not hold it whole.
+   */
+  private async lastTurn(
+    run: RunEntity,
+    batch: MessageEntity[],
+    setup: AgentToolSetup,
+  ): Promise<StoredTurn | null> {
+    const idx = ruleIndexFor(setup);
+    const returns = new Map(
+      batch
+        .filter((m) => m.message_type === 'tool_return_message' && !m.payload._held)
+        .map((m) => [stepCallKey(m.step_id, String(m.payload.tool_call_id)), m]),
+    );
+    const outcome = (key: string, name: string, heartbeat: boolean) => {
+      const ret = returns.get(key);
+      return ret ? storedOutcome(idx, ret, name, heartbeat) : null;
+    };
+    const mine = batch.filter((m) => m.run_id === run.id);
+    const steps = await this.repo.runSteps(run.tenant_id, run.id);
+    const step = steps.at(-1)?.id;
+    if (step) {
+      // the turn's calls in the model's order (a held turn's hidden rows come first, then shown again)
+      const calls = new Map<string, ToolCallPayload>();
+      for (const m of batch)
+        if (m.message_type === 'tool_call_message' && m.step_id === step) {
+          const call = m.payload.tool_call as ToolCallPayload;
+          const key = stepCallKey(step, call.tool_call_id);
+          if (!calls.has(key)) calls.set(key, call);
+        }
+      const outcomes: OutcomeView[] = [];
+      for (const [key, call] of calls) {
+        const args = parseArgs(call.arguments);
+        const o = outcome(
+          key,
+          call.name,
+          typeof args !== 'string' && requestsHeartbeat(args.request_heartbeat),
+        );
+        if (!o) return null;
+        outcomes.push(o);
+      }
+      const first = batch.findIndex((m) => m.step_id === step);
+      // the pass the turn was made in starts at the batch's message or at the heartbeat before it
+      const passStart = lastIndex(
+        batch.slice(0, first),
+        (m) => m.payload._input === true || userMessageType(m) === 'heartbeat',
+      );
+      const runFirst = batch.findIndex((m) => m.step_id === steps[0].id);
+      const after = tailOf(mine.slice(lastIndex(mine, (m) => m.step_id === step) + 1));
+      if (!after) return null;
+      return {
+        outcomes,
+        // an exit_loop call that ran earlier in the pass (its exit requirements were pending then)
+        exitRequested: batch.slice(passStart + 1, first).some((m) => {
+          const o = returns.get(stepCallKey(m.step_id, String(m.payload.tool_call_id)));
+          return o === m && storedOutcome(idx, m, String(m.payload.name), false).exitLoop;
+        }),
+        // the reminders this run gave in the pass since its first model call (the loop counts those)
+        remindersGiven: batch
+          .slice(Math.max(passStart + 1, runFirst), first)
+          .filter((m) => m.run_id === run.id && userMessageType(m) === 'system_alert').length,
+        resumed: false,
+        after,
+      };
+    }
+    const none = { outcomes: null, exitRequested: false, remindersGiven: 0 };
+    if (run.input.kind !== 'resume') {
+      const after = tailOf(mine);
+      return after && { ...none, resumed: false, after };
+    }
+    // a continuation that made no model call: the parked calls it resolved decide their turn's end
+    const parked = (await this.repo.findRunById(run.input.resumes_run_id ?? ''))?.parked ?? [];
+    const resolved = new Set(parked.map((c) => stepCallKey(c.step_id, c.tool_call_id)));
+    const lastResolved = lastIndex(
+      mine,
+      (m) =>
+        m.message_type === 'tool_return_message' &&
+        resolved.has(stepCallKey(m.step_id, String(m.payload.tool_call_id))),
+    );
+    const after = tailOf(mine.slice(lastResolved + 1));
+    const turn = parked[0]?.turn;
+    if (!after || !turn) return after && { ...none, resumed: true, after };
+    const outcomes: OutcomeView[] = [];
+    for (const t of turn) {
+      // (its heartbeat does not matter: a continuation's loop goes on after calls that ran)
+      const o = parksOn(t)
+        ? outcome(stepCallKey(parked[0].step_id, t.tool_call_id), t.toolName, false)
+        : t;
+      if (!o) return null;
+      outcomes.push(o);
+    }
+    return {
+      outcomes,
+      exitRequested: parked[0].pass?.phase === 'exit_requested',
+      remindersGiven: 0,
+      resumed: true,
+      after,
+    };
   }
 
   /** The agent's exit_loop tools (none once it is deleted). */
@@ -317,4 +501,86 @@ function turnEnd(p: Record<string, unknown>): Pick<TurnCall, 'kind' | 'status'> 
   if (p.error_type === undefined || p.error_type === 'ToolError')
     return { kind: p.tool_return === NOT_STARTED ? 'refused' : 'executed', status };
   return { kind: p.error_type === 'Timeout' ? 'timeout' : 'refused', status };
+}
+
+/** A call's outcome as the loop sees it, read from its stored return. */
+function storedOutcome(
+  idx: RuleIndex,
+  ret: MessageEntity,
+  name: string,
+  heartbeat: boolean,
+): OutcomeView {
+  const { kind, status } = turnEnd(ret.payload);
+  return {
+    toolName: name,
+    kind,
+    status,
+    requestHeartbeat: kind !== 'refused' && heartbeat,
+    continueLoop: idx.continueLoop.has(name),
+    exitLoop: kind !== 'refused' && idx.exitLoop.has(name),
+    returnValue: typeof ret.payload.tool_return === 'string' ? ret.payload.tool_return : '',
+  };
+}
+
+/** What recovery reads of the last turn a run decided on (see `lastTurn`). */
+interface StoredTurn {
+  /** The loop's view of its calls; null: no turn to decide on (no model call yet, or a turn not kept). */
+  outcomes: OutcomeView[] | null;
+  exitRequested: boolean;
+  remindersGiven: number;
+  /** Resolved by a continuation, whose loop goes on after calls that ran (as the v1 loop). */
+  resumed: boolean;
+  after: StoredRun['after'];
+}
+
+interface ToolCallPayload {
+  tool_call_id: string;
+  name: string;
+  arguments: string;
+}
+
+/**
+ * The calls the run parks on: those its last approval request keeps (`_parks`), when none of them has a
+ * return (the run parked, and its end was not stored). Null: it did not park.
+ */
+function parkingOf(
+  run: RunEntity,
+  batch: MessageEntity[],
+  answered: Set<string>,
+): ParkedCall[] | null {
+  const i = lastIndex(
+    batch,
+    (m) => m.run_id === run.id && m.message_type === 'approval_request_message',
+  );
+  const parks = i < 0 ? undefined : (batch[i].payload._parks as StoredParks | undefined);
+  if (!parks) return null;
+  const parked = parkedFrom(parks);
+  return parked.some((c) => answered.has(stepCallKey(c.step_id, c.tool_call_id))) ? null : parked;
+}
+
+/** What a run stored after its last turn (its request's own messages aside); null: not one thing the loop writes. */
+function tailOf(after: MessageEntity[]): StoredRun['after'] | null {
+  const rest = after.filter((m) => m.payload._input !== true);
+  if (rest.length === 0) return 'nothing';
+  if (rest.length > 1) return null;
+  const type = userMessageType(rest[0]);
+  return type === 'system_alert' ? 'reminder' : type === 'heartbeat' ? 'heartbeat' : null;
+}
+
+/** The `type` of a user_message the loop writes (`heartbeat`, `system_alert`: a rule reminder). */
+function userMessageType(m: MessageEntity): string | null {
+  if (m.message_type !== 'user_message' || m.payload._input === true) return null;
+  const content = m.payload.content;
+  if (typeof content !== 'string') return null;
+  try {
+    const parsed = JSON.parse(content) as { type?: unknown };
+    return typeof parsed.type === 'string' ? parsed.type : null;
+  } catch {
+    return null;
+  }
+}
+
+function lastIndex<T>(items: T[], match: (item: T) => boolean): number {
+  for (let i = items.length - 1; i >= 0; i--) if (match(items[i])) return i;
+  return -1;
 }

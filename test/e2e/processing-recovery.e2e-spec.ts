@@ -1021,6 +1021,154 @@ describe('processing: restart recovery', () => {
   });
 
   /**
+   * The run's end cannot be stored (the repository's write fails, every time); resolves once the recovery
+   * that follows was refused too: the run is left `running`.
+   */
+  function refuseRunEnds(t: TestApp): Promise<unknown> {
+    jest
+      .spyOn(t.app.get(ProcessingRepository), 'finishRun')
+      .mockRejectedValue(new Error('database or disk is full'));
+    return recoveryRefused(t);
+  }
+
+  it('a run’s end cannot be stored and its process stops before it could be: the next process on the database recovers the run as it ended (completed, end_turn), not interrupted', async () => {
+    let t = await startApp({ keepDir: true, modelBaseUrl: fake.baseUrl });
+    const dir = t.dir;
+    try {
+      await tools.declare(t, 'lookup');
+      tools.handle('lookup', () => ({ body: 'found it' }));
+      const id = await createAgent(t, fake, { tools: ['lookup'], include_base_tools: false });
+      const refused = refuseRunEnds(t);
+      // (a memgpt agent's batch ends after a call that asks no heartbeat)
+      fake.push({ tool_calls: [{ name: 'lookup', arguments: {} }] });
+      const run = (await api(t, 'POST', `/v1/agents/${id}/messages/async`, say('look it up'))).body
+        .id as string;
+      await refused;
+      expect((await api(t, 'GET', `/v1/runs/${run}`)).body.status).toBe('running');
+      jest.restoreAllMocks();
+      await t.close();
+
+      // another process (after a restart, or another instance): it knows only what is stored
+      t = await startApp({ dir, modelBaseUrl: fake.baseUrl });
+      expect(await runEnded(t, run)).toMatchObject({
+        status: 'completed',
+        stop_reason: 'end_turn',
+        error: null,
+      });
+      expect((await api(t, 'GET', `/v1/runs/${run}/usage`)).body).toMatchObject({ step_count: 1 });
+      const msgs = (await api(t, 'GET', `/v1/runs/${run}/messages`)).body as any[];
+      expect(
+        msgs
+          .filter((m) => m.message_type === 'tool_return_message')
+          .map((m) => [m.status, m.tool_return]),
+      ).toEqual([['success', 'found it']]);
+      expect(tools.calls).toHaveLength(1);
+      fake.push({ content: 'next answer' });
+      const next = await api(t, 'POST', `/v1/agents/${id}/messages`, say('next'));
+      expect(next.body.stop_reason.stop_reason).toBe('end_turn');
+    } finally {
+      jest.restoreAllMocks();
+      await t.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a user cancels a run running here, its end cannot be stored and its process stops: the next process ends it cancelled, what the cancel answered', async () => {
+    let t = await startApp({ keepDir: true, modelBaseUrl: fake.baseUrl });
+    const dir = t.dir;
+    try {
+      await tools.declare(t, 'lookup');
+      let started!: () => void;
+      const toolStarted = new Promise<void>((r) => (started = r));
+      tools.handle('lookup', async (_call, hungUp) => {
+        started();
+        await hungUp;
+        return { body: 'never' };
+      });
+      const id = await createAgent(t, fake, { tools: ['lookup'], include_base_tools: false });
+      fake.push({ tool_calls: [{ name: 'lookup', arguments: {} }] });
+      const run = (await api(t, 'POST', `/v1/agents/${id}/messages/async`, say('look it up'))).body
+        .id as string;
+      await toolStarted;
+      const refused = refuseRunEnds(t);
+      const cancel = await api(t, 'POST', `/v1/agents/${id}/messages/cancel`, { run_ids: [run] });
+      expect(cancel.body).toEqual({ [run]: 'cancelled' });
+      await refused;
+      expect((await api(t, 'GET', `/v1/runs/${run}`)).body.status).toBe('running');
+      jest.restoreAllMocks();
+      await t.close();
+
+      t = await startApp({ dir, modelBaseUrl: fake.baseUrl });
+      expect(await runEnded(t, run)).toMatchObject({
+        status: 'cancelled',
+        stop_reason: 'cancelled',
+      });
+      expect(tools.calls).toHaveLength(1);
+    } finally {
+      jest.restoreAllMocks();
+      await t.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a run that parked for consent cannot store its end and its process stops: the next process parks it as it ended (requires_approval, the request still pending), and the approval runs the call once', async () => {
+    let t = await startApp({ keepDir: true, modelBaseUrl: fake.baseUrl });
+    const dir = t.dir;
+    try {
+      await tools.declare(t, 'pay', { safety: 'side_effecting' });
+      tools.handle('pay', () => ({ body: 'paid' }));
+      const id = await createAgent(t, fake, {
+        tools: ['pay'],
+        tool_rules: [{ type: 'requires_approval', tool_name: 'pay' }],
+        include_base_tools: false,
+      });
+      const refused = refuseRunEnds(t);
+      fake.push({ tool_calls: [{ id: 'call_pay', name: 'pay', arguments: { q: '10' } }] });
+      const run = (await api(t, 'POST', `/v1/agents/${id}/messages/async`, say('pay'))).body
+        .id as string;
+      await refused;
+      expect((await api(t, 'GET', `/v1/runs/${run}`)).body.status).toBe('running');
+      jest.restoreAllMocks();
+      await t.close();
+
+      t = await startApp({ dir, modelBaseUrl: fake.baseUrl });
+      expect(await runEnded(t, run)).toMatchObject({
+        status: 'completed',
+        stop_reason: 'requires_approval',
+      });
+      const requests = (await api(t, 'GET', `/v1/consent/requests?status=all&agent_id=${id}`))
+        .body as any[];
+      expect(requests.map((r) => r.status)).toEqual(['pending']);
+      expect((await api(t, 'GET', `/v1/agents/${id}`)).body.pending_approval).toMatchObject({
+        message_type: 'approval_request_message',
+        tool_call: { tool_call_id: 'call_pay' },
+      });
+      expect((await api(t, 'POST', `/v1/agents/${id}/messages`, say('and then?'))).body.code).toBe(
+        'PENDING_APPROVAL',
+      );
+
+      fake.push({ content: 'paid' });
+      const approved = await api(t, 'POST', `/v1/agents/${id}/messages`, {
+        messages: [
+          {
+            type: 'approval',
+            approvals: [{ type: 'approval', tool_call_id: 'call_pay', approve: true }],
+          },
+        ],
+      });
+      expect(approved.body.stop_reason.stop_reason).toBe('end_turn');
+      expect(
+        approved.body.messages.find((m: any) => m.message_type === 'tool_return_message'),
+      ).toMatchObject({ tool_call_id: 'call_pay', status: 'success', tool_return: 'paid' });
+      expect(tools.calls.map((c) => c.tool_call_id)).toEqual(['call_pay']);
+    } finally {
+      jest.restoreAllMocks();
+      await t.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  /**
    * Read-only `fast` and `slow` run together, `after` (side-effecting) comes after them in the turn; `fast`
    * answers once `slow` has started (and `fastAnswers`, when given, resolved). `stopped` resolves when
    * `slow` is told to stop (its request hung up), or with false if that has not come in a while (a bounded

@@ -112,6 +112,34 @@ export type TurnCall = OutcomeView & { tool_call_id: string };
 export const awaitingAnswer = (calls: readonly ParkedCall[]): ParkedCall[] =>
   calls.filter((c) => !c.deferred);
 
+/**
+ * The calls a turn parks on, as its approval_request_message stores them (`_parks`, internal): stored with
+ * the request, before the run's end, so that recovery parks a run whose end was not stored as it parked.
+ * The pass and the turn are the same for every call of a turn: kept once.
+ */
+export interface StoredParks {
+  calls: Omit<ParkedCall, 'pass' | 'turn'>[];
+  pass?: ParkedCall['pass'];
+  turn?: TurnCall[];
+}
+
+export function storedParks(parked: ParkedCall[]): StoredParks {
+  const { pass, turn } = parked[0];
+  return {
+    calls: parked.map(({ pass: _pass, turn: _turn, ...c }) => c),
+    ...(pass ? { pass } : {}),
+    ...(turn ? { turn } : {}),
+  };
+}
+
+export function parkedFrom(s: StoredParks): ParkedCall[] {
+  return s.calls.map((c) => ({
+    ...c,
+    ...(s.pass ? { pass: s.pass } : {}),
+    ...(s.turn ? { turn: s.turn } : {}),
+  }));
+}
+
 @Entity('runs')
 @Index('idx_runs_agent', ['tenant_id', 'agent_id', 'created_at'])
 @Index('idx_runs_status', ['status'])
