@@ -446,7 +446,8 @@ export class AgentProcessor {
           goOn.push({ ...call, consentRequestId: c.request_id ?? undefined });
           continue;
         }
-        const a = answers.get(c.tool_call_id);
+        // (or the answer recovery carried from a continuation that died before storing it)
+        const a = answers.get(c.tool_call_id) ?? c.client.answer;
         if (a?.tool_return !== undefined)
           goOn.push({
             ...call,

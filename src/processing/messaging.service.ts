@@ -619,7 +619,7 @@ export class MessagingService implements OnModuleInit {
       parked?.run.tenant_id === tenantId &&
       parked.undecided.delete(requestId) &&
       parked.undecided.size === 0 &&
-      !parked.run.parked!.some((c) => c.client) &&
+      !parked.run.parked!.some(waitsForClient) &&
       this.leases.holds(agentId)
     ) {
       await this.resume(parked.run, {});
@@ -642,7 +642,7 @@ export class MessagingService implements OnModuleInit {
       parked?.run.tenant_id !== e.tenantId ||
       parked.undecided.size !== 1 ||
       !parked.undecided.has(e.requestId) ||
-      parked.run.parked!.some((c) => c.client) ||
+      parked.run.parked!.some(waitsForClient) ||
       !this.leases.holds(e.agentId)
     )
       return null;
@@ -658,7 +658,7 @@ export class MessagingService implements OnModuleInit {
   async resumeIfDecided(tenantId: string, agentId: string): Promise<void> {
     const parked = await this.repo.findParkedRun(tenantId, agentId);
     // a call the client must run waits for the client's answer, whatever people decide
-    if (!parked?.parked?.length || parked.parked.some((c) => c.client)) return;
+    if (!parked?.parked?.length || parked.parked.some(waitsForClient)) return;
     const ids = awaitingAnswer(parked.parked).map((c) => c.tool_call_id);
     if ((await this.consent.undecided(tenantId, agentId, ids)).length === 0) {
       await this.resume(parked, {});
@@ -983,6 +983,9 @@ const KEEP_ALIVE = {
   content:
     '<system-alert>Automated keep-alive ping. Ignore this message and continue from where you stopped.</system-alert>',
 };
+
+/** A call the client must run, and has not answered yet (recovery carries an answer it gave). */
+const waitsForClient = (c: ParkedCall): boolean => c.client !== undefined && !c.client.answer;
 
 /** A continuation offers the request's client tools, else those of the run it continues. */
 /** The request's message view, kept with its run (Letta's `request_config`) where not the default. */

@@ -5,7 +5,6 @@ import { RunEventsBus } from '../common/run-events';
 import type { Clock, IdGenerator } from '../core/ports';
 import type { MessageEntity } from './entities/message.entity';
 import {
-  awaitingAnswer,
   type ParkedCall,
   parkedFrom,
   type RunEntity,
@@ -56,9 +55,9 @@ export const NOT_STARTED =
  * agent: taken over, or its lease lapsed, or a write that kept failing) ends as what it stored says: as
  * its loop decided (completed end_turn, tool_rule, parked, …) when every call it made has its stored
  * return and that decision is in the store; else failed/`interrupted`, its in-flight calls getting an
- * error return (never a second execution), and an approved call whose tool had not started going on
- * once in a new continuation (no one is asked again). Called by the instance that has just taken the
- * agent's lease, before it processes anything.
+ * error return (never a second execution), and an approved call whose tool had not started (or a client
+ * call the client had answered) going on once in a new continuation (no one is asked again). Called by
+ * the instance that has just taken the agent's lease, before it processes anything.
  */
 @Injectable()
 export class RunRecovery {
@@ -80,8 +79,8 @@ export class RunRecovery {
   /**
    * Ends a run whose process died, lost the agent, or could not store its end: as its loop decided when
    * the store settles it (the same end on any instance), else interrupted, its unanswered tool calls
-   * getting an error return. Approved calls that had not started park on it again: the caller resumes the
-   * agent's parked batch.
+   * getting an error return. Approved calls that had not started (and client calls the client answered)
+   * park on it again: the caller resumes the agent's parked batch.
    */
   async interrupt(run: RunEntity): Promise<void> {
     const batch = await this.repo.batchMessages(run.batch_id, [
@@ -205,8 +204,9 @@ export class RunRecovery {
         .map((m) => callOf(m).tool_call_id),
       'interrupted: the run stopped before the call could run',
     );
-    if (carried.length)
-      await this.consent.restoreUnstartedApprovals(run.tenant_id, run.agent_id, carried);
+    const approved = carried.filter((c) => !c.client);
+    if (approved.length)
+      await this.consent.restoreUnstartedApprovals(run.tenant_id, run.agent_id, approved);
     const usage = run.usage ?? (await this.storedUsage(run));
     // Every call the run made has its return, or waits on its approval request: the run got as far as its
     // loop's decision, which what it stored may settle (a model call that failed leaves no trace)
@@ -472,7 +472,10 @@ export class RunRecovery {
 
   /**
    * The parked calls a continuation was running that never started: their decisions are stored, so they
-   * carry over to the next continuation rather than fail. A cancelling continuation runs nothing.
+   * carry over to the next continuation rather than fail; and the client calls the client had answered in
+   * its request (their answer is carried with them, to be recorded in its place in the turn: what the
+   * client ran is not lost, and an exit_loop rule on it still ends the batch). A cancelling continuation
+   * runs nothing.
    */
   private async unstartedParkedCalls(
     run: RunEntity,
@@ -483,11 +486,15 @@ export class RunRecovery {
     if (run.input.kind !== 'resume' || run.input.cancel || !run.input.resumes_run_id) return [];
     const unanswered = new Set(orphans.map(keyOf));
     const parked = (await this.repo.findRunById(run.input.resumes_run_id))?.parked ?? [];
-    // (a client's tool results came with the interrupted run's input; those are not re-asked here.) A held
-    // call that was not judged yet ends unstarted: its place after the calls it waited for is lost.
-    return awaitingAnswer(parked).filter((c) => {
+    const answers = new Map((run.input.approvals ?? []).map((a) => [a.tool_call_id, a]));
+    // A held call that was not judged yet ends unstarted: its place after the calls it waited for is lost.
+    return parked.flatMap((c): ParkedCall[] => {
       const key = stepCallKey(c.step_id, c.tool_call_id);
-      return !c.client && unanswered.has(key) && !started.has(key);
+      if (c.deferred || !unanswered.has(key)) return [];
+      if (!c.client) return started.has(key) ? [] : [c];
+      // (claimed when it was admitted: the client ran it, or said it did not)
+      const answer = answers.get(c.tool_call_id) ?? c.client.answer;
+      return answer ? [{ ...c, client: { ...c.client, answer } }] : [];
     });
   }
 }

@@ -1426,6 +1426,145 @@ describe('processing: restart recovery', () => {
     }
   });
 
+  /** A client tool (Letta's client_tools) with an exit_loop rule; the agent declares its name. */
+  const BASH = {
+    name: 'Bash',
+    description: 'Runs a shell command on the client',
+    parameters: { type: 'object', properties: { command: { type: 'string' } } },
+  };
+  const clientAnswer = (more: unknown[] = []) => ({
+    messages: [
+      {
+        type: 'approval',
+        approvals: [
+          { type: 'tool', tool_call_id: 'call_bash', tool_return: 'a.txt', status: 'success' },
+          ...more,
+        ],
+      },
+    ],
+    client_tools: [BASH],
+  });
+
+  /** An agent whose model calls `Bash` on the client (and the other tools named) in one turn, which parks. */
+  async function parkOnClient(t: TestApp, also: string[], tool_rules: unknown[]): Promise<string> {
+    const id = await createAgent(t, fake, {
+      tools: also,
+      include_base_tools: false,
+      client_tools: ['Bash'],
+      tool_rules: [{ type: 'exit_loop', tool_name: 'Bash' }, ...tool_rules],
+    });
+    fake.push({
+      tool_calls: [
+        { id: 'call_bash', name: 'Bash', arguments: { command: 'ls' } },
+        ...also.map((name) => ({ id: `call_${name}`, name, arguments: {} })),
+      ],
+    });
+    const parked = await api(
+      t,
+      'POST',
+      `/v1/agents/${id}/messages`,
+      say('go', { client_tools: [BASH] }),
+    );
+    expect(parked.body.stop_reason.stop_reason).toBe('requires_approval');
+    return id;
+  }
+
+  it.each([
+    ['alone', false],
+    ['with an approval for a call of its turn, which then runs once', true],
+  ])(
+    'the client answers its exit_loop tool (%s), and the continuation cannot store anything: the client’s result is kept (not "outcome unknown") and the exit_loop rule ends the batch; the model is not called again',
+    async (_case, withDeploy) => {
+      const t = await startApp({ modelBaseUrl: fake.baseUrl });
+      try {
+        if (withDeploy) await tools.declare(t, 'deploy', { safety: 'side_effecting' });
+        const id = await parkOnClient(
+          t,
+          withDeploy ? ['deploy'] : [],
+          withDeploy ? [{ type: 'requires_approval', tool_name: 'deploy' }] : [],
+        );
+        const modelCalls = fake.requests.length;
+        // the continuation's first write (the approval response) is refused every time it is tried
+        const repo = t.app.get(ProcessingRepository);
+        const append = repo.append.bind(repo);
+        let refused = 0;
+        jest.spyOn(repo, 'append').mockImplementation((agentId, rows, ...rest) => {
+          if (refused < 3 && rows.some((r) => r.message_type === 'approval_response_message')) {
+            refused++;
+            return Promise.reject(new Error('Connection terminated unexpectedly'));
+          }
+          return append(agentId, rows, ...rest);
+        });
+        fake.push({ content: 'the model is not asked again' });
+        const approvals = withDeploy
+          ? [{ type: 'approval', tool_call_id: 'call_deploy', approve: true }]
+          : [];
+        const cont = (
+          await api(t, 'POST', `/v1/agents/${id}/messages/async`, clientAnswer(approvals))
+        ).body.id as string;
+        expect(await runEnded(t, cont)).toMatchObject({ status: 'failed', error: 'interrupted' });
+        expect(await runEnded(t, await continuationOf(t, cont))).toMatchObject({
+          status: 'completed',
+          stop_reason: 'tool_rule',
+        });
+        expect(fake.requests).toHaveLength(modelCalls);
+        expect(tools.calls.map((c) => c.name)).toEqual(withDeploy ? ['deploy'] : []);
+        const msgs = (await api(t, 'GET', `/v1/agents/${id}/messages?order=asc&limit=50`))
+          .body as any[];
+        expect(
+          msgs
+            .filter((m) => m.message_type === 'tool_return_message')
+            .map((m) => [m.tool_call_id, m.status, m.tool_return]),
+        ).toEqual([
+          ['call_bash', 'success', 'a.txt'],
+          ...(withDeploy ? [['call_deploy', 'success', 'ok:deploy']] : []),
+        ]);
+        fake.push({ content: 'next answer' });
+        const next = await api(t, 'POST', `/v1/agents/${id}/messages`, say('next'));
+        expect(next.body.stop_reason.stop_reason).toBe('end_turn');
+      } finally {
+        jest.restoreAllMocks();
+        await t.close();
+      }
+    },
+  );
+
+  it('the client answers its exit_loop tool; the continuation stores the result but not its end, and its process stops: the next process ends the batch by the exit_loop rule (completed, tool_rule), not interrupted', async () => {
+    let t = await startApp({ keepDir: true, modelBaseUrl: fake.baseUrl });
+    const dir = t.dir;
+    try {
+      const id = await parkOnClient(t, [], []);
+      const modelCalls = fake.requests.length;
+      const refused = refuseRunEnds(t);
+      const cont = (await api(t, 'POST', `/v1/agents/${id}/messages/async`, clientAnswer())).body
+        .id as string;
+      await refused;
+      expect((await api(t, 'GET', `/v1/runs/${cont}`)).body.status).toBe('running');
+      jest.restoreAllMocks();
+      await t.close();
+
+      t = await startApp({ dir, modelBaseUrl: fake.baseUrl });
+      expect(await runEnded(t, cont)).toMatchObject({
+        status: 'completed',
+        stop_reason: 'tool_rule',
+      });
+      expect(fake.requests).toHaveLength(modelCalls);
+      const msgs = (await api(t, 'GET', `/v1/runs/${cont}/messages`)).body as any[];
+      expect(
+        msgs
+          .filter((m) => m.message_type === 'tool_return_message')
+          .map((m) => [m.tool_call_id, m.tool_return]),
+      ).toEqual([['call_bash', 'a.txt']]);
+      fake.push({ content: 'next answer' });
+      const next = await api(t, 'POST', `/v1/agents/${id}/messages`, say('next'));
+      expect(next.body.stop_reason.stop_reason).toBe('end_turn');
+    } finally {
+      jest.restoreAllMocks();
+      await t.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('shutdown: a run stuck in a tool past the grace period is interrupted; queued runs wait for the next boot', async () => {
     let t = await startApp({
       keepDir: true,

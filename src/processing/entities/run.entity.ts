@@ -86,7 +86,15 @@ export interface ParkedCall {
   request_id: string | null;
   step_id: string | null;
   /** Set for a client tool the client must run: admitted (and counted) when it parked. */
-  client?: { heartbeat: boolean; started_at: number };
+  client?: {
+    heartbeat: boolean;
+    started_at: number;
+    /**
+     * What the client answered, carried by recovery from a continuation that died before storing it: the
+     * call waits for nobody, the next continuation records the answer in its place in the turn.
+     */
+    answer?: InBandAnswer;
+  };
   /**
    * Held (outcome `deferred`): an earlier call of its turn waits, and whether this one may run depends on
    * it. Nobody was asked about it and nothing of it ran; it is not in the approval request and takes no
@@ -108,9 +116,12 @@ export interface ParkedCall {
 
 export type TurnCall = OutcomeView & { tool_call_id: string };
 
-/** The parked calls a decision or the client's result answers (a held call takes none). */
+/**
+ * The parked calls a decision or the client's result answers (a held call takes none, nor a client call
+ * whose answer recovery carried).
+ */
 export const awaitingAnswer = (calls: readonly ParkedCall[]): ParkedCall[] =>
-  calls.filter((c) => !c.deferred);
+  calls.filter((c) => !c.deferred && !c.client?.answer);
 
 /**
  * The calls a turn parks on, as its approval_request_message stores them (`_parks`, internal): stored with
