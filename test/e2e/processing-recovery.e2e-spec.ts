@@ -652,13 +652,11 @@ describe('processing: restart recovery', () => {
       let b: TestApp | undefined;
       try {
         let answer!: () => void;
-        const { id, slowStarted, stopped, release } = await callsBeside(
-          a,
-          new Promise<void>((r) => (answer = r)),
-        );
+        const beside = await callsBeside(a, new Promise<void>((r) => (answer = r)));
+        const { id } = beside;
         const run = (await api(a, 'POST', `/v1/agents/${id}/messages/async`, say('look around')))
           .body.id as string;
-        await slowStarted;
+        await beside.slowStarted;
         // this instance stalls past its lease; a second one boots and takes the agent, recovering the run
         await a.app
           .get(DataSource)
@@ -669,22 +667,7 @@ describe('processing: restart recovery', () => {
         b = await startApp({ dir: a.dir, modelBaseUrl: fake.baseUrl, overrides });
         expect(await runEnded(b, run)).toMatchObject({ status: 'failed', error: 'interrupted' });
         answer(); // fast answers on the instance that lost the agent
-        expect(await stopped()).toBe(true);
-        release();
-        fake.push({ content: 'next answer' });
-        const next = await api(b, 'POST', `/v1/agents/${id}/messages`, say('next'));
-        expect(next.body.stop_reason.stop_reason).toBe('end_turn');
-        const msgs = (await api(b, 'GET', `/v1/runs/${run}/messages`)).body as any[];
-        expect(
-          msgs
-            .filter((m) => m.message_type === 'tool_return_message')
-            .map((m) => [m.tool_call_id, m.tool_return]),
-        ).toEqual([
-          ['call_fast', OUTCOME_UNKNOWN],
-          ['call_slow', OUTCOME_UNKNOWN],
-          ['call_after', NOT_STARTED],
-        ]);
-        expect(tools.calls.map((c) => c.name).sort()).toEqual(['fast', 'slow']);
+        await toldToStopAndRecovered(b, id, run, beside);
       } finally {
         await b?.close();
         await a.close();
@@ -1021,14 +1004,22 @@ describe('processing: restart recovery', () => {
   });
 
   /**
-   * The run's end cannot be stored (the repository's write fails, every time); resolves once the recovery
-   * that follows was refused too: the run is left `running`.
+   * The run `act` starts (or cancels: it answers the run's id) cannot store its end: the repository's write
+   * fails, every time, so the recovery that follows is refused too and the run is left `running`. Then the
+   * app stops; answers a new one on the same database (a restart, or another instance): all it knows of the
+   * run is what is stored.
    */
-  function refuseRunEnds(t: TestApp): Promise<unknown> {
+  async function endNotStoredThenRestart(t: TestApp, act: () => Promise<string>): Promise<TestApp> {
     jest
       .spyOn(t.app.get(ProcessingRepository), 'finishRun')
       .mockRejectedValue(new Error('database or disk is full'));
-    return recoveryRefused(t);
+    const refused = recoveryRefused(t);
+    const run = await act();
+    await refused;
+    expect((await api(t, 'GET', `/v1/runs/${run}`)).body.status).toBe('running');
+    jest.restoreAllMocks();
+    await t.close();
+    return startApp({ dir: t.dir, modelBaseUrl: fake.baseUrl });
   }
 
   it('a run’s end cannot be stored and its process stops before it could be: the next process on the database recovers the run as it ended (completed, end_turn), not interrupted', async () => {
@@ -1038,18 +1029,13 @@ describe('processing: restart recovery', () => {
       await tools.declare(t, 'lookup');
       tools.handle('lookup', () => ({ body: 'found it' }));
       const id = await createAgent(t, fake, { tools: ['lookup'], include_base_tools: false });
-      const refused = refuseRunEnds(t);
       // (a memgpt agent's batch ends after a call that asks no heartbeat)
       fake.push({ tool_calls: [{ name: 'lookup', arguments: {} }] });
-      const run = (await api(t, 'POST', `/v1/agents/${id}/messages/async`, say('look it up'))).body
-        .id as string;
-      await refused;
-      expect((await api(t, 'GET', `/v1/runs/${run}`)).body.status).toBe('running');
-      jest.restoreAllMocks();
-      await t.close();
-
-      // another process (after a restart, or another instance): it knows only what is stored
-      t = await startApp({ dir, modelBaseUrl: fake.baseUrl });
+      let run!: string;
+      t = await endNotStoredThenRestart(t, async () => {
+        run = (await api(t, 'POST', `/v1/agents/${id}/messages/async`, say('look it up'))).body.id;
+        return run;
+      });
       expect(await runEnded(t, run)).toMatchObject({
         status: 'completed',
         stop_reason: 'end_turn',
@@ -1090,15 +1076,13 @@ describe('processing: restart recovery', () => {
       const run = (await api(t, 'POST', `/v1/agents/${id}/messages/async`, say('look it up'))).body
         .id as string;
       await toolStarted;
-      const refused = refuseRunEnds(t);
-      const cancel = await api(t, 'POST', `/v1/agents/${id}/messages/cancel`, { run_ids: [run] });
-      expect(cancel.body).toEqual({ [run]: 'cancelled' });
-      await refused;
-      expect((await api(t, 'GET', `/v1/runs/${run}`)).body.status).toBe('running');
-      jest.restoreAllMocks();
-      await t.close();
-
-      t = await startApp({ dir, modelBaseUrl: fake.baseUrl });
+      t = await endNotStoredThenRestart(t, async () => {
+        const cancel = await api(t, 'POST', `/v1/agents/${id}/messages/cancel`, {
+          run_ids: [run],
+        });
+        expect(cancel.body).toEqual({ [run]: 'cancelled' });
+        return run;
+      });
       expect(await runEnded(t, run)).toMatchObject({
         status: 'cancelled',
         stop_reason: 'cancelled',
@@ -1122,16 +1106,12 @@ describe('processing: restart recovery', () => {
         tool_rules: [{ type: 'requires_approval', tool_name: 'pay' }],
         include_base_tools: false,
       });
-      const refused = refuseRunEnds(t);
       fake.push({ tool_calls: [{ id: 'call_pay', name: 'pay', arguments: { q: '10' } }] });
-      const run = (await api(t, 'POST', `/v1/agents/${id}/messages/async`, say('pay'))).body
-        .id as string;
-      await refused;
-      expect((await api(t, 'GET', `/v1/runs/${run}`)).body.status).toBe('running');
-      jest.restoreAllMocks();
-      await t.close();
-
-      t = await startApp({ dir, modelBaseUrl: fake.baseUrl });
+      let run!: string;
+      t = await endNotStoredThenRestart(t, async () => {
+        run = (await api(t, 'POST', `/v1/agents/${id}/messages/async`, say('pay'))).body.id;
+        return run;
+      });
       expect(await runEnded(t, run)).toMatchObject({
         status: 'completed',
         stop_reason: 'requires_approval',
@@ -1221,10 +1201,39 @@ describe('processing: restart recovery', () => {
     return { id, slowStarted, stopped, release };
   }
 
+  /**
+   * After the run of `callsBeside` was given up and recovered: `slow`, still running then, was told to stop;
+   * each call has one return, recovery's; `after` never started; the agent's next message runs.
+   */
+  async function toldToStopAndRecovered(
+    t: TestApp,
+    id: string,
+    run: string,
+    beside: { stopped: () => Promise<boolean>; release: () => void },
+  ): Promise<void> {
+    expect(await beside.stopped()).toBe(true);
+    beside.release();
+    fake.push({ content: 'next answer' });
+    const next = await api(t, 'POST', `/v1/agents/${id}/messages`, say('next'));
+    expect(next.body.stop_reason.stop_reason).toBe('end_turn');
+    const msgs = (await api(t, 'GET', `/v1/runs/${run}/messages`)).body as any[];
+    expect(
+      msgs
+        .filter((m) => m.message_type === 'tool_return_message')
+        .map((m) => [m.tool_call_id, m.tool_return]),
+    ).toEqual([
+      ['call_fast', OUTCOME_UNKNOWN],
+      ['call_slow', OUTCOME_UNKNOWN],
+      ['call_after', NOT_STARTED],
+    ]);
+    expect(tools.calls.map((c) => c.name).sort()).toEqual(['fast', 'slow']);
+  }
+
   it('the return of a read-only call cannot be stored while another read-only call of its turn still runs: that tool is told to stop, its return is never stored, the turn’s next call never starts; recovery gives each its return', async () => {
     const t = await startApp({ modelBaseUrl: fake.baseUrl });
     try {
-      const { id, stopped, release } = await callsBeside(t);
+      const beside = await callsBeside(t);
+      const { id } = beside;
       // fast's return is refused every time it is tried (a full disk), then writes pass again
       const repo = t.app.get(ProcessingRepository);
       const append = repo.append.bind(repo);
@@ -1239,23 +1248,7 @@ describe('processing: restart recovery', () => {
       const run = (await api(t, 'POST', `/v1/agents/${id}/messages/async`, say('look around'))).body
         .id as string;
       expect(await runEnded(t, run)).toMatchObject({ status: 'failed', error: 'interrupted' });
-      // slow still ran when the run was given up: it is told to stop
-      expect(await stopped()).toBe(true);
-      release();
-      fake.push({ content: 'next answer' });
-      const next = await api(t, 'POST', `/v1/agents/${id}/messages`, say('next'));
-      expect(next.body.stop_reason.stop_reason).toBe('end_turn');
-      const msgs = (await api(t, 'GET', `/v1/runs/${run}/messages`)).body as any[];
-      expect(
-        msgs
-          .filter((m) => m.message_type === 'tool_return_message')
-          .map((m) => [m.tool_call_id, m.tool_return]),
-      ).toEqual([
-        ['call_fast', OUTCOME_UNKNOWN],
-        ['call_slow', OUTCOME_UNKNOWN],
-        ['call_after', NOT_STARTED],
-      ]);
-      expect(tools.calls.map((c) => c.name).sort()).toEqual(['fast', 'slow']);
+      await toldToStopAndRecovered(t, id, run, beside);
     } finally {
       jest.restoreAllMocks();
       await t.close();
@@ -1535,15 +1528,11 @@ describe('processing: restart recovery', () => {
     try {
       const id = await parkOnClient(t, [], []);
       const modelCalls = fake.requests.length;
-      const refused = refuseRunEnds(t);
-      const cont = (await api(t, 'POST', `/v1/agents/${id}/messages/async`, clientAnswer())).body
-        .id as string;
-      await refused;
-      expect((await api(t, 'GET', `/v1/runs/${cont}`)).body.status).toBe('running');
-      jest.restoreAllMocks();
-      await t.close();
-
-      t = await startApp({ dir, modelBaseUrl: fake.baseUrl });
+      let cont!: string;
+      t = await endNotStoredThenRestart(t, async () => {
+        cont = (await api(t, 'POST', `/v1/agents/${id}/messages/async`, clientAnswer())).body.id;
+        return cont;
+      });
       expect(await runEnded(t, cont)).toMatchObject({
         status: 'completed',
         stop_reason: 'tool_rule',

@@ -6,7 +6,7 @@ import {
 } from '../../../../src/core/loop/heartbeat-message';
 import type { LoopDecision, OutcomeView } from '../../../../src/core/loop/loop-decision';
 import type { ToolRule } from '../../../../src/core/rules/tool-rule';
-import { ran } from './outcomes';
+import { ran } from './turn-views';
 
 const refused = (toolName: string, type: NonNullable<OutcomeView['error']>['type']) =>
   ran(toolName, { kind: 'refused', status: 'error', error: { type } });

@@ -6,18 +6,7 @@ import {
   TurnView,
 } from '../../../../src/core/loop/loop-decision';
 import type { ToolRule } from '../../../../src/core/rules/tool-rule';
-import { ran } from './outcomes';
-
-const view = (outcomes: OutcomeView[], o: Partial<TurnView> = {}): TurnView => ({
-  outcomes,
-  pendingExitRequirements: [],
-  exitRequested: false,
-  rules: [],
-  continueAfterTools: false,
-  remindersGiven: 0,
-  maxReminders: 3,
-  ...o,
-});
+import { ran, view } from './turn-views';
 
 describe('decideAfterTurn', () => {
   const rows: [string, TurnView, LoopDecision][] = [

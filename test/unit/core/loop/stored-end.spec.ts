@@ -1,27 +1,6 @@
-import type { OutcomeView, TurnView } from '../../../../src/core/loop/loop-decision';
+import type { TurnView } from '../../../../src/core/loop/loop-decision';
 import { StoredEnd, storedEnd, StoredRun } from '../../../../src/core/loop/stored-end';
-
-const ran = (toolName: string, o: Partial<OutcomeView> = {}): OutcomeView => ({
-  toolName,
-  kind: 'executed',
-  status: 'success',
-  requestHeartbeat: false,
-  continueLoop: false,
-  exitLoop: false,
-  returnValue: 'ok',
-  ...o,
-});
-
-const turn = (outcomes: OutcomeView[], o: Partial<TurnView> = {}): TurnView => ({
-  outcomes,
-  pendingExitRequirements: [],
-  exitRequested: false,
-  rules: [],
-  continueAfterTools: false,
-  remindersGiven: 0,
-  maxReminders: 3,
-  ...o,
-});
+import { ran, view as turn } from './turn-views';
 
 const stored = (t: TurnView | null, o: Partial<StoredRun> = {}): StoredRun => ({
   turn: t,
