@@ -645,10 +645,16 @@ describe('processing: restart recovery', () => {
   pgOnly(
     'another instance takes the agent while two read-only calls of a turn run here: this one’s return is refused by the fence, the other call is told to stop, the turn’s next call never starts; the new holder’s recovery gives each its return',
     async () => {
-      const overrides = {
-        cluster: { lease_duration_ms: 600_000, lease_renew_interval_ms: 300_000 },
-      };
-      const a = await startApp({ keepDir: true, modelBaseUrl: fake.baseUrl, overrides });
+      // two instances in this one process: each its own instance id (one would take the other's agents
+      // back as its own from an earlier boot)
+      const overrides = (instance_id: string) => ({
+        cluster: { instance_id, lease_duration_ms: 600_000, lease_renew_interval_ms: 300_000 },
+      });
+      const a = await startApp({
+        keepDir: true,
+        modelBaseUrl: fake.baseUrl,
+        overrides: overrides('instance-a'),
+      });
       let b: TestApp | undefined;
       try {
         let answer!: () => void;
@@ -664,7 +670,11 @@ describe('processing: restart recovery', () => {
             `UPDATE ${sqlTable(a.config.database.schema, 'agent_leases')} SET expires_at = 0 WHERE agent_id = $1`,
             [id],
           );
-        b = await startApp({ dir: a.dir, modelBaseUrl: fake.baseUrl, overrides });
+        b = await startApp({
+          dir: a.dir,
+          modelBaseUrl: fake.baseUrl,
+          overrides: overrides('instance-b'),
+        });
         expect(await runEnded(b, run)).toMatchObject({ status: 'failed', error: 'interrupted' });
         answer(); // fast answers on the instance that lost the agent
         await toldToStopAndRecovered(b, id, run, beside);
