@@ -120,7 +120,6 @@ describe('processing: restart recovery', () => {
 
     // what a crash mid-tool leaves behind: a running run whose tool call has no return, and a queued run
     const repo = t.app.get(ProcessingRepository);
-    const now = Date.now();
     const crashed = 'run-00000000-0000-4000-8000-000000000001';
     const queued = 'run-00000000-0000-4000-8000-000000000002';
     await storeRunningCall(t, id, {
@@ -131,6 +130,8 @@ describe('processing: restart recovery', () => {
       step: 'step-x',
       tool: 'lookup',
     });
+    // read after the crashed run's rows: the runs below are not older than it (recovery takes the oldest first)
+    const now = Date.now();
     // the claim is written before a tool starts: this call had started
     await t.app
       .get(ToolExecutorService)
