@@ -436,8 +436,7 @@ export const SCHEMAS: Record<string, Schema> = {
     created_at: dateTimeOrNull,
     updated_at: dateTimeOrNull,
   }),
-  TenantUsage: obj(['instance_id', 'quotas'], {
-    instance_id: str,
+  TenantUsage: obj(['quotas'], {
     quotas: {
       type: 'array',
       items: obj(['quota', 'used', 'limit', 'setting', 'scope'], {
@@ -447,7 +446,8 @@ export const SCHEMAS: Record<string, Schema> = {
         setting: { ...str, description: 'The setting that gives the bound, e.g. quotas.agents' },
         scope: {
           enum: ['tenant', 'instance'],
-          description: 'tenant: stored, counted over every instance; instance: on this instance',
+          description:
+            'tenant: stored, counted over every instance; instance: on the instance that answered',
         },
       }),
     },

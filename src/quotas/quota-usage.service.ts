@@ -5,9 +5,11 @@ import { quotaUsage, type QuotaUsage } from '../core/limits/quotas';
 import { MessagingService } from '../processing/messaging.service';
 import { TenantQuotas } from './tenant-quotas';
 
+/**
+ * What a tenant reads of its quotas. No instance id: it is `<hostname>-<pid>` by default, the operator's
+ * machine; `running_runs` is said to be per instance by its `scope`.
+ */
 export interface TenantUsage {
-  /** The instance that answered: `running_runs` is counted here. */
-  instance_id: string;
   quotas: QuotaUsage[];
 }
 
@@ -22,7 +24,6 @@ export class QuotaUsageService {
 
   async of(tenantId: string): Promise<TenantUsage> {
     return {
-      instance_id: this.config.cluster.instance_id,
       quotas: quotaUsage(
         this.config.quotas,
         tenantId,

@@ -88,7 +88,6 @@ describe('GET /v1/quotas: the calling tenant’s usage and limits', () => {
       secrets: [0, 100, 'quotas.secrets', 'tenant'],
       running_runs: [0, 3, 'quotas.running_runs', 'instance'],
     });
-    expect(b.body.instance_id).toBe(t.config.cluster.instance_id);
 
     // a run of A's processing here holds one of its slots until it ends
     fake.respond(async () => {

@@ -1,6 +1,6 @@
 /* eslint-disable @typescript-eslint/no-explicit-any */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { DataSource } from 'typeorm';
 import {
@@ -133,6 +133,20 @@ describe('security: per-tenant quotas', () => {
     ).toBe(200);
     expect((await usedOf('tenant-a')).blocks).toBe(2);
     expect((await api(t, 'POST', '/v1/blocks/', block('z'), TENANT_A)).status).toBe(200);
+  });
+
+  it("tenant A reads GET /v1/quotas: nothing in it names the operator's machine (the instance id is hostname-pid by default)", async () => {
+    // it answered `instance_id`, which is `<hostname>-<pid>` unless the operator sets cluster.instance_id
+    expect(t.config.cluster.instance_id).toBe(`${hostname()}-${process.pid}`);
+    const res = await api(t, 'GET', '/v1/quotas', undefined, TENANT_A);
+    expect(res.status).toBe(200);
+    const text = JSON.stringify(res.body);
+    expect(text).not.toContain(t.config.cluster.instance_id);
+    expect(text).not.toContain(`"${hostname()}`);
+    // the quotas and nothing else: no field to carry an instance's name
+    expect(Object.keys(res.body)).toEqual(['quotas']);
+    for (const q of res.body.quotas)
+      expect(Object.keys(q)).toEqual(['quota', 'used', 'limit', 'setting', 'scope']);
   });
 
   it('passages past quotas.passages: a batch that does not fit is refused whole; the archival tool gets an error', async () => {
