@@ -17,6 +17,7 @@ import {
 import { AGENT_LEASES, type AgentLeases } from '../cluster/agent-leases';
 import { type HistoryMessage, requestedCalls } from '../core/loop/context-builder';
 import { summaryHistoryMessage } from '../core/loop/compaction';
+import { isHeartbeatContent } from '../core/loop/heartbeat-message';
 import { ContextWindow } from '../core/loop/context-window';
 import type { MessageCreate } from '../core/loop/message-create';
 import type { SharedRange } from '../core/loop/fork-ranges';
@@ -842,12 +843,23 @@ export class ProcessingRepository {
         const found = await repo
           .createQueryBuilder('m')
           .select('m.id', 'id')
+          .addSelect('m.message_type', 'type')
           .where('m.id IN (:...chunk)', { chunk })
           .andWhere(containsSql(this.ds, 'm.payload', 'needle', this.searchScan.chars), { needle })
-          .getRawMany<{ id: string }>();
-        const hit = new Set(found.map((r) => r.id));
+          .getRawMany<{ id: string; type: string }>();
+        const typeOf = new Map(found.map((r) => [r.id, r.type]));
         // in the scan's order (newest first)
-        hits.push(...chunk.filter((id) => hit.has(id)));
+        const matched = chunk.filter((id) => typeOf.has(id));
+        // Letta's search leaves heartbeats out: the user messages found are read to tell, no more of
+        // them at a time than the page still needs
+        for (let i = 0; i < matched.length && hits.length < page.limit;) {
+          const next = matched.slice(i, i + page.limit - hits.length);
+          i += next.length;
+          const beats = await this.heartbeatsAmong(
+            next.filter((id) => typeOf.get(id) === 'user_message'),
+          );
+          hits.push(...next.filter((id) => !beats.has(id)));
+        }
       }
       if (hits.length === 0) return [];
       const qb = repo
@@ -857,6 +869,15 @@ export class ProcessingRepository {
         .addOrderBy('m.seq_id', 'DESC');
       return readWithin(qb, 'm', page);
     });
+  }
+
+  /** Which of these (user) messages are heartbeats (`isHeartbeatContent`). */
+  private async heartbeatsAmong(ids: string[]): Promise<Set<string>> {
+    if (ids.length === 0) return new Set();
+    const rows = await this.ds
+      .getRepository(MessageEntity)
+      .find({ where: { id: In(ids) }, select: { id: true, payload: true } });
+    return new Set(rows.filter((m) => isHeartbeatContent(m.payload.content)).map((m) => m.id));
   }
 
   /** The tenant's messages across agents (Letta's `GET /v1/messages/`), by time; cursors relative to the order. */

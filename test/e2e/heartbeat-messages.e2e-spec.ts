@@ -215,4 +215,43 @@ describe("processing: the heartbeat messages Letta's loops write", () => {
     expect(rows[at - 1]).toMatchObject({ message_type: 'assistant_message', content: 'bye' });
     expect(rows[at].step_id).toBe(rows[at - 1].step_id);
   });
+
+  it("message search and conversation_search leave heartbeats out, as Letta's message search indexes none", async () => {
+    // Letta's MessageManager._extract_message_text: a text that is JSON of type "heartbeat" is not searchable
+    const id = await agent([{ type: 'continue_loop', tool_name: 'lookup' }], {
+      tools: ['lookup', 'conversation_search'],
+    });
+    fake.push({ tool_calls: [{ name: 'lookup', arguments: {} }] }, { content: 'done' });
+    const first = await send(id);
+    expect(await reasons(first.run_id)).toEqual([`${HIDDEN}Continuing: continue tool rule.`]);
+    // a user's own words about a heartbeat are searchable; a user message that is a heartbeat is not
+    for (const content of [
+      'my heartbeat is continuing fast',
+      JSON.stringify({ type: 'heartbeat', reason: 'continuing by hand' }),
+    ])
+      expect((await api(t, 'POST', `/v1/agents/${id}/messages`, say(content))).status).toBe(200);
+    const search = async (query: string) => {
+      const res = await api(t, 'POST', '/v1/messages/search', { query, agent_id: id });
+      expect(res.status).toBe(200);
+      return (res.body as any[]).map((m) => m.content);
+    };
+    expect(await search('continuing')).toEqual(['my heartbeat is continuing fast']);
+    expect(await search('"type"')).toEqual([]);
+    // the agent's own search tool sees the same
+    fake.push(
+      {
+        tool_calls: [
+          {
+            name: 'conversation_search',
+            arguments: { query: 'continuing', request_heartbeat: true },
+          },
+        ],
+      },
+      { content: 'found it' },
+    );
+    const found = await send(id);
+    const ret = found.messages.find((m: any) => m.message_type === 'tool_return_message');
+    const hits = JSON.parse(JSON.parse(ret.tool_return).message);
+    expect(hits.map((h: any) => h.content)).toEqual(['my heartbeat is continuing fast']);
+  });
 });

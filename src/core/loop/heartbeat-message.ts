@@ -103,3 +103,39 @@ export function heartbeatText(reason: string, at: Date, timeZone: string): strin
     2,
   );
 }
+
+/**
+ * Whether a user message's content is a heartbeat, as Letta's message search decides it
+ * (`MessageManager._extract_message_text`: its text parts joined by a space, trimmed, a JSON object of
+ * `type: "heartbeat"`). Letta indexes none, so its search never answers one, whoever wrote it.
+ */
+export function isHeartbeatContent(content: unknown): boolean {
+  const text = (
+    typeof content === 'string'
+      ? content
+      : Array.isArray(content)
+        ? content
+            .map((p: unknown) =>
+              typeof p === 'object' &&
+              p !== null &&
+              typeof (p as { text?: unknown }).text === 'string'
+                ? (p as { text: string }).text
+                : '',
+            )
+            .filter((t) => t !== '')
+            .join(' ')
+        : ''
+  ).trim();
+  if (!text.startsWith('{')) return false;
+  try {
+    const parsed: unknown = JSON.parse(text);
+    return (
+      typeof parsed === 'object' &&
+      parsed !== null &&
+      !Array.isArray(parsed) &&
+      (parsed as { type?: unknown }).type === 'heartbeat'
+    );
+  } catch {
+    return false;
+  }
+}

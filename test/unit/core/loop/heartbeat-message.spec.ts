@@ -3,6 +3,7 @@ import {
   heartbeatReason,
   HeartbeatInput,
   heartbeatText,
+  isHeartbeatContent,
 } from '../../../../src/core/loop/heartbeat-message';
 import type { LoopDecision, OutcomeView } from '../../../../src/core/loop/loop-decision';
 import type { ToolRule } from '../../../../src/core/rules/tool-rule';
@@ -150,5 +151,27 @@ describe('heartbeatReason: the heartbeat Letta writes before the next model call
         '}',
       ].join('\n'),
     );
+  });
+
+  // Letta's MessageManager._extract_message_text: what its message search leaves out
+  it.each([
+    ["the loop's heartbeat", heartbeatText(R.requested, new Date(0), 'UTC'), true],
+    ['compact, with spaces around', '  {"type":"heartbeat"}\n', true],
+    [
+      'its text parts, joined by a space',
+      [
+        { type: 'text', text: '{"type":' },
+        { type: 'text', text: '"heartbeat"}' },
+      ],
+      true,
+    ],
+    ['another type', '{"type": "system_alert", "message": "x"}', false],
+    ['a nested heartbeat', '{"event": {"type": "heartbeat"}}', false],
+    ['a list', '[{"type": "heartbeat"}]', false],
+    ['not JSON', '{"type": "heartbeat"', false],
+    ['words about a heartbeat', 'type: heartbeat', false],
+    ['no content', undefined, false],
+  ])('isHeartbeatContent: %s → %s', (_name, content, expected) => {
+    expect(isHeartbeatContent(content)).toBe(expected);
   });
 });
