@@ -5,8 +5,8 @@ import { APP_CONFIG } from '../config/config.module';
 import { FairSlots } from '../core/limits/fair-slots';
 
 /**
- * Fair slots for the bounded substring scans (`limits.search_scan_*`: message search, conversation_search,
- * the blocks list's text and tag filters). One scan may read ~20 MB (0.2 s on SQLite), and the database
+ * Fair slots for the bounded scans (`limits.search_scan_*`: message search, conversation_search, the
+ * blocks list's text and tag filters; archival vector search, up to `max_scan_passages`). One scan may read ~20 MB (0.2 s on SQLite), and the database
  * takes statements in the order they come (SQLite one at a time, PostgreSQL's pool by connection), so a
  * tenant's forty searches at once had every other tenant's requests wait 7 s behind them, and a model
  * step of 128 conversation_search calls 30 s. Now at most `limits.search_scans_in_flight` scans run at

@@ -23,6 +23,7 @@ import {
   type PassageSearch,
 } from '../core/memory/passage-input';
 import type { Clock, IdGenerator } from '../core/ports';
+import { ScanSlots } from '../database/scan-slots';
 import { isUniqueViolation } from '../database/unique-violation';
 import { ArchiveEntity, PassageEntity } from './archival.entities';
 import { cosine, reciprocalRankFusion, topByScore } from '../core/memory/vectors';
@@ -56,6 +57,7 @@ export class ArchivalService {
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(ID_GENERATOR) private readonly ids: IdGenerator,
     private readonly quotas: TenantQuotas,
+    private readonly scans: ScanSlots,
   ) {}
 
   // ------------------------------------------------------------ an agent's archival memory
@@ -195,7 +197,10 @@ export class ArchivalService {
     const perModel: { id: string; score: number }[][] = [];
     for (const handle of handles) {
       const [query] = await this.embeddings.embed(handle, [s.query!]);
-      perModel.push(await this.nearest(tenantId, archiveIds, s, handle, query));
+      // the scan, not the provider's answer, in a scan slot: it reads up to max_scan_passages vectors
+      perModel.push(
+        await this.scans.run(tenantId, () => this.nearest(tenantId, archiveIds, s, handle, query)),
+      );
     }
     const fts =
       mode === 'hybrid'

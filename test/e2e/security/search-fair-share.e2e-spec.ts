@@ -2,7 +2,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { startAppProcess, TestApp } from '../../support/app-harness';
+import { ScanSlots } from '../../../src/database/scan-slots';
+import { startApp, startAppProcess, TestApp } from '../../support/app-harness';
 import { api, TENANT_A, TENANT_B, TWO_TENANTS } from '../../support/processing-fixtures';
 import type { ServerProcess } from '../../support/server-process';
 
@@ -101,5 +102,81 @@ describe('security: one tenant’s searches do not hold another’s', () => {
     });
     // A is never refused for B's flood
     expect((await search(TENANT_A, 'hello')).status).toBe(200);
+  });
+});
+
+/**
+ * Archival memory's vector search reads up to `models.embeddings.max_scan_passages` vectors and scores each
+ * (a median 180 ms on SQLite at 10,000 passages, docs/memory.md); it took no scan slot, so a tenant's
+ * vector and hybrid searches ran beside every other scan, as many at once as it sent. Now its scan takes
+ * one of the tenant's slots, as the other searches do.
+ */
+describe('security: archival vector search takes its tenant’s scan slots', () => {
+  let t: TestApp;
+  const agents: Record<string, string> = {};
+
+  beforeAll(async () => {
+    t = await startApp({
+      overrides: {
+        ...TWO_TENANTS,
+        models: {
+          embeddings: {
+            providers: [
+              { name: 'local', type: 'hashed', models: [{ name: 'bow-64', dimensions: 64 }] },
+            ],
+            default_model: 'local/bow-64',
+          },
+        },
+        limits: { search_scans_in_flight_per_tenant: 1, search_scans_waiting_per_tenant: 0 },
+      },
+    });
+    for (const [tenant, key] of [
+      ['a', TENANT_A],
+      ['b', TENANT_B],
+    ] as const) {
+      const agent = await api(t, 'POST', '/v1/agents/', { name: `vec-${tenant}` }, key);
+      agents[tenant] = agent.body.id;
+      const text = 'my dog loves long walks';
+      const put = await api(
+        t,
+        'POST',
+        `/v1/agents/${agent.body.id}/archival-memory`,
+        { text },
+        key,
+      );
+      expect(put.status).toBe(200);
+    }
+  });
+  afterAll(() => t.close());
+
+  const search = (who: 'a' | 'b', search_mode: string) =>
+    api(
+      t,
+      'POST',
+      '/v1/passages/search',
+      { query: 'dog walks', agent_id: agents[who], search_mode },
+      who === 'a' ? TENANT_A : TENANT_B,
+    );
+
+  it('B holds its one scan: its vector and hybrid searches wait for it (none may wait here: 429 SEARCH_BUSY); A searches', async () => {
+    let release!: () => void;
+    const held = t.app
+      .get(ScanSlots)
+      .run('tenant-b', () => new Promise<void>((done) => (release = done)));
+    try {
+      for (const mode of ['vector', 'hybrid']) {
+        const busy = await search('b', mode);
+        expect([busy.status, busy.body.code]).toEqual([429, 'SEARCH_BUSY']);
+        const a = await search('a', mode);
+        expect(a.status).toBe(200);
+        expect(a.body.map((r: any) => r.passage.text)).toEqual(['my dog loves long walks']);
+      }
+    } finally {
+      release();
+      await held;
+    }
+    const b = await search('b', 'vector');
+    expect(b.status).toBe(200);
+    expect(b.body.map((r: any) => r.passage.text)).toEqual(['my dog loves long walks']);
   });
 });
