@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { keysetPage } from '../database/keyset-page';
-import { containsPattern, containsSql } from '../database/like-pattern';
+import { containsSql, includesSql } from '../database/like-pattern';
 import { ScanSlots } from '../database/scan-slots';
 import { InjectRepository } from '@nestjs/typeorm';
 import { EntityManager, In, Repository } from 'typeorm';
@@ -67,14 +67,19 @@ export class AgentsRepository {
     return rows.map((r) => r.tag);
   }
 
-  /** The tenant's agents that have a tool of this name (the JSON text narrows, the parsed list decides). */
+  /**
+   * The tenant's agents that have a tool of this name: the quoted name in the JSON text narrows (instr, not
+   * a LIKE '%…%', which backtracks), the parsed list decides. It reads every agent's tool list of the
+   * tenant, so it takes a scan slot.
+   */
   async usingTool(tenantId: string, toolName: string): Promise<AgentEntity[]> {
-    const like = containsPattern(JSON.stringify(toolName));
-    const rows = await this.agents
+    const qb = this.agents
       .createQueryBuilder('a')
       .where('a.tenant_id = :tenantId', { tenantId })
-      .andWhere("LOWER(a.tools) LIKE :like ESCAPE '\\'", { like })
-      .getMany();
+      .andWhere(includesSql(this.agents.manager.connection, 'a.tools', 'quoted'), {
+        quoted: JSON.stringify(toolName),
+      });
+    const rows = await this.scans.run(tenantId, () => qb.getMany());
     return rows.filter((a) => a.tools.includes(toolName));
   }
 

@@ -1,10 +1,5 @@
 import type { DataSource } from 'typeorm';
 
-/** A LIKE pattern matching texts that contain `text` (lower-cased; use with `ESCAPE '\'` on a LOWER() column). */
-export function containsPattern(text: string): string {
-  return `%${text.toLowerCase().replace(/[\\%_]/g, (c) => '\\' + c)}%`;
-}
-
 /** The settings bounding one substring search (`limits.search_scan_rows`, `limits.search_scan_chars`). */
 export interface SearchScan {
   /** The newest rows of the search's scope that are looked at. */
@@ -22,4 +17,13 @@ export interface SearchScan {
 export function containsSql(ds: DataSource, expr: string, param: string, chars: number): string {
   const find = ds.options.type === 'postgres' ? 'strpos' : 'instr';
   return `${find}(LOWER(substr(${expr}, 1, ${Math.floor(chars)})), :${param}) > 0`;
+}
+
+/**
+ * SQL true when `expr` contains the parameter `param` exactly (case and all), where the text is bounded where
+ * it is written (an agent's tool list: limits.max_tools_per_agent names of at most 64 characters): `instr`
+ * / `strpos`, as `containsSql`, over all of it, since a match cut off would be a wrong answer.
+ */
+export function includesSql(ds: DataSource, expr: string, param: string): string {
+  return `${ds.options.type === 'postgres' ? 'strpos' : 'instr'}(${expr}, :${param}) > 0`;
 }

@@ -119,6 +119,42 @@ describe('security: substring searches are bounded', () => {
     }
   });
 
+  it("a tool's update looks up the agents using it with instr, never a backtracking LIKE: a rename of a tool in use is still 409 (SQLite)", async () => {
+    if (process.env.TEST_DATABASE_URL) return; // the statements are read off SQLite's connection
+    // it was LIKE '%"name"%' over every agent's tool list, which backtracks like the filters above
+    const tool = (name: string) => ({
+      name,
+      description: 'a lookup',
+      safety: 'read_only',
+      kind: 'http',
+      http: { url: 'http://127.0.0.1:9/lookup', method: 'POST' },
+    });
+    const used = await api(t, 'POST', '/v1/tools/', tool('lookup'), A);
+    const other = await api(t, 'POST', '/v1/tools/', tool('lookup_v2'), A);
+    const agentOf = async (name: string, tools: string[]) =>
+      (await api(t, 'POST', '/v1/agents/', { name, tools, include_base_tools: false }, A)).body.id;
+    const user = await agentOf('uses-lookup', ['lookup']);
+    await agentOf('uses-lookup-v2', ['lookup_v2']);
+    const db = (t.app.get(DataSource).driver as unknown as { databaseConnection: Database })
+      .databaseConnection;
+    const prepared = jest.spyOn(db, 'prepare');
+    try {
+      const renamed = await api(t, 'PATCH', `/v1/tools/${used.body.id}`, { name: 'lookup_v3' }, A);
+      expect(renamed.status).toBe(409);
+      expect(renamed.body).toMatchObject({ code: 'TOOL_IN_USE', details: { agent_ids: [user] } });
+      // "lookup" is inside "lookup_v2"'s name, not its quoted name: the agent using lookup_v2 is not a user
+      const unused = await api(t, 'DELETE', `/v1/agents/${user}`, undefined, A);
+      expect(unused.status).toBe(200);
+      const free = await api(t, 'PATCH', `/v1/tools/${used.body.id}`, { name: 'lookup_v3' }, A);
+      expect([free.status, free.body.name]).toEqual([200, 'lookup_v3']);
+      expect(other.status).toBe(200);
+      const statements = prepared.mock.calls.map(([sql]) => sql);
+      expect(statements.filter((sql) => /\bLIKE\b/i.test(sql))).toEqual([]);
+    } finally {
+      prepared.mockRestore();
+    }
+  });
+
   it('message search looks at the newest search_scan_rows messages of its scope', async () => {
     const agent = await api(t, 'POST', '/v1/agents/', { model_script: [{ content: 'ok' }] }, A);
     await send(agent.body.id, 'needle-first');
