@@ -17,6 +17,7 @@ import { countProblem } from '../core/limits';
 import { NO_BUDGETS } from '../core/loop/budgets';
 import { renderSystemPrompt } from '../core/loop/context-builder';
 import { nulBytePaths } from '../core/agents/nul-bytes';
+import { unstorableKeyPaths } from '../core/agents/unstorable-keys';
 import { parseInitialMessages } from '../core/agents/initial-messages';
 import { randomAgentName } from '../core/agents/random-agent-name';
 import type { MessageCreate } from '../core/loop/message-create';
@@ -614,8 +615,8 @@ export class AgentsService {
       limits: this.config.limits,
       defaultAgentType: this.config.agents.default_agent_type,
     };
-    const nul = nulBytePaths(body);
-    if (nul.length) throw validationFailed(nul, 'agent is invalid');
+    const unstorable = [...nulBytePaths(body), ...unstorableKeyPaths(body)];
+    if (unstorable.length) throw validationFailed(unstorable, 'agent is invalid');
     body = await this.withToolIdsAsNames(tenantId, body);
     const { draft, problems } = validateAgentInput(body, ctx, current);
     if (!draft || earlierProblems.length > 0)

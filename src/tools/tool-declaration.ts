@@ -24,6 +24,8 @@ export const TOOL_NAME = /^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$/;
 /** A header value is literal text, or exactly one `${ENV_NAME}` placeholder somewhere inside it. */
 const ENV_REF = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+/** Valid tokens, but names a header map looked up by name would find on every object (or set its prototype). */
+const OBJECT_NAMES = new Set(['__proto__', 'constructor', 'prototype']);
 /** A tag's length, as an agent's. */
 const MAX_TAG = 200;
 
@@ -188,6 +190,8 @@ function validateHttpSpec(
     else
       for (const [k, v] of Object.entries(headers)) {
         if (!HEADER_NAME.test(k)) fail(`.headers.${k}`, 'is not a valid header name');
+        else if (OBJECT_NAMES.has(k.toLowerCase()))
+          fail(`.headers.${k}`, 'is a name every JavaScript object has: not a header name here');
         else if (typeof v !== 'string')
           fail(`.headers.${k}`, 'must be a string (use ${ENV_NAME} for secrets)');
         // every call sends it, and each of its ${NAME} is looked up when the tool is declared

@@ -66,6 +66,16 @@ describe('validateToolDeclaration', () => {
       { http: { url: 'http://x', headers: { A: 'a\r\nB: c' } } },
       'http.headers.A',
     ],
+    [
+      'a header named constructor',
+      { http: { url: 'http://x', headers: { Constructor: 'v' } } },
+      'http.headers.Constructor',
+    ],
+    [
+      'a header named __proto__ (an own key, as JSON.parse makes it)',
+      { http: { url: 'http://x', headers: JSON.parse('{"__proto__": "v"}') } },
+      'http.headers.__proto__',
+    ],
     ['bad timeout', { http: { url: 'http://x', timeout_ms: 0 } }, 'http.timeout_ms'],
     [
       'a description past limits.max_tool_description_chars',
