@@ -840,24 +840,27 @@ export class ProcessingRepository {
       const hits: string[] = [];
       for (let at = 0; at < ids.length && hits.length < page.limit; at += SCAN_CHUNK) {
         const chunk = ids.slice(at, at + SCAN_CHUNK);
+        const chars = this.searchScan.chars;
+        // Letta's search leaves heartbeats out: a user message that says "heartbeat" where the search
+        // looks is a candidate, read whole to tell (no more at a time than the page still needs)
         const found = await repo
           .createQueryBuilder('m')
           .select('m.id', 'id')
-          .addSelect('m.message_type', 'type')
+          .addSelect(
+            `CASE WHEN m.message_type = 'user_message' AND ${containsSql(this.ds, 'm.payload', 'beat', chars)} THEN 1 ELSE 0 END`,
+            'maybe',
+          )
           .where('m.id IN (:...chunk)', { chunk })
-          .andWhere(containsSql(this.ds, 'm.payload', 'needle', this.searchScan.chars), { needle })
-          .getRawMany<{ id: string; type: string }>();
-        const typeOf = new Map(found.map((r) => [r.id, r.type]));
+          .andWhere(containsSql(this.ds, 'm.payload', 'needle', chars), { needle })
+          .setParameter('beat', 'heartbeat')
+          .getRawMany<{ id: string; maybe: number | string }>();
+        const maybe = new Map(found.map((r) => [r.id, Number(r.maybe) === 1]));
         // in the scan's order (newest first)
-        const matched = chunk.filter((id) => typeOf.has(id));
-        // Letta's search leaves heartbeats out: the user messages found are read to tell, no more of
-        // them at a time than the page still needs
+        const matched = chunk.filter((id) => maybe.has(id));
         for (let i = 0; i < matched.length && hits.length < page.limit;) {
           const next = matched.slice(i, i + page.limit - hits.length);
           i += next.length;
-          const beats = await this.heartbeatsAmong(
-            next.filter((id) => typeOf.get(id) === 'user_message'),
-          );
+          const beats = await this.heartbeatsAmong(next.filter((id) => maybe.get(id)));
           hits.push(...next.filter((id) => !beats.has(id)));
         }
       }
