@@ -57,8 +57,9 @@ export function validateToolDeclaration(
 
   const { name, description = '', parameters, safety, kind, http, tags, return_char_limit } = input;
   const approval = input.default_requires_approval;
-  // Letta's Python tools: said alone, since the rest of the declaration is beside the point
-  if (input.source_code !== undefined)
+  // Letta's Python tools: said alone, since the rest of the declaration is beside the point (null is
+  // what a tool here answers, so a tool sent back as it was read passes)
+  if (input.source_code != null)
     return {
       tool: null,
       problems: [

@@ -206,7 +206,13 @@ describe('security: bounded numbers and counts', () => {
       });
       expect(full.status).toBe(200);
       expect(full.body.tools).toHaveLength(MAX_TOOLS);
-      const attach = await api(t, 'PATCH', `/v1/agents/${full.body.id}/tools/attach/${ids[9]}`);
+      // a tool the agent does not have yet (the list is newest first: found by name, not by place)
+      const notAttached = all.find((x: any) => x.name === names[MAX_TOOLS - 1]).id;
+      const attach = await api(
+        t,
+        'PATCH',
+        `/v1/agents/${full.body.id}/tools/attach/${notAttached}`,
+      );
       expectLimit(attach, 'limits.max_tools_per_agent', 'tools');
       expect((await api(t, 'GET', `/v1/agents/${full.body.id}`)).body.tools).toHaveLength(
         MAX_TOOLS,
