@@ -63,20 +63,6 @@ describe('security: one tenant’s searches do not hold another’s', () => {
   const search = (who: Record<string, string>, query: string) =>
     api(t, 'POST', '/v1/messages/search', { query }, who);
 
-  it('B sends eight searches at once, then A one: A is answered before B’s waiting ones', async () => {
-    const answered: string[] = [];
-    const tagged = (tag: string, r: Promise<{ status: number; body: any }>) =>
-      r.then((x) => (answered.push(tag), x));
-    const bs = Array.from({ length: 8 }, (_, i) => tagged(`B${i}`, search(TENANT_B, `zz${i}`)));
-    const a = await tagged('A', search(TENANT_A, 'hello'));
-    expect(a.status).toBe(200);
-    expect(new Set(a.body.map((m: any) => m.agent_id))).toEqual(new Set([agentA]));
-    const all = await Promise.all(bs);
-    expect(all.map((r) => r.status)).toEqual(Array(8).fill(200));
-    // before: A's scan waited for all of B's (answered 9th); now for B's running one at most
-    expect(answered.indexOf('A')).toBeLessThanOrEqual(2);
-  });
-
   it('a search read in chunks still finds the oldest rows of its scan, newest first, up to its limit', async () => {
     // only B's first request says "note 0-" (its 400 messages, and the model's answer echoing the last one):
     // the end of B's scan, past its first chunks
@@ -102,6 +88,63 @@ describe('security: one tenant’s searches do not hold another’s', () => {
     });
     // A is never refused for B's flood
     expect((await search(TENANT_A, 'hello')).status).toBe(200);
+  });
+});
+
+/**
+ * The order the slots give, without racing the clock: B's one slot is held, so B's searches all wait
+ * (whatever the machine's speed); A's is answered while they do, and B's run once the slot is free.
+ */
+describe('security: a tenant’s waiting searches do not hold another’s', () => {
+  let t: TestApp;
+  const agents: Record<string, string> = {};
+
+  beforeAll(async () => {
+    t = await startApp({
+      overrides: { ...TWO_TENANTS, limits: { search_scans_in_flight_per_tenant: 1 } },
+    });
+    for (const [tenant, key] of [
+      ['a', TENANT_A],
+      ['b', TENANT_B],
+    ] as const) {
+      const agent = await api(t, 'POST', '/v1/agents/', { name: `talk-${tenant}` }, key);
+      agents[tenant] = agent.body.id;
+      const said = await api(
+        t,
+        'POST',
+        `/v1/agents/${agent.body.id}/messages`,
+        { messages: [{ role: 'user', content: 'hello there' }] },
+        key,
+      );
+      expect(said.status).toBe(200);
+    }
+  });
+  afterAll(() => t.close());
+
+  it('B sends eight searches while its slot is busy, then A one: A is answered while all of B’s wait', async () => {
+    let release!: () => void;
+    const held = t.app
+      .get(ScanSlots)
+      .run('tenant-b', () => new Promise<void>((done) => (release = done)));
+    const answered: string[] = [];
+    const bs = Array.from({ length: 8 }, (_, i) =>
+      api(t, 'POST', '/v1/messages/search', { query: `hello ${i}` }, TENANT_B).then((r) => {
+        answered.push(`B${i}`);
+        return r;
+      }),
+    );
+    try {
+      const a = await api(t, 'POST', '/v1/messages/search', { query: 'hello' }, TENANT_A);
+      expect(a.status).toBe(200);
+      expect(new Set(a.body.map((m: any) => m.agent_id))).toEqual(new Set([agents.a]));
+      expect(answered).toEqual([]);
+    } finally {
+      release();
+      await held;
+    }
+    const all = await Promise.all(bs);
+    expect(all.map((r) => r.status)).toEqual(Array(8).fill(200));
+    expect(answered).toHaveLength(8);
   });
 });
 
