@@ -93,6 +93,13 @@ async function storeRunningCall(
   );
 }
 
+/** The agent is free again after recovery: its next message runs and ends end_turn. */
+async function takesNextMessage(t: TestApp, fake: FakeModelServer, agentId: string): Promise<void> {
+  fake.push({ content: 'next answer' });
+  const next = await api(t, 'POST', `/v1/agents/${agentId}/messages`, say('next'));
+  expect(next.body.stop_reason.stop_reason).toBe('end_turn');
+}
+
 /** Crash and restart: nothing lost, nothing run twice. */
 describe('processing: restart recovery', () => {
   let fake: FakeModelServer;
@@ -575,9 +582,7 @@ describe('processing: restart recovery', () => {
           status: 'error',
           tool_return: OUTCOME_UNKNOWN,
         });
-        fake.push({ content: 'next answer' });
-        const next = await api(t, 'POST', `/v1/agents/${id}/messages`, say('next'));
-        expect(next.body.stop_reason.stop_reason).toBe('end_turn');
+        await takesNextMessage(t, fake, id);
         const toolMessages = fake.requests.at(-1)!.messages.filter((m: any) => m.role === 'tool');
         expect(toolMessages.map((m: any) => m.tool_call_id)).toEqual([call]);
         expect(tools.calls).toHaveLength(1);
@@ -632,9 +637,7 @@ describe('processing: restart recovery', () => {
           message_type: 'tool_return_message',
           tool_return: OUTCOME_UNKNOWN,
         });
-        fake.push({ content: 'next answer' });
-        const next = await api(t, 'POST', `/v1/agents/${id}/messages`, say('next'));
-        expect(next.body.stop_reason.stop_reason).toBe('end_turn');
+        await takesNextMessage(t, fake, id);
         expect(tools.calls).toHaveLength(1);
       } finally {
         jest.restoreAllMocks();
@@ -747,9 +750,7 @@ describe('processing: restart recovery', () => {
         finish();
         await inFlight;
         leases.mine.get(id)!.until = 0; // its own deadline has passed: the next message takes it back
-        fake.push({ content: 'next answer' });
-        const next = await api(t, 'POST', `/v1/agents/${id}/messages`, say('next'));
-        expect(next.body.stop_reason.stop_reason).toBe('end_turn');
+        await takesNextMessage(t, fake, id);
         const history = (await api(t, 'GET', `/v1/agents/${id}/messages?limit=100`)).body as any[];
         expect(history.map((m) => m.tool_return)).not.toContain('found it');
         expect((await api(t, 'GET', `/v1/runs/${run}`)).body).toMatchObject({ status: 'failed' });
@@ -830,9 +831,7 @@ describe('processing: restart recovery', () => {
       expect((await api(t, 'GET', `/v1/runs/${run}`)).body.status).toBe('running');
 
       await refuse(t, 'tool_returns', false); // space freed
-      fake.push({ content: 'next answer' });
-      const next = await api(t, 'POST', `/v1/agents/${id}/messages`, say('next'));
-      expect(next.body.stop_reason.stop_reason).toBe('end_turn');
+      await takesNextMessage(t, fake, id);
       expect(await runEnded(t, run)).toMatchObject({ status: 'failed', error: 'interrupted' });
       const msgs = (await api(t, 'GET', `/v1/runs/${run}/messages`)).body as any[];
       const call = msgs.find((m) => m.message_type === 'tool_call_message').tool_call.tool_call_id;
@@ -929,9 +928,7 @@ describe('processing: restart recovery', () => {
       expect(ends.filter((e) => e.runId === run.id)).toEqual([]);
 
       await refuse(t, 'run_ends', false); // space freed
-      fake.push({ content: 'next answer' });
-      const next = await api(t, 'POST', `/v1/agents/${id}/messages`, say('next'));
-      expect(next.body.stop_reason.stop_reason).toBe('end_turn');
+      await takesNextMessage(t, fake, id);
       const res = await answer;
       expect(res.status).toBe(200);
       expect(res.body.stop_reason.stop_reason).toBe('end_turn');
@@ -1060,9 +1057,7 @@ describe('processing: restart recovery', () => {
           .map((m) => [m.status, m.tool_return]),
       ).toEqual([['success', 'found it']]);
       expect(tools.calls).toHaveLength(1);
-      fake.push({ content: 'next answer' });
-      const next = await api(t, 'POST', `/v1/agents/${id}/messages`, say('next'));
-      expect(next.body.stop_reason.stop_reason).toBe('end_turn');
+      await takesNextMessage(t, fake, id);
     } finally {
       jest.restoreAllMocks();
       await t.close();
@@ -1224,9 +1219,7 @@ describe('processing: restart recovery', () => {
   ): Promise<void> {
     expect(await beside.stopped()).toBe(true);
     beside.release();
-    fake.push({ content: 'next answer' });
-    const next = await api(t, 'POST', `/v1/agents/${id}/messages`, say('next'));
-    expect(next.body.stop_reason.stop_reason).toBe('end_turn');
+    await takesNextMessage(t, fake, id);
     const msgs = (await api(t, 'GET', `/v1/runs/${run}/messages`)).body as any[];
     expect(
       msgs
@@ -1523,9 +1516,7 @@ describe('processing: restart recovery', () => {
           ['call_bash', 'success', 'a.txt'],
           ...(withDeploy ? [['call_deploy', 'success', 'ok:deploy']] : []),
         ]);
-        fake.push({ content: 'next answer' });
-        const next = await api(t, 'POST', `/v1/agents/${id}/messages`, say('next'));
-        expect(next.body.stop_reason.stop_reason).toBe('end_turn');
+        await takesNextMessage(t, fake, id);
       } finally {
         jest.restoreAllMocks();
         await t.close();
@@ -1555,9 +1546,7 @@ describe('processing: restart recovery', () => {
           .filter((m) => m.message_type === 'tool_return_message')
           .map((m) => [m.tool_call_id, m.tool_return]),
       ).toEqual([['call_bash', 'a.txt']]);
-      fake.push({ content: 'next answer' });
-      const next = await api(t, 'POST', `/v1/agents/${id}/messages`, say('next'));
-      expect(next.body.stop_reason.stop_reason).toBe('end_turn');
+      await takesNextMessage(t, fake, id);
     } finally {
       jest.restoreAllMocks();
       await t.close();

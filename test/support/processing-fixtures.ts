@@ -5,6 +5,7 @@
  */
 import { createServer, IncomingMessage, ServerResponse } from 'node:http';
 import { AddressInfo, Socket } from 'node:net';
+import { isHeartbeatContent } from '../../src/core/loop/heartbeat-message';
 import { startApp, StartOptions, TestApp } from './app-harness';
 import { FakeModelServer, startFakeModelServer } from './fake-model-server';
 
@@ -167,9 +168,7 @@ export async function startToolServer(): Promise<ToolServer> {
  * look past these.
  */
 export const isHeartbeat = (m: { role?: string; message_type?: string; content?: unknown }) =>
-  (m.role === 'user' || m.message_type === 'user_message') &&
-  typeof m.content === 'string' &&
-  m.content.startsWith('{\n  "type": "heartbeat"');
+  (m.role === 'user' || m.message_type === 'user_message') && isHeartbeatContent(m.content);
 
 /** Message types of a batch response, in order. */
 export const types = (messages: any[]) => messages.map((m) => m.message_type as string);
