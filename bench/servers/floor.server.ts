@@ -1,10 +1,10 @@
 /**
  * The floor of `npm run bench:floor`: a plain `node:http` + `better-sqlite3` server that writes the same rows
  * per conversation as the app (run, user message; per step the step row and the model's messages, the
- * tool-call claim, the batch state and the tool return; at the end the batch state deleted, the run and the
- * agent's last stop reason updated), each step in its own transaction committed before the next step, with
- * the same SQLite settings (WAL, synchronous=NORMAL). No rules, no framework, no ORM: what a conversation
- * costs at the least on this machine.
+ * tool-call claim, the batch state, the tool return and Letta's heartbeat message; at the end the batch
+ * state deleted, the run and the agent's last stop reason updated), each step in its own transaction
+ * committed before the next step, with the same SQLite settings (WAL, synchronous=NORMAL). No rules, no
+ * framework, no ORM: what a conversation costs at the least on this machine.
  */
 import Database from 'better-sqlite3';
 import { randomUUID } from 'node:crypto';
@@ -14,6 +14,10 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { seedText, serveBench } from '../support/server-process';
+
+/** The reason the app's heartbeat gives after the bench's `send_message` (a `continue_loop` rule). */
+const HEARTBEAT =
+  '[This is an automated system message hidden from the user] Continuing: continue tool rule.';
 
 type Turn = {
   content?: string;
@@ -143,6 +147,15 @@ serveBench(async () => {
             name: c.name,
           });
         }
+        // Letta's heartbeat user message before the next model call, as the app writes it after a call
+        if (turn.tool_calls?.length && i < script.length - 1)
+          msg('user_message', {
+            content: JSON.stringify(
+              { type: 'heartbeat', reason: HEARTBEAT, time: new Date(at).toISOString() },
+              null,
+              2,
+            ),
+          });
         if (i === script.length - 1) {
           q.deleteBatch.run(batchId);
           q.finishRun.run('end_turn', JSON.stringify(usage), at, runId);
