@@ -14,6 +14,8 @@ export interface InsertSet {
 interface Job {
   /** Inserts and upserts, merged with the other jobs' rows into one multi-row statement per table. */
   inserts: InsertSet[];
+  /** Runs before any insert of the group (a lease check): when it throws, the job fails with its error. */
+  fence: ((em: EntityManager) => Promise<void>) | null;
   work: ((em: EntityManager) => Promise<unknown>) | null;
   resolve: (v: unknown) => void;
   reject: (e: unknown) => void;
@@ -32,8 +34,9 @@ const MAX_ROWS_PER_INSERT = 500;
  * job of a group go into one multi-row INSERT (or upsert) per table. Every job resolves only after its
  * transaction committed ("written before the next step" holds), and its own writes stay atomic.
  *
- * Jobs of one group run in no particular order (inserts first): all of them were issued before any of
- * them committed, so none depends on another; a caller that needs an order awaits the first write.
+ * Jobs of one group run in no particular order (fences first, then inserts, then work): all of them were
+ * issued before any of them committed, so none depends on another; a caller that needs an order awaits
+ * the first write.
  * A failing job does not fail its neighbours: the group is rolled back and retried job by job, so a
  * job must only touch the database inside the transaction (it may run twice). Jobs must not call
  * `run` or `insert` from inside `work` (deadlock).
@@ -46,13 +49,14 @@ export class GroupCommit {
   constructor(private readonly tx: Transactor) {}
 
   run<T>(work: (em: EntityManager) => Promise<T>): Promise<T> {
-    return this.enqueue([], work) as Promise<T>;
+    return this.enqueue([], null, work) as Promise<T>;
   }
 
   /** Inserts (or upserts) rows, several tables atomically; a duplicate key rejects as the INSERT would. */
   async insert(...sets: InsertSet[]): Promise<void> {
     await this.enqueue(
       sets.filter((s) => s.rows.length > 0),
+      null,
       null,
     );
   }
@@ -64,13 +68,30 @@ export class GroupCommit {
   ): Promise<void> {
     await this.enqueue(
       sets.filter((s) => s.rows.length > 0),
+      null,
       check,
     );
   }
 
-  private enqueue(inserts: InsertSet[], work: Job['work']): Promise<unknown> {
+  /**
+   * As `insert`, with `fence` (a lease check) run in the same transaction before any insert of the group:
+   * when it throws, the rows are not written and the job fails with the fence's error, never with a
+   * conflict between its rows and those of whoever the fence answers for now.
+   */
+  async insertFenced(
+    fence: (em: EntityManager) => Promise<void>,
+    ...sets: InsertSet[]
+  ): Promise<void> {
+    await this.enqueue(
+      sets.filter((s) => s.rows.length > 0),
+      fence,
+      null,
+    );
+  }
+
+  private enqueue(inserts: InsertSet[], fence: Job['fence'], work: Job['work']): Promise<unknown> {
     return new Promise((resolve, reject) => {
-      this.queue.push({ inserts, work, resolve, reject });
+      this.queue.push({ inserts, fence, work, resolve, reject });
       if (!this.flushing) void this.flush();
     });
   }
@@ -108,8 +129,12 @@ export class GroupCommit {
   }
 }
 
-/** One group in one transaction: the merged inserts, then each job's work; the jobs' results in order. */
+/**
+ * One group in one transaction: the jobs' fences, the merged inserts, then each job's work; the jobs'
+ * results in order.
+ */
 async function execute(em: EntityManager, jobs: Job[]): Promise<unknown[]> {
+  for (const j of jobs) if (j.fence) await j.fence(em);
   const byTable = new Map<EntityTarget<ObjectLiteral>, Map<string, InsertSet>>();
   for (const j of jobs) {
     for (const set of j.inserts) {

@@ -590,7 +590,8 @@ export class ProcessingRepository {
         ...sets,
       );
     } else if (fence !== undefined)
-      await this.writes.insertChecked((em) => this.leases.guard(em, agentId, fence), ...sets);
+      // the lease before the rows: once it is lost, the new holder may have used the seq_ids cached here
+      await this.writes.insertFenced((em) => this.leases.guard(em, agentId, fence), ...sets);
     else await this.writes.insert(...sets);
     for (const m of rows) {
       const key = historyKey(agentId, m.conversation_id);

@@ -508,6 +508,28 @@ describe('processing: restart recovery', () => {
 
   // one process holds every agent on SQLite: its lease never lapses
   const pgOnly = process.env.TEST_DATABASE_URL ? it : it.skip;
+  if (!process.env.TEST_DATABASE_URL)
+    console.log('processing recovery: the lease rows are skipped: TEST_DATABASE_URL is not set');
+  /**
+   * One of two instances in this one process: each its own instance id (one would take the other's agents
+   * back as its own from an earlier boot); no renewal comes during a test.
+   */
+  const instance = (instance_id: string) => ({
+    cluster: { instance_id, lease_duration_ms: 600_000, lease_renew_interval_ms: 300_000 },
+  });
+  /** The first of two instances (its folder kept: the second boots on its database). */
+  const firstInstance = () =>
+    startApp({ keepDir: true, modelBaseUrl: fake.baseUrl, overrides: instance('instance-a') });
+  /** `a` stalls past the agent's lease; a second instance boots on its database and takes the agent. */
+  async function takenOver(a: TestApp, agentId: string): Promise<TestApp> {
+    await a.app
+      .get(DataSource)
+      .query(
+        `UPDATE ${sqlTable(a.config.database.schema, 'agent_leases')} SET expires_at = 0 WHERE agent_id = $1`,
+        [agentId],
+      );
+    return startApp({ dir: a.dir, modelBaseUrl: fake.baseUrl, overrides: instance('instance-b') });
+  }
   /** An app with an agent that calls `lookup`, and what makes the agent's lease lapse. */
   async function lapsingLease(): Promise<{ t: TestApp; id: string; lapse: () => Promise<void> }> {
     // no renewal comes during the test: one would extend the lapsed lease again
@@ -649,16 +671,7 @@ describe('processing: restart recovery', () => {
   pgOnly(
     'another instance takes the agent while two read-only calls of a turn run here: this one’s return is refused by the fence, the other call is told to stop, the turn’s next call never starts; the new holder’s recovery gives each its return',
     async () => {
-      // two instances in this one process: each its own instance id (one would take the other's agents
-      // back as its own from an earlier boot)
-      const overrides = (instance_id: string) => ({
-        cluster: { instance_id, lease_duration_ms: 600_000, lease_renew_interval_ms: 300_000 },
-      });
-      const a = await startApp({
-        keepDir: true,
-        modelBaseUrl: fake.baseUrl,
-        overrides: overrides('instance-a'),
-      });
+      const a = await firstInstance();
       let b: TestApp | undefined;
       try {
         let answer!: () => void;
@@ -667,22 +680,82 @@ describe('processing: restart recovery', () => {
         const run = (await api(a, 'POST', `/v1/agents/${id}/messages/async`, say('look around')))
           .body.id as string;
         await beside.slowStarted;
-        // this instance stalls past its lease; a second one boots and takes the agent, recovering the run
-        await a.app
-          .get(DataSource)
-          .query(
-            `UPDATE ${sqlTable(a.config.database.schema, 'agent_leases')} SET expires_at = 0 WHERE agent_id = $1`,
-            [id],
-          );
-        b = await startApp({
-          dir: a.dir,
-          modelBaseUrl: fake.baseUrl,
-          overrides: overrides('instance-b'),
-        });
+        b = await takenOver(a, id); // its recovery ends the run
         expect(await runEnded(b, run)).toMatchObject({ status: 'failed', error: 'interrupted' });
         answer(); // fast answers on the instance that lost the agent
         await toldToStopAndRecovered(b, id, run, beside);
       } finally {
+        await b?.close();
+        await a.close();
+        rmSync(a.dir, { recursive: true, force: true });
+      }
+    },
+  );
+
+  pgOnly(
+    'this instance stalls past its lease mid-tool; another takes the agent, recovers the run and writes past the seq_ids cached here: the late return is refused LEASE_LOST on its first try, never by the seq_id index; nothing of it is stored, the run stays as the new holder ended it',
+    async () => {
+      const a = await firstInstance();
+      let b: TestApp | undefined;
+      try {
+        await tools.declare(a, 'lookup');
+        const id = await createAgent(a, fake, { tools: ['lookup'], include_base_tools: false });
+        const { run, finish } = await lapsedInTool(a, id, () => Promise.resolve());
+        b = await takenOver(a, id); // its recovery ends the run
+        expect(await runEnded(b, run)).toMatchObject({ status: 'failed', error: 'interrupted' });
+        // the new holder writes rows of its own: the seq_ids cached here, and the ones after, are taken
+        for (const words of ['first', 'second']) {
+          fake.push({ content: `answer to ${words}` });
+          const r = await api(b, 'POST', `/v1/agents/${id}/messages`, say(words));
+          expect(r.body.stop_reason.stop_reason).toBe('end_turn');
+        }
+
+        // the tool answers here: every try of writing its return, and the moment the run is given up
+        const repo = a.app.get(ProcessingRepository);
+        const append = repo.append.bind(repo);
+        const lateWrites: unknown[] = [];
+        jest.spyOn(repo, 'append').mockImplementation(async (...args) => {
+          try {
+            return await append(...args);
+          } catch (e) {
+            if (args[1].some((m) => m.payload.tool_return === 'found it')) lateWrites.push(e);
+            throw e;
+          }
+        });
+        const processor = a.app.get<any>(AgentProcessor);
+        let gaveUp!: () => void;
+        const left = new Promise<void>((r) => (gaveUp = r));
+        const leave = processor.leaveToRecovery.bind(processor);
+        jest.spyOn(processor, 'leaveToRecovery').mockImplementation((ctx: any) => {
+          leave(ctx);
+          if (ctx.run.id === run) gaveUp();
+        });
+        finish();
+        await left;
+
+        expect(lateWrites.map((e: any) => e?.code ?? String(e))).toEqual(['LEASE_LOST']);
+        const history = (await api(b, 'GET', `/v1/agents/${id}/messages?limit=100`)).body as any[];
+        expect(
+          history.filter((m) => m.message_type === 'tool_return_message').map((m) => m.tool_return),
+        ).toEqual([OUTCOME_UNKNOWN]);
+        expect(new Set(history.map((m) => m.id)).size).toBe(history.length);
+        expect((await api(b, 'GET', `/v1/runs/${run}`)).body).toMatchObject({
+          status: 'failed',
+          error: 'interrupted',
+        });
+        expect(tools.calls.map((c) => c.name)).toEqual(['lookup']);
+        // the agent goes on at the new holder, for a message sent to either instance
+        for (const [t, words] of [
+          [b, 'third'],
+          [a, 'fourth'],
+        ] as const) {
+          fake.push({ content: `answer to ${words}` });
+          const r = await api(t, 'POST', `/v1/agents/${id}/messages`, say(words));
+          expect(r.status).toBe(200);
+          expect(r.body.messages.at(-1)).toMatchObject({ content: `answer to ${words}` });
+        }
+      } finally {
+        jest.restoreAllMocks();
         await b?.close();
         await a.close();
         rmSync(a.dir, { recursive: true, force: true });

@@ -160,4 +160,32 @@ describe('GroupCommit', () => {
     // the group failed on the duplicate; each job then ran alone
     expect(transactions).toEqual([['first'], ['claims c1']]);
   });
+
+  it('a fenced insert’s fence runs before any insert of its group: a refused fence fails its job with its own error, even when its rows would conflict', async () => {
+    const { tx, transactions } = fakeTransactor();
+    const g = new GroupCommit(tx);
+    const row = (name: string) => ({ name });
+    const fence =
+      (name: string, refused = false) =>
+      async (em: EntityManager) => {
+        await job(name, refused)(em);
+      };
+    const outcomes = await Promise.allSettled([
+      g.insert({ entity: 'messages', rows: [row('m1')] }),
+      g.insertFenced(fence('lease ok'), { entity: 'messages', rows: [row('m2')] }),
+      g.run(job('update')),
+    ]);
+    expect(outcomes.every((o) => o.status === 'fulfilled')).toBe(true);
+    expect(transactions).toEqual([['lease ok', 'messages m1+m2', 'update']]);
+
+    transactions.length = 0;
+    const stale = await Promise.allSettled([
+      g.insert({ entity: 'messages', rows: [row('m3')] }),
+      // its row's key is taken by the new holder: the fence answers first
+      g.insertFenced(fence('lease lost', true), { entity: 'messages', rows: [row('dup')] }),
+    ]);
+    expect(stale[0].status).toBe('fulfilled');
+    expect(stale[1]).toMatchObject({ status: 'rejected', reason: new Error('lease lost failed') });
+    expect(transactions).toEqual([['messages m3']]);
+  });
 });
