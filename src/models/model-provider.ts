@@ -76,6 +76,11 @@ export interface ModelRequest {
   timeoutMs?: number;
   /** Streaming: called with each text delta as it arrives. */
   onTextDelta?: (delta: string) => void;
+  /**
+   * Streaming: called at a streamed answer's first chunk, whatever it holds (text, reasoning, a tool
+   * call): the run's time to first token. An answer not streamed arrives whole, its return is that time.
+   */
+  onFirstChunk?: () => void;
 }
 
 export interface ModelToolCall {

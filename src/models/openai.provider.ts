@@ -357,6 +357,7 @@ export class OpenAiProvider implements ModelProvider {
           !emitted.any && this.overflows(data) ? 'context_window_exceeded' : 'llm_api_error',
           providerMessage(data, this.redact),
         );
+      if (!sawChunk) req.onFirstChunk?.();
       sawChunk = true;
       if (isObj(chunk.usage)) usage = chunk.usage;
       const choice: unknown = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined;

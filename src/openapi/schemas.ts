@@ -273,11 +273,16 @@ export const SCHEMAS: Record<string, Schema> = {
       include_return_message_types: { type: ['array', 'null'], items: str },
       max_steps: { type: ['integer', 'null'] },
     }),
-    ...nullFields(
-      'not measured here (ttft_ns); Letta Cloud templates',
-      'ttft_ns',
-      'base_template_id',
-    ),
+    ttft_ns: {
+      type: ['integer', 'null'],
+      description:
+        "from the run's start to its first model answer's first chunk, in ns; null until the run ended, or without a model call",
+    },
+    total_duration_ns: {
+      type: ['integer', 'null'],
+      description: "from the run's start to its end, in ns; null until it ended",
+    },
+    ...nullFields('Letta Cloud templates', 'base_template_id'),
   }),
   Step: obj(['id', 'run_id', 'agent_id', 'step_number'], {
     id: str,

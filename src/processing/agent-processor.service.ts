@@ -118,6 +118,8 @@ interface RunContext {
   earlierTokens: number;
   budgets: BatchBudgets;
   startedAt: number;
+  /** When the run's first model answer began to arrive (the CLOCK's ms); null before it. */
+  firstTokenAt: number | null;
   /** The batch's user message: always kept in context. */
   currentMessageId: string | null;
   /** Where the conversation's context starts (reset, compaction), read once per run. */
@@ -257,6 +259,7 @@ export class AgentProcessor {
       earlierTokens: 0,
       budgets: resolveBudgets({}, {}, this.config.processing),
       startedAt: now,
+      firstTokenAt: null,
       currentMessageId: null,
       messageContext: null,
       vision: false,
@@ -600,6 +603,7 @@ export class AgentProcessor {
       this.publish(ctx, 'step.started', { step: stepNumber, step_id: stepId });
       const modelCallStarted = performance.now();
       const modelCallStartedAt = this.clock.now();
+      const firstToken = () => (ctx.firstTokenAt ??= this.clock.now());
       let response: ModelResponse;
       for (let retries = 0, fit = window; ; retries++) {
         try {
@@ -613,6 +617,7 @@ export class AgentProcessor {
             onTextDelta: streamTokens
               ? (d) => this.publishDelta(ctx, textId, stepId, d)
               : undefined,
+            onFirstChunk: firstToken,
             script: ctx.agent.model_script ?? undefined,
             batchStep: ctx.batchSteps,
             signal: ctx.controller.signal,
@@ -643,6 +648,7 @@ export class AgentProcessor {
           built = smaller;
         }
       }
+      firstToken(); // an answer not streamed: its first token came with it
       // every call is run, stored and answered: a model (or a tenant's model_script) asking for thousands
       // in one answer fails the run before any of them runs
       const maxCalls = this.config.limits.max_tool_calls_per_step;
@@ -1030,6 +1036,7 @@ export class AgentProcessor {
       error: detail,
       error_type: errorType,
       parked,
+      ttft_ns: ctx.firstTokenAt === null ? null : (ctx.firstTokenAt - ctx.startedAt) * 1e6,
     };
     try {
       // stored before anything announces it: what the API answers is what happened (when it cannot be
@@ -1050,7 +1057,7 @@ export class AgentProcessor {
             .map((c) => c.request_id ?? c.tool_call_id),
         ),
       });
-    const { parked: _parked, ...announced } = end;
+    const { parked: _parked, ttft_ns: _ttft, ...announced } = end;
     this.publish(ctx, 'run.completed', announced);
     if (run.input.callback_url) this.callbacks.kick(); // stored with the end
     return { run: { ...run, ...end, completed_at: completedAt }, messages: ctx.produced };

@@ -169,9 +169,9 @@ export function toLettaRun(r: RunEntity) {
     callback_sent_at: iso(r.callback?.sent_at ?? null),
     callback_status_code: r.callback?.status_code ?? null,
     callback_error: r.callback?.error ?? null,
-    // Letta Cloud's templates; the time to the first token is not measured here
+    ttft_ns: r.ttft_ns ?? null,
+    // Letta Cloud's templates
     base_template_id: null,
-    ttft_ns: null,
   };
 }
 

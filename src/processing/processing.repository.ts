@@ -174,6 +174,8 @@ export interface RunEnd {
   error: string | null;
   error_type: string | null;
   parked: ParkedCall[] | null;
+  /** Letta's time to first token: from the run's start to its first model answer's first chunk. */
+  ttft_ns?: number | null;
 }
 
 /**

@@ -2,7 +2,8 @@
 import Letta from '@letta-ai/letta-client';
 import type { TestApp } from '../support/app-harness';
 import type { FakeModelServer } from '../support/fake-model-server';
-import { api, createAgent, LoopEnv, startLoopEnv } from '../support/processing-fixtures';
+import { api, createAgent, LoopEnv, runEnded, startLoopEnv } from '../support/processing-fixtures';
+import { fakeClock } from '../e2e/consent-helpers';
 
 /**
  * What a Letta user reads back through the SDK (@letta-ai/letta-client 1.12, unmodified) where this server
@@ -378,6 +379,65 @@ describe("clients: the Letta SDK's answers as Letta's server gives them", () => 
     );
   });
 
+  it("a run answers Letta's ttft_ns (its start to its first model answer, by the app's clock) and total_duration_ns, streamed or not", async () => {
+    const clock = fakeClock(t);
+    try {
+      // conversation_search goes on (Letta's continue_loop rule): two model calls, each "taking" its time
+      const agentId = await createAgent(t, fake);
+      const search = { name: 'conversation_search', arguments: { query: 'tea' } };
+      const answer = { name: 'send_message', arguments: { message: 'nothing about tea' } };
+      const turns = [
+        { ms: 1500, turn: { tool_calls: [search] } },
+        { ms: 2500, turn: { tool_calls: [answer] } },
+      ];
+      const script = () => {
+        let i = 0;
+        fake.respond(() => {
+          const { ms, turn } = turns[i++ % turns.length];
+          clock.advance(ms);
+          return turn;
+        });
+      };
+      script();
+      const sent: any = await client.agents.messages.create(agentId, {
+        messages: [{ role: 'user', content: 'tea?' }],
+      });
+      script();
+      const frames: any[] = [];
+      const stream = await client.agents.messages.stream(agentId, {
+        messages: [{ role: 'user', content: 'tea again?' }],
+        stream_tokens: true,
+      });
+      for await (const f of stream as AsyncIterable<any>) frames.push(f);
+      const streamed = frames.find((f) => f.run_id).run_id as string;
+
+      const timing = { ttft_ns: 1500 * 1e6, total_duration_ns: 4000 * 1e6 };
+      expect(await client.runs.retrieve(sent.run_id)).toMatchObject(timing);
+      expect(await client.runs.retrieve(streamed)).toMatchObject(timing);
+      const listed = (await client.runs.list({ agent_id: agentId })).getPaginatedItems();
+      expect(listed.map((r) => [r.ttft_ns, r.total_duration_ns])).toEqual([
+        [timing.ttft_ns, timing.total_duration_ns],
+        [timing.ttft_ns, timing.total_duration_ns],
+      ]);
+
+      // a model call that failed brought no token: null, the duration still answered
+      fake.respond(() => {
+        clock.advance(700);
+        return { status: 400 };
+      });
+      const failed = await client.agents.messages.createAsync(agentId, {
+        messages: [{ role: 'user', content: 'tea once more?' }],
+      });
+      expect(await runEnded(t, failed.id)).toMatchObject({
+        stop_reason: 'llm_api_error',
+        ttft_ns: null,
+        total_duration_ns: 700 * 1e6,
+      });
+    } finally {
+      clock.restore();
+    }
+  });
+
   it("Letta's optional fields of a run, a step, a block, a tool and an agent's memory are answered", async () => {
     const agentId = await createAgent(t, fake, { include_base_tools: false });
     fake.push({ content: 'hello back' });
@@ -389,7 +449,6 @@ describe("clients: the Letta SDK's answers as Letta's server gives them", () => 
     const run = await client.runs.retrieve(res.run_id);
     expect(run).toMatchObject({
       base_template_id: null,
-      ttft_ns: null,
       request_config: {
         use_assistant_message: false,
         assistant_message_tool_name: 'send_message',

@@ -38,6 +38,7 @@ import { TenantUsage1765143000000 } from './1765143000000-TenantUsage';
 import { ToolDefaultRequiresApproval1765153000000 } from './1765153000000-ToolDefaultRequiresApproval';
 import { BlockTags1765153001000 } from './1765153001000-BlockTags';
 import { StepModelDetails1765200000000 } from './1765200000000-StepModelDetails';
+import { RunTimeToFirstToken1765260000000 } from './1765260000000-RunTimeToFirstToken';
 import { StoredBytes1765190000000 } from './1765190000000-StoredBytes';
 /**
  * Every migration, in order. Named `<epoch>-<What>.ts`; the app runs them at boot. Those that seal data
@@ -85,4 +86,5 @@ export const migrations = (secretsKey: Buffer | null): Function[] => [
   RunCallbackDeliveries1765160000000,
   StoredBytes1765190000000,
   StepModelDetails1765200000000,
+  RunTimeToFirstToken1765260000000,
 ];

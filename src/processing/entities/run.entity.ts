@@ -2,7 +2,7 @@ import type { MessageContent } from '../../core/loop/content-parts';
 import type { PassState } from '../../core/executor/contracts';
 import type { OutcomeView } from '../../core/loop/loop-decision';
 import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
-import { EpochMsColumn, JsonColumn } from '../../database/columns';
+import { BigIntColumn, EpochMsColumn, JsonColumn } from '../../database/columns';
 import type { BudgetFields } from '../../core/loop/budgets';
 import type { LlmConfig } from '../../models/model-provider';
 import type { RunStatus, StopReason } from '../../core/loop/stop-reason';
@@ -223,4 +223,11 @@ export class RunEntity {
 
   @EpochMsColumn({ nullable: true })
   completed_at!: number | null;
+
+  /**
+   * Letta's `ttft_ns`: from `started_at` to the first chunk of the run's first model answer (the CLOCK's
+   * ms, in ns), stored with the run's end; null when it made no model call, and on rows older than it.
+   */
+  @BigIntColumn({ nullable: true })
+  ttft_ns?: number | null;
 }

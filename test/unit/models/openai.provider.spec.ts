@@ -124,6 +124,28 @@ describe('OpenAiProvider against the fake model server', () => {
     });
   });
 
+  it.each<[string, FakeTurn]>([
+    ['text', { content: 'Hello there, how are you?' }],
+    ['a tool call and no text', { tool_calls: [{ name: 'search', arguments: { q: 'x' } }] }],
+  ])(
+    "a stream tells its first chunk (%s) once, before any of its text: the run's time to first token",
+    async (_name, turn) => {
+      fake.push(turn);
+      const seen: string[] = [];
+      await provider().complete(
+        req({
+          stream: true,
+          tools: [tool('search')],
+          toolChoice: 'auto',
+          onFirstChunk: () => seen.push('first chunk'),
+          onTextDelta: () => seen.push('text'),
+        }),
+      );
+      expect(seen[0]).toBe('first chunk');
+      expect(seen.filter((e) => e === 'first chunk')).toHaveLength(1);
+    },
+  );
+
   it('sends the request in the OpenAI shape (tools, tool_choice, max_tokens, streaming options, key)', async () => {
     const p = provider();
     const base = req().llmConfig;
