@@ -91,11 +91,24 @@ export interface ModelToolCall {
   argumentsText: string;
 }
 
+/**
+ * A model call's tokens. The endpoint's breakdown, where it gives one, as Letta reads an OpenAI-compatible
+ * answer: `prompt_tokens_details.cached_tokens` (prompt tokens served from its cache) and
+ * `completion_tokens_details.reasoning_tokens`; absent when it did not report them (0: it reported none).
+ */
+export interface ModelUsage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  cached_input_tokens?: number;
+  reasoning_tokens?: number;
+}
+
 export interface ModelResponse {
   content: string | null;
   reasoning?: string | null;
   toolCalls: ModelToolCall[];
-  usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
+  usage: ModelUsage;
   finishReason: string | null;
 }
 

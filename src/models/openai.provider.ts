@@ -9,6 +9,7 @@ import {
   ModelRequest,
   ModelResponse,
   ModelToolCall,
+  ModelUsage,
 } from './model-provider';
 
 /** Sleeps `ms`; rejects (any error) when `signal` aborts first. Injected so tests never really wait. */
@@ -593,7 +594,8 @@ export function describe(e: unknown): string {
  * A count that is missing, not a number, or negative is estimated (chars / 4) rather than trusted: a
  * negative or zeroed count would otherwise shrink the batch's token budget, and a negative one reached
  * a Prometheus counter (which throws). A fraction is rounded; a count above `maxTokens` is cut to
- * it; the total is at least the sum of its parts.
+ * it; the total is at least the sum of its parts. The cached and reasoning counts are kept only as
+ * reported (nothing to estimate them from), by the same bounds.
  */
 export function normaliseUsage(
   raw: unknown,
@@ -601,7 +603,7 @@ export function normaliseUsage(
   content: string | null,
   calls: ModelToolCall[],
   maxTokens: number,
-): ModelResponse['usage'] {
+): ModelUsage {
   const num = (v: unknown) =>
     typeof v === 'number' && Number.isFinite(v) && v >= 0
       ? Math.min(maxTokens, Math.round(v))
@@ -615,9 +617,17 @@ export function normaliseUsage(
         calls.reduce((n, c) => n + c.name.length + c.argumentsText.length, 0)) /
         4,
     );
+  const cached = isObj(u.prompt_tokens_details)
+    ? num(u.prompt_tokens_details.cached_tokens)
+    : undefined;
+  const reasoning = isObj(u.completion_tokens_details)
+    ? num(u.completion_tokens_details.reasoning_tokens)
+    : undefined;
   return {
     prompt_tokens: prompt,
     completion_tokens: completion,
     total_tokens: Math.max(num(u.total_tokens) ?? 0, prompt + completion),
+    ...(cached === undefined ? {} : { cached_input_tokens: cached }),
+    ...(reasoning === undefined ? {} : { reasoning_tokens: reasoning }),
   };
 }

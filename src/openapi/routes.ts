@@ -393,11 +393,24 @@ export const ROUTES: Record<string, RouteDoc> = {
       type: 'object',
       required: ['completion_tokens', 'prompt_tokens', 'total_tokens'],
       properties: {
-        message_type: { const: 'usage_statistics' },
         completion_tokens: { type: 'integer' },
         prompt_tokens: { type: 'integer' },
         total_tokens: { type: 'integer' },
         step_count: { type: 'integer' },
+        prompt_tokens_details: {
+          type: ['object', 'null'],
+          properties: {
+            cached_tokens: { type: 'integer' },
+            cache_read_tokens: { type: 'null' },
+            cache_creation_tokens: { type: 'null' },
+          },
+          description: 'the cached prompt tokens the endpoint reported (null: none reported)',
+        },
+        completion_tokens_details: {
+          type: ['object', 'null'],
+          properties: { reasoning_tokens: { type: 'integer' } },
+          description: 'the reasoning tokens the endpoint reported (null: none reported)',
+        },
       },
     },
   },

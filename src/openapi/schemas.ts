@@ -242,6 +242,18 @@ export const SCHEMAS: Record<string, Schema> = {
     prompt_tokens: int,
     total_tokens: int,
     step_count: int,
+    cached_input_tokens: {
+      type: ['integer', 'null'],
+      description: "prompt tokens served from the endpoint's cache; null when it reported none",
+    },
+    reasoning_tokens: {
+      type: ['integer', 'null'],
+      description: 'reasoning tokens; null when the endpoint reported none',
+    },
+    ...nullFields(
+      "Anthropic's cache writes: OpenAI-compatible endpoints report none",
+      'cache_write_tokens',
+    ),
   }),
   LettaResponse: obj(['messages', 'stop_reason', 'usage'], {
     messages: listOf('LettaMessage'),
@@ -298,6 +310,29 @@ export const SCHEMAS: Record<string, Schema> = {
     prompt_tokens: int,
     completion_tokens: int,
     total_tokens: int,
+    cached_input_tokens: {
+      type: ['integer', 'null'],
+      description: "prompt tokens served from the endpoint's cache (null: none reported, or 0)",
+    },
+    reasoning_tokens: {
+      type: ['integer', 'null'],
+      description: 'reasoning tokens (null: none reported, or 0)',
+    },
+    prompt_tokens_details: {
+      oneOf: [
+        obj(['cached_tokens'], {
+          cached_tokens: int,
+          cache_read_tokens: int,
+          cache_creation_tokens: { type: 'null' },
+        }),
+        { type: 'null' },
+      ],
+      description: "the endpoint's `prompt_tokens_details.cached_tokens`, as Letta stores it",
+    },
+    completion_tokens_details: {
+      oneOf: [obj(['reasoning_tokens'], { reasoning_tokens: int }), { type: 'null' }],
+      description: "the endpoint's `completion_tokens_details.reasoning_tokens`",
+    },
     stop_reason: strOrNull,
     status: str,
     feedback: { enum: ['positive', 'negative', null] },
@@ -308,11 +343,7 @@ export const SCHEMAS: Record<string, Schema> = {
       'origin',
       'provider_id',
       'provider_category',
-      'cached_input_tokens',
       'cache_write_tokens',
-      'reasoning_tokens',
-      'completion_tokens_details',
-      'prompt_tokens_details',
       'tid',
       'trace_id',
       'request_id',

@@ -41,7 +41,13 @@ import {
   type TurnCall,
 } from './entities/run.entity';
 import type { StepEntity } from './entities/step.entity';
-import { EMPTY_USAGE, mapMessage, MappedMessage, toLettaMessage } from './message.mapper';
+import {
+  addModelUsage,
+  EMPTY_USAGE,
+  mapMessage,
+  MappedMessage,
+  toLettaMessage,
+} from './message.mapper';
 import { withoutImages } from '../core/loop/content-parts';
 import { renderRefusal } from '../core/rules/render-refusal';
 import { ruleIndexFor } from '../core/rules/rule-index';
@@ -672,9 +678,7 @@ export class AgentProcessor {
       });
       ctx.batchSteps++;
       ctx.usage.step_count++;
-      ctx.usage.prompt_tokens += response.usage.prompt_tokens;
-      ctx.usage.completion_tokens += response.usage.completion_tokens;
-      ctx.usage.total_tokens += response.usage.total_tokens;
+      addModelUsage(ctx.usage, response.usage);
 
       const calls = response.toolCalls.map((c): ToolCallRequest => ({
         toolCallId: c.id,

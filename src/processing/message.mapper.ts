@@ -1,3 +1,4 @@
+import type { ModelUsage } from '../models/model-provider';
 import type { MessageEntity } from './entities/message.entity';
 import type { RunEntity, RunUsage } from './entities/run.entity';
 import type { StepEntity } from './entities/step.entity';
@@ -123,6 +124,21 @@ export const EMPTY_USAGE: RunUsage = {
   step_count: 0,
 };
 
+/**
+ * Adds a model call's tokens to a run's. The cached and reasoning counts add up over the calls whose
+ * endpoint reported them, as Letta sums its usage: null (absent) until one did, 0 when it reported none.
+ */
+export function addModelUsage(total: RunUsage, u: Partial<ModelUsage> | null | undefined): void {
+  total.prompt_tokens += u?.prompt_tokens ?? 0;
+  total.completion_tokens += u?.completion_tokens ?? 0;
+  total.total_tokens += u?.total_tokens ?? 0;
+  if (u?.cached_input_tokens !== undefined)
+    total.cached_input_tokens = (total.cached_input_tokens ?? 0) + u.cached_input_tokens;
+  if (u?.reasoning_tokens !== undefined)
+    total.reasoning_tokens = (total.reasoning_tokens ?? 0) + u.reasoning_tokens;
+}
+
+/** Letta's LettaUsageStatistics (a response's `usage`, the stream's usage frame). */
 export function toLettaUsage(u: RunUsage | null) {
   const usage = u ?? EMPTY_USAGE;
   return {
@@ -131,6 +147,34 @@ export function toLettaUsage(u: RunUsage | null) {
     prompt_tokens: usage.prompt_tokens,
     total_tokens: usage.total_tokens,
     step_count: usage.step_count,
+    cached_input_tokens: usage.cached_input_tokens ?? null,
+    // Anthropic's cache writes: an OpenAI-compatible endpoint reports none (nor does Letta read one there)
+    cache_write_tokens: null,
+    reasoning_tokens: usage.reasoning_tokens ?? null,
+  };
+}
+
+/**
+ * A run's usage as Letta's `GET /v1/runs/{id}/usage` types it (UsageStatistics): the cached and reasoning
+ * tokens in OpenAI's details, as Letta's `to_usage` shapes them (null: not reported); our step_count too.
+ */
+export function toLettaRunUsage(u: RunUsage | null) {
+  const usage = u ?? EMPTY_USAGE;
+  return {
+    completion_tokens: usage.completion_tokens,
+    prompt_tokens: usage.prompt_tokens,
+    total_tokens: usage.total_tokens,
+    step_count: usage.step_count,
+    prompt_tokens_details:
+      usage.cached_input_tokens === undefined
+        ? null
+        : {
+            cached_tokens: usage.cached_input_tokens,
+            cache_read_tokens: null,
+            cache_creation_tokens: null,
+          },
+    completion_tokens_details:
+      usage.reasoning_tokens === undefined ? null : { reasoning_tokens: usage.reasoning_tokens },
   };
 }
 
@@ -221,6 +265,7 @@ export function toLettaStep(s: StepEntity) {
     prompt_tokens: s.usage.prompt_tokens,
     completion_tokens: s.usage.completion_tokens,
     total_tokens: s.usage.total_tokens,
+    ...stepTokenDetails(s.usage),
     stop_reason: stepStopReason(s.finish_reason),
     // a step is stored once its model call answered
     status: 'success',
@@ -228,8 +273,8 @@ export function toLettaStep(s: StepEntity) {
     tags: s.tags ?? [],
     // Letta's (deprecated) step messages: its server loads none either (GET /v1/steps/{id}/messages)
     messages: [],
-    // not recorded per step: the provider's cache and reasoning counts, traces, errors (a step is
-    // stored once its model call answered), Letta Cloud's projects and request log
+    // not recorded per step: traces, errors (a step is stored once its model call answered), Letta
+    // Cloud's projects and request log
     ...NULL_STEP_FIELDS,
     created_at: iso(s.created_at),
   };
@@ -239,11 +284,6 @@ const NULL_STEP_FIELDS = {
   origin: null,
   provider_id: null,
   provider_category: null,
-  cached_input_tokens: null,
-  cache_write_tokens: null,
-  reasoning_tokens: null,
-  completion_tokens_details: null,
-  prompt_tokens_details: null,
   tid: null,
   trace_id: null,
   request_id: null,
@@ -251,6 +291,26 @@ const NULL_STEP_FIELDS = {
   error_type: null,
   error_data: null,
 } as const;
+
+/**
+ * A step's cached and reasoning tokens as Letta stores an OpenAI-compatible answer's: the details as
+ * reported (its prompt details give the cached count as both `cached_tokens` and `cache_read_tokens`), the
+ * flat counts only above 0; null where the endpoint reported none. No cache writes: Anthropic's.
+ */
+function stepTokenDetails(u: Partial<ModelUsage>) {
+  const cached = u.cached_input_tokens;
+  const reasoning = u.reasoning_tokens;
+  return {
+    cached_input_tokens: cached ? cached : null,
+    cache_write_tokens: null,
+    reasoning_tokens: reasoning ? reasoning : null,
+    prompt_tokens_details:
+      cached === undefined
+        ? null
+        : { cached_tokens: cached, cache_read_tokens: cached, cache_creation_tokens: null },
+    completion_tokens_details: reasoning === undefined ? null : { reasoning_tokens: reasoning },
+  };
+}
 
 /**
  * Letta's StepMetrics from what a step records: the model call's start and duration. The step's own

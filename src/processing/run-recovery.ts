@@ -24,7 +24,7 @@ import { requestsHeartbeat } from '../core/tools/heartbeat';
 import type { AppConfig } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
 import { clientToolDefinition } from './agent-processor.service';
-import { EMPTY_USAGE, mapMessage, MappedMessage } from './message.mapper';
+import { addModelUsage, EMPTY_USAGE, mapMessage, MappedMessage } from './message.mapper';
 import {
   inputMessageRows,
   newMessageRow,
@@ -414,11 +414,7 @@ export class RunRecovery {
   private async storedUsage(run: RunEntity): Promise<RunUsage> {
     const steps = await this.repo.runSteps(run.tenant_id, run.id);
     const usage = { ...EMPTY_USAGE, step_count: steps.length };
-    for (const s of steps) {
-      usage.prompt_tokens += s.usage?.prompt_tokens ?? 0;
-      usage.completion_tokens += s.usage?.completion_tokens ?? 0;
-      usage.total_tokens += s.usage?.total_tokens ?? 0;
-    }
+    for (const s of steps) addModelUsage(usage, s.usage);
     return usage;
   }
 

@@ -7,7 +7,7 @@ import { DomainError } from '../common/domain-error';
 import { assertPrefixedId } from '../common/ids';
 import { pageOfList } from '../common/list-page';
 import { HistoryService } from './history.service';
-import { toLettaMessages, toLettaRun, toLettaStep, toLettaUsage } from './message.mapper';
+import { toLettaMessages, toLettaRun, toLettaStep, toLettaRunUsage } from './message.mapper';
 import { parseResumeStream, parseRunsQuery, parseViewQuery } from './query.dto';
 import { MessageResponder } from './message-responder';
 
@@ -48,10 +48,7 @@ export class RunsController {
   @Get(':runId/usage')
   async usage(@Tenant() tenant: string, @Param('runId') runId: string) {
     assertPrefixedId('run', 'run', runId);
-    const { message_type: _t, ...usage } = toLettaUsage(
-      (await this.history.getRun(tenant, runId)).usage,
-    );
-    return usage;
+    return toLettaRunUsage((await this.history.getRun(tenant, runId)).usage);
   }
 
   /**

@@ -438,6 +438,81 @@ describe("clients: the Letta SDK's answers as Letta's server gives them", () => 
     }
   });
 
+  it("the endpoint's cached and reasoning tokens are answered per step, in the response's usage and the run's, streamed or not", async () => {
+    const agentId = await createAgent(t, fake);
+    const search = { name: 'conversation_search', arguments: { query: 'tea' } };
+    const answer = { name: 'send_message', arguments: { message: 'nothing about tea' } };
+    const turns = () =>
+      fake.push(
+        // reported none cached, nothing of reasoning
+        {
+          tool_calls: [search],
+          usage: { prompt_tokens: 90, prompt_tokens_details: { cached_tokens: 0 } },
+        },
+        {
+          tool_calls: [answer],
+          usage: {
+            prompt_tokens: 120,
+            prompt_tokens_details: { cached_tokens: 48, audio_tokens: 0 },
+            completion_tokens_details: { reasoning_tokens: 12 },
+          },
+        },
+      );
+    turns();
+    const sent: any = await client.agents.messages.create(agentId, {
+      messages: [{ role: 'user', content: 'tea?' }],
+    });
+    turns();
+    const frames: any[] = [];
+    // token streaming: the model's answer streams too, its usage in its last chunk
+    const stream = await client.agents.messages.stream(agentId, {
+      messages: [{ role: 'user', content: 'tea again?' }],
+      stream_tokens: true,
+    });
+    for await (const f of stream as AsyncIterable<any>) frames.push(f);
+    const streamed = frames.find((f) => f.run_id).run_id as string;
+    expect(fake.requests.map((r) => r.stream)).toEqual([false, false, true, true]);
+
+    const usage = { cached_input_tokens: 48, cache_write_tokens: null, reasoning_tokens: 12 };
+    expect(sent.usage).toMatchObject({ ...usage, step_count: 2 });
+    expect(frames.find((f) => f.message_type === 'usage_statistics')).toMatchObject(usage);
+    for (const runId of [sent.run_id, streamed]) {
+      const steps = (await client.runs.steps.list(runId, { order: 'asc' })).getPaginatedItems();
+      expect(steps.map((st) => st.id)).toHaveLength(2);
+      const [first, second] = await Promise.all(steps.map((st) => client.steps.retrieve(st.id)));
+      // Letta's: the details as reported; the flat counts only above 0
+      expect(first).toMatchObject({
+        prompt_tokens: 90,
+        cached_input_tokens: null,
+        cache_write_tokens: null,
+        reasoning_tokens: null,
+        prompt_tokens_details: {
+          cached_tokens: 0,
+          cache_read_tokens: 0,
+          cache_creation_tokens: null,
+        },
+        completion_tokens_details: null,
+      });
+      expect(second).toMatchObject({
+        prompt_tokens: 120,
+        cached_input_tokens: 48,
+        cache_write_tokens: null,
+        reasoning_tokens: 12,
+        prompt_tokens_details: {
+          cached_tokens: 48,
+          cache_read_tokens: 48,
+          cache_creation_tokens: null,
+        },
+        completion_tokens_details: { reasoning_tokens: 12 },
+      });
+      expect(await client.runs.usage.retrieve(runId)).toMatchObject({
+        prompt_tokens: 210,
+        prompt_tokens_details: { cached_tokens: 48 },
+        completion_tokens_details: { reasoning_tokens: 12 },
+      });
+    }
+  });
+
   it("Letta's optional fields of a run, a step, a block, a tool and an agent's memory are answered", async () => {
     const agentId = await createAgent(t, fake, { include_base_tools: false });
     fake.push({ content: 'hello back' });

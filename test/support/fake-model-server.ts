@@ -37,6 +37,10 @@ export interface FakeUsage {
   prompt_tokens?: number;
   completion_tokens?: number;
   total_tokens?: number;
+  /** Sent as given (OpenAI's `{cached_tokens}`), in the answer's usage and a stream's usage chunk. */
+  prompt_tokens_details?: Record<string, unknown>;
+  /** Sent as given (OpenAI's `{reasoning_tokens}`). */
+  completion_tokens_details?: Record<string, unknown>;
 }
 
 export interface FakeTurn {
@@ -205,6 +209,10 @@ function usageFor(rec: RecordedRequest, turn: FakeTurn) {
     prompt_tokens,
     completion_tokens,
     total_tokens: u.total_tokens ?? prompt_tokens + completion_tokens,
+    ...(u.prompt_tokens_details ? { prompt_tokens_details: u.prompt_tokens_details } : {}),
+    ...(u.completion_tokens_details
+      ? { completion_tokens_details: u.completion_tokens_details }
+      : {}),
   };
 }
 

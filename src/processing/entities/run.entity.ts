@@ -12,6 +12,9 @@ export interface RunUsage {
   completion_tokens: number;
   total_tokens: number;
   step_count: number;
+  /** Summed over the steps whose endpoint reported them (ModelUsage); absent when none did. */
+  cached_input_tokens?: number;
+  reasoning_tokens?: number;
 }
 
 /** What the request asked for; kept with the run so a queued run survives a restart. */

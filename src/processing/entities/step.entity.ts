@@ -1,4 +1,5 @@
 import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
+import type { ModelUsage } from '../../models/model-provider';
 import { BigIntColumn, EpochMsColumn, JsonColumn } from '../../database/columns';
 
 export type StepFeedback = 'positive' | 'negative';
@@ -43,8 +44,9 @@ export class StepEntity {
   @Column({ type: 'integer', nullable: true })
   context_window_limit?: number | null;
 
+  /** The model call's tokens, with the cached and reasoning ones where the endpoint reported them. */
   @JsonColumn()
-  usage!: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
+  usage!: ModelUsage;
 
   @Column({ type: 'varchar', nullable: true })
   finish_reason!: string | null;

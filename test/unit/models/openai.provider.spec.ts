@@ -525,6 +525,43 @@ describe('OpenAiProvider against the fake model server', () => {
         { prompt_tokens: 10, completion_tokens: 5, total_tokens: 40 },
         (u) => expect(u).toEqual({ prompt_tokens: 10, completion_tokens: 5, total_tokens: 40 }),
       ],
+      [
+        "the cached and reasoning tokens of OpenAI's details are kept (0 too: reported)",
+        {
+          prompt_tokens: 100,
+          completion_tokens: 30,
+          prompt_tokens_details: { cached_tokens: 64, audio_tokens: 0 },
+          completion_tokens_details: { reasoning_tokens: 0, audio_tokens: 0 },
+        },
+        (u) =>
+          expect(u).toEqual({
+            prompt_tokens: 100,
+            completion_tokens: 30,
+            total_tokens: 130,
+            cached_input_tokens: 64,
+            reasoning_tokens: 0,
+          }),
+      ],
+      [
+        'details that are not counts are left out',
+        {
+          prompt_tokens: 10,
+          completion_tokens: 5,
+          prompt_tokens_details: { cached_tokens: -3 },
+          completion_tokens_details: { reasoning_tokens: 'many' as unknown as number },
+        },
+        (u) => expect(u).toEqual({ prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 }),
+      ],
+      [
+        'details are rounded and cut as the other counts',
+        {
+          prompt_tokens: 10,
+          completion_tokens: 5,
+          prompt_tokens_details: { cached_tokens: 2.6 },
+          completion_tokens_details: { reasoning_tokens: 1e308 },
+        },
+        (u) => expect(u).toMatchObject({ cached_input_tokens: 3, reasoning_tokens: 1e12 }),
+      ],
     ])('%s', async (_name, usage, check) => {
       fake.push({ content: 'hello', usage });
       const r = await provider().complete(req({ stream }));
