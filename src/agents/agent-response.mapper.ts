@@ -26,14 +26,14 @@ export function toBlockResponse(b: MemoryBlock): Record<string, unknown> {
     metadata: b.metadata ?? {},
     tags: b.tags ?? [],
     is_template: false,
-    // Letta Cloud's templates, projects and users; `hidden` blocks are not kept here (lists show all)
+    hidden: b.hidden ?? null,
+    // Letta Cloud's templates, projects and users
     template_name: null,
     template_id: null,
     base_template_id: null,
     deployment_id: null,
     entity_id: null,
     preserve_on_migration: false,
-    hidden: null,
     project_id: null,
     created_by_id: null,
     last_updated_by_id: null,

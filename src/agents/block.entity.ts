@@ -33,6 +33,10 @@ export class BlockEntity {
   @JsonColumn({ nullable: true })
   tags!: string[] | null;
 
+  /** Letta's `hidden`: a hidden block is left out of `GET /v1/blocks/` unless it asks for hidden ones. */
+  @Column({ type: 'boolean', nullable: true })
+  hidden!: boolean | null;
+
   @EpochMsColumn()
   created_at!: number;
 

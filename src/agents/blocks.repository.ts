@@ -21,6 +21,8 @@ export interface BlockListQuery extends PageBounds {
   /** Letta's `tags` (whole tags) and `match_all_tags` (every one, else any). */
   tags: string[];
   matchAllTags: boolean;
+  /** Letta's `show_hidden_blocks`: hidden blocks are left out unless it is true. */
+  showHidden: boolean;
   order: 'asc' | 'desc';
 }
 
@@ -33,6 +35,7 @@ export const toMemoryBlock = (b: BlockEntity): MemoryBlock => ({
   read_only: b.read_only,
   metadata: b.metadata,
   tags: b.tags ?? null,
+  hidden: b.hidden ?? null,
 });
 
 /**
@@ -153,6 +156,8 @@ export class BlocksRepository {
       .createQueryBuilder('b')
       .where('b.tenant_id = :tenantId', { tenantId });
     if (q.label !== null) qb.andWhere('b.label = :label', { label: q.label });
+    // as Letta's list_blocks (NOT: a boolean on PostgreSQL, 0/1 on SQLite)
+    if (!q.showHidden) qb.andWhere('(b.hidden IS NULL OR NOT b.hidden)');
     const search = { label: q.labelSearch, value: q.valueSearch, description: q.descriptionSearch };
     const searched = Object.entries(search).filter(([, text]) => text !== null);
     const scanned = searched.length > 0 || q.tags.length > 0;
@@ -301,6 +306,7 @@ function sameBlock(row: MemoryBlock, b: MemoryBlock): boolean {
     row.description === b.description &&
     row.read_only === b.read_only &&
     JSON.stringify(row.metadata ?? null) === JSON.stringify(b.metadata ?? null) &&
-    JSON.stringify(row.tags ?? []) === JSON.stringify(b.tags ?? [])
+    JSON.stringify(row.tags ?? []) === JSON.stringify(b.tags ?? []) &&
+    (row.hidden ?? null) === (b.hidden ?? null)
   );
 }

@@ -59,9 +59,17 @@ export class BlocksService {
       descriptionSearch: null,
       tags: [],
       matchAllTags: false,
+      showHidden: false,
       limit: 50,
       maxBytes: this.config.limits.max_page_bytes,
       order: 'asc', // Letta's list_blocks: oldest first unless asked otherwise
+    };
+    const flag = (key: string): boolean => {
+      const v = one(raw[key]);
+      if (v === true || v === 'true') return true;
+      if (v !== undefined && v !== false && v !== 'false')
+        problems.push({ path: key, message: 'must be true or false' });
+      return false;
     };
     const text = (key: string): string | null => {
       const v = one(raw[key]);
@@ -82,10 +90,8 @@ export class BlocksService {
         message: `must be at most ${maxTags} tags (limits.max_tags_per_agent) of at most ${SEARCH_MAX} characters`,
       });
     else q.tags = [...new Set(tags as string[])].filter((t) => t !== '');
-    const all = one(raw.match_all_tags);
-    if (all === true || all === 'true') q.matchAllTags = true;
-    else if (all !== undefined && all !== false && all !== 'false')
-      problems.push({ path: 'match_all_tags', message: 'must be true or false' });
+    q.matchAllTags = flag('match_all_tags');
+    q.showHidden = flag('show_hidden_blocks');
     q.limit = readLimit(raw.limit, q.limit, 'max_page_size', this.config.limits, problems);
     const order = one(raw.order);
     if (order === 'asc' || order === 'desc') q.order = order;

@@ -55,6 +55,7 @@ const BLOCK_CREATE = obj(
     description: nullable('string'),
     read_only: nullable('boolean'),
     metadata: nullable('object'),
+    hidden: nullable('boolean'),
   },
   ['label'],
 );
@@ -65,6 +66,7 @@ const BLOCK_UPDATE = obj({
   description: nullable('string'),
   read_only: nullable('boolean'),
   metadata: nullable('object'),
+  hidden: nullable('boolean'),
 });
 
 const LLM_CONFIG = obj({

@@ -37,7 +37,7 @@ const MCP_SERVER = {
 const AGENT_BODY =
   "Letta's CreateAgent fields we use: name, agent_type (create only; default agents.default_agent_type), system, description, model or llm_config, tools/tool_ids, include_base_tools, tool_rules (Letta's and ours), include_base_tool_rules, memory_blocks, block_ids (the tenant's blocks, shared), tags, metadata; plus tool_executor, budgets, max_steps, model_script. Unknown fields are ignored.";
 const BLOCK_UPDATE_BODY =
-  "Letta's BlockUpdate: value, label (free in every agent that has the block), limit, description, read_only, metadata";
+  "Letta's BlockUpdate: value, label (free in every agent that has the block), limit, description, read_only, metadata, tags, hidden";
 const PASSAGE_BODY =
   'text (at most limits.max_passage_chars), tags (at most limits.max_tags_per_passage), metadata, created_at (ISO 8601)';
 const MESSAGE = { type: 'object', properties: { message: { type: 'string' } } };
@@ -213,11 +213,11 @@ export const ROUTES: Record<string, RouteDoc> = {
   BlocksController_create: {
     summary: 'Create a standalone memory block',
     response: 'Block',
-    body: "Letta's CreateBlock: label, value, limit (≤ limits.max_block_chars), description, read_only, metadata",
+    body: "Letta's CreateBlock: label, value, limit (≤ limits.max_block_chars), description, read_only, metadata, tags, hidden",
   },
   BlocksController_list: {
     summary:
-      'List blocks (newest first; label, label_search, value_search, description_search, cursors after/before, limit, order)',
+      'List blocks (oldest first; label, label_search, value_search, description_search, tags, match_all_tags, cursors after/before, limit, order); hidden blocks only with show_hidden_blocks=true',
     response: ['Block'],
   },
   BlocksController_get: { summary: 'Retrieve a block', response: 'Block' },

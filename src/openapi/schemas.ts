@@ -53,7 +53,10 @@ export const SCHEMAS: Record<string, Schema> = {
     metadata: { type: 'object' },
     tags: { type: 'array', items: str },
     is_template: { type: 'boolean' },
-    hidden: { type: 'null', description: 'hidden blocks are not kept: every block is listed' },
+    hidden: {
+      type: ['boolean', 'null'],
+      description: 'a hidden block is listed only with show_hidden_blocks=true; null: never set',
+    },
     preserve_on_migration: { const: false },
     ...nullFields(
       'Letta Cloud: no templates, projects or users here',

@@ -242,6 +242,60 @@ describe("clients: the Letta SDK's answers as Letta's server gives them", () => 
     ).rejects.toMatchObject({ status: 400 });
   });
 
+  it('block hidden: kept on create (standalone or in memory_blocks) and update, hidden blocks left out of blocks.list unless show_hidden_blocks', async () => {
+    const shown = await client.blocks.create({ label: 'hid-a', value: '1' });
+    expect(shown.hidden).toBeNull();
+    const hidden = await client.blocks.create({ label: 'hid-b', value: '2', hidden: true });
+    expect(hidden.hidden).toBe(true);
+    const unhidden = await client.blocks.create({ label: 'hid-c', value: '3', hidden: false });
+    const agent = await client.agents.create({
+      model: 'scripted/default',
+      memory_blocks: [{ label: 'human', value: 'x', hidden: true }],
+    });
+    const own = agent.memory.blocks[0];
+    expect(own.hidden).toBe(true);
+    expect((await client.blocks.retrieve(hidden.id)).hidden).toBe(true);
+
+    const mine = new Set([shown.id, hidden.id, unhidden.id, own.id]);
+    const ids = async (q: Record<string, unknown> = {}) =>
+      (await client.blocks.list({ limit: 1000, ...q } as any))
+        .getPaginatedItems()
+        .map((b) => b.id)
+        .filter((id) => mine.has(id));
+    // Letta's filter: hidden IS NULL OR hidden = false
+    expect(await ids()).toEqual([shown.id, unhidden.id]);
+    expect(await ids({ label_search: 'hid-' })).toEqual([shown.id, unhidden.id]);
+    expect(await ids({ show_hidden_blocks: true })).toEqual([
+      shown.id,
+      hidden.id,
+      unhidden.id,
+      own.id,
+    ]);
+    // the agent's own memory lists (and sees) its hidden block
+    const agentBlocks = (await client.agents.blocks.list(agent.id)).getPaginatedItems();
+    expect(agentBlocks.map((b) => b.id)).toEqual([own.id]);
+
+    // an update sets what it gives; null or nothing keeps it (Letta's BlockUpdate drops nulls)
+    expect(await client.blocks.update(hidden.id, { hidden: false })).toMatchObject({
+      hidden: false,
+    });
+    expect(await client.blocks.update(hidden.id, { hidden: null })).toMatchObject({
+      hidden: false,
+    });
+    expect(await client.blocks.update(shown.id, { hidden: true })).toMatchObject({ hidden: true });
+    expect(await client.blocks.update(shown.id, { value: '1b' })).toMatchObject({ hidden: true });
+    expect(
+      await client.agents.blocks.update('human', { agent_id: agent.id, hidden: false }),
+    ).toMatchObject({ hidden: false });
+    expect(await ids()).toEqual([hidden.id, unhidden.id, own.id]);
+    await expect(
+      client.blocks.create({ label: 'hid-d', value: '', hidden: 'yes' as any }),
+    ).rejects.toMatchObject({ status: 400 });
+    await expect(client.blocks.list({ show_hidden_blocks: 'maybe' } as any)).rejects.toMatchObject({
+      status: 400,
+    });
+  });
+
   it("override_model answers one request with another model and leaves the agent's own as it was", async () => {
     const agentId = await createAgent(t, fake, { include_base_tools: false });
     const before = await client.agents.retrieve(agentId);

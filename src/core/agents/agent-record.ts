@@ -17,6 +17,8 @@ export interface MemoryBlock {
   metadata: Record<string, unknown> | null;
   /** Letta's block tags (lists filter by them); absent or null: none. */
   tags?: string[] | null;
+  /** Letta's `hidden` (the blocks list leaves hidden ones out); absent or null: never set. */
+  hidden?: boolean | null;
 }
 
 /** Per-agent executor settings (agent field `tool_executor`); unset ones fall back to the config defaults. */

@@ -61,6 +61,7 @@ export function parseNewBlock(
   const description = b.description ?? null;
   const read_only = b.read_only ?? false;
   const metadata = b.metadata ?? null;
+  const hidden = b.hidden ?? null;
   let ok = true;
   const fail = (field: string, message: string) => {
     ok = false;
@@ -78,6 +79,7 @@ export function parseNewBlock(
     fail('description', 'must be a string');
   if (typeof read_only !== 'boolean') fail('read_only', 'must be true or false');
   if (metadata !== null && !isObj(metadata)) fail('metadata', 'must be an object or null');
+  if (hidden !== null && typeof hidden !== 'boolean') fail('hidden', 'must be true, false or null');
   const tagProblems: ValidationProblem[] = [];
   const tags = parseBlockTags(b.tags, path('tags'), limits, tagProblems);
   for (const t of tagProblems) {
@@ -93,6 +95,7 @@ export function parseNewBlock(
     read_only: read_only as boolean,
     metadata: metadata as Obj | null,
     ...(tags?.length ? { tags } : {}),
+    ...(hidden !== null ? { hidden: hidden as boolean } : {}),
   };
 }
 
@@ -141,6 +144,11 @@ export function applyBlockPatch(
   if (b.metadata !== undefined) {
     if (b.metadata === null || isObj(b.metadata)) next.metadata = b.metadata;
     else problems.push({ path: 'metadata', message: 'must be an object or null' });
+  }
+  // Letta's BlockUpdate sets what is given and not null: `hidden: false` shows a block again
+  if (b.hidden !== undefined && b.hidden !== null) {
+    if (typeof b.hidden === 'boolean') next.hidden = b.hidden;
+    else problems.push({ path: 'hidden', message: 'must be true, false or null' });
   }
   // Letta's BlockUpdate: tags given replace the block's ([] clears them); absent or null keeps them
   const tags = parseBlockTags(b.tags, 'tags', limits, problems);

@@ -39,6 +39,7 @@ import { ToolDefaultRequiresApproval1765153000000 } from './1765153000000-ToolDe
 import { BlockTags1765153001000 } from './1765153001000-BlockTags';
 import { StepModelDetails1765200000000 } from './1765200000000-StepModelDetails';
 import { RunTimeToFirstToken1765260000000 } from './1765260000000-RunTimeToFirstToken';
+import { BlockHidden1765270000000 } from './1765270000000-BlockHidden';
 import { StoredBytes1765190000000 } from './1765190000000-StoredBytes';
 /**
  * Every migration, in order. Named `<epoch>-<What>.ts`; the app runs them at boot. Those that seal data
@@ -87,4 +88,5 @@ export const migrations = (secretsKey: Buffer | null): Function[] => [
   StoredBytes1765190000000,
   StepModelDetails1765200000000,
   RunTimeToFirstToken1765260000000,
+  BlockHidden1765270000000,
 ];
