@@ -22,6 +22,11 @@ const obj = (required: string[], properties: Record<string, unknown>): Schema =>
 /** Letta's fields this server always answers null, each with why. */
 const nullFields = (why: string, ...names: string[]): Record<string, unknown> =>
   Object.fromEntries(names.map((n) => [n, { type: 'null', description: why }]));
+/** A token count the model endpoint may report; null when it reported `unreported`. */
+const countOrNull = (what: string, unreported: string) => ({
+  type: ['integer', 'null'],
+  description: `${what}; null when the endpoint reported ${unreported}`,
+});
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 export const listOf = (name: string) => ({ type: 'array', items: ref(name) });
 
@@ -245,14 +250,8 @@ export const SCHEMAS: Record<string, Schema> = {
     prompt_tokens: int,
     total_tokens: int,
     step_count: int,
-    cached_input_tokens: {
-      type: ['integer', 'null'],
-      description: "prompt tokens served from the endpoint's cache; null when it reported none",
-    },
-    reasoning_tokens: {
-      type: ['integer', 'null'],
-      description: 'reasoning tokens; null when the endpoint reported none',
-    },
+    cached_input_tokens: countOrNull("prompt tokens served from the endpoint's cache", 'none'),
+    reasoning_tokens: countOrNull('reasoning tokens', 'none'),
     ...nullFields(
       "Anthropic's cache writes: OpenAI-compatible endpoints report none",
       'cache_write_tokens',
@@ -313,14 +312,11 @@ export const SCHEMAS: Record<string, Schema> = {
     prompt_tokens: int,
     completion_tokens: int,
     total_tokens: int,
-    cached_input_tokens: {
-      type: ['integer', 'null'],
-      description: "prompt tokens served from the endpoint's cache (null: none reported, or 0)",
-    },
-    reasoning_tokens: {
-      type: ['integer', 'null'],
-      description: 'reasoning tokens (null: none reported, or 0)',
-    },
+    cached_input_tokens: countOrNull(
+      "prompt tokens served from the endpoint's cache",
+      'none, or 0',
+    ),
+    reasoning_tokens: countOrNull('reasoning tokens', 'none, or 0'),
     prompt_tokens_details: {
       oneOf: [
         obj(['cached_tokens'], {

@@ -23,6 +23,29 @@ describe("clients: the Letta SDK's answers as Letta's server gives them", () => 
   afterAll(() => env.close());
   beforeEach(() => env.reset());
 
+  // conversation_search goes on (Letta's continue_loop rule) to send_message: two model calls a request
+  const SEARCH = { name: 'conversation_search', arguments: { query: 'tea' } };
+  const ANSWER = { name: 'send_message', arguments: { message: 'nothing about tea' } };
+
+  /**
+   * One request sent and one streamed with stream_tokens (the model's answers stream too), each after
+   * `script` queued its model turns: the first's response, the second's frames, both run ids.
+   */
+  async function searchThenAnswer(agentId: string, script: () => void) {
+    script();
+    const sent: any = await client.agents.messages.create(agentId, {
+      messages: [{ role: 'user', content: 'tea?' }],
+    });
+    script();
+    const frames: any[] = [];
+    const stream = await client.agents.messages.stream(agentId, {
+      messages: [{ role: 'user', content: 'tea again?' }],
+      stream_tokens: true,
+    });
+    for await (const f of stream as AsyncIterable<any>) frames.push(f);
+    return { sent, frames, streamed: frames.find((f) => f.run_id).run_id as string };
+  }
+
   it("a run sent through a conversation names it (Run.conversation_id); the agent's own runs say null", async () => {
     const agentId = await createAgent(t, fake, { include_base_tools: false });
     fake.push({ content: 'direct' }, { content: 'in the conversation' });
@@ -438,32 +461,14 @@ describe("clients: the Letta SDK's answers as Letta's server gives them", () => 
     try {
       // conversation_search goes on (Letta's continue_loop rule): two model calls, each "taking" its time
       const agentId = await createAgent(t, fake);
-      const search = { name: 'conversation_search', arguments: { query: 'tea' } };
-      const answer = { name: 'send_message', arguments: { message: 'nothing about tea' } };
-      const turns = [
-        { ms: 1500, turn: { tool_calls: [search] } },
-        { ms: 2500, turn: { tool_calls: [answer] } },
-      ];
-      const script = () => {
+      const { sent, streamed } = await searchThenAnswer(agentId, () => {
         let i = 0;
         fake.respond(() => {
-          const { ms, turn } = turns[i++ % turns.length];
+          const [ms, call] = i++ === 0 ? [1500, SEARCH] : [2500, ANSWER];
           clock.advance(ms);
-          return turn;
+          return { tool_calls: [call] };
         });
-      };
-      script();
-      const sent: any = await client.agents.messages.create(agentId, {
-        messages: [{ role: 'user', content: 'tea?' }],
       });
-      script();
-      const frames: any[] = [];
-      const stream = await client.agents.messages.stream(agentId, {
-        messages: [{ role: 'user', content: 'tea again?' }],
-        stream_tokens: true,
-      });
-      for await (const f of stream as AsyncIterable<any>) frames.push(f);
-      const streamed = frames.find((f) => f.run_id).run_id as string;
 
       const timing = { ttft_ns: 1500 * 1e6, total_duration_ns: 4000 * 1e6 };
       expect(await client.runs.retrieve(sent.run_id)).toMatchObject(timing);
@@ -494,37 +499,24 @@ describe("clients: the Letta SDK's answers as Letta's server gives them", () => 
 
   it("the endpoint's cached and reasoning tokens are answered per step, in the response's usage and the run's, streamed or not", async () => {
     const agentId = await createAgent(t, fake);
-    const search = { name: 'conversation_search', arguments: { query: 'tea' } };
-    const answer = { name: 'send_message', arguments: { message: 'nothing about tea' } };
-    const turns = () =>
+    const { sent, streamed, frames } = await searchThenAnswer(agentId, () =>
       fake.push(
         // reported none cached, nothing of reasoning
         {
-          tool_calls: [search],
+          tool_calls: [SEARCH],
           usage: { prompt_tokens: 90, prompt_tokens_details: { cached_tokens: 0 } },
         },
         {
-          tool_calls: [answer],
+          tool_calls: [ANSWER],
           usage: {
             prompt_tokens: 120,
             prompt_tokens_details: { cached_tokens: 48, audio_tokens: 0 },
             completion_tokens_details: { reasoning_tokens: 12 },
           },
         },
-      );
-    turns();
-    const sent: any = await client.agents.messages.create(agentId, {
-      messages: [{ role: 'user', content: 'tea?' }],
-    });
-    turns();
-    const frames: any[] = [];
-    // token streaming: the model's answer streams too, its usage in its last chunk
-    const stream = await client.agents.messages.stream(agentId, {
-      messages: [{ role: 'user', content: 'tea again?' }],
-      stream_tokens: true,
-    });
-    for await (const f of stream as AsyncIterable<any>) frames.push(f);
-    const streamed = frames.find((f) => f.run_id).run_id as string;
+      ),
+    );
+    // token streaming: the model's answer streamed too, its usage in its last chunk
     expect(fake.requests.map((r) => r.stream)).toEqual([false, false, true, true]);
 
     const usage = { cached_input_tokens: 48, cache_write_tokens: null, reasoning_tokens: 12 };
