@@ -6,12 +6,13 @@ import type {
   DedupeEntry,
   ExecutorStateStore,
   MaybePromise,
+  StateWriter,
 } from '../core/executor/contracts';
 import { cloneBatch } from '../core/executor/in-memory-state-store';
 import { approxBytes } from '../common/approx-bytes';
 import { DEFAULT_TENANT } from '../config/app-config';
 import type { AgentLeases } from '../cluster/agent-leases';
-import type { GroupCommit } from '../database/group-commit';
+import type { GroupCommit, InsertSet } from '../database/group-commit';
 import { RowReader } from '../database/raw-reads';
 import { deleteWhere, updateWhere } from '../database/raw-writes';
 import {
@@ -46,13 +47,15 @@ export class DbExecutorStateStore implements ExecutorStateStore {
 
   constructor(
     private readonly ds: DataSource,
-    private readonly tx: Pick<GroupCommit, 'run' | 'insert'>,
+    private readonly tx: Pick<GroupCommit, 'run' | 'insert' | 'insertFenced'>,
     maxEntries: number,
     /** Each cache's keys and values together, estimated: a dedupe entry holds a tool's result and arguments. */
     maxBytes: number,
     /**
      * Several instances: checks, in the claim's transaction, that this instance still holds the agent in
-     * the claiming run's tenure, so a call never starts on an instance that lost the agent to another.
+     * the claiming run's tenure, so a call never starts on an instance that lost the agent to another; and
+     * so in the transaction of each of a run's writes (dedupe, cooldown, batch state), so an instance that
+     * stalled past its lease never overwrites what the new holder's recovery wrote (`upsert`).
      */
     private readonly ownership?: Pick<AgentLeases, 'guard' | 'tenure'>,
   ) {
@@ -94,6 +97,7 @@ export class DbExecutorStateStore implements ExecutorStateStore {
     key: string,
     entry: DedupeEntry,
     tenantId = DEFAULT_TENANT,
+    tenure?: string | null,
   ): Promise<void> {
     const row = {
       agent_id: agentId,
@@ -104,11 +108,11 @@ export class DbExecutorStateStore implements ExecutorStateStore {
       expires_at: entry.expiresAt,
       outcome_unknown: entry.unknown === true,
     };
-    await this.tx.insert({
-      entity: DedupeEntryEntity,
-      rows: [row],
-      conflictPaths: ['agent_id', 'key_hash'],
-    });
+    await this.upsert(
+      { entity: DedupeEntryEntity, rows: [row], conflictPaths: ['agent_id', 'key_hash'] },
+      agentId,
+      tenure,
+    );
     this.dedupe.set(k(agentId, key), { ...entry });
   }
 
@@ -130,13 +134,14 @@ export class DbExecutorStateStore implements ExecutorStateStore {
     toolName: string,
     at: number,
     tenantId = DEFAULT_TENANT,
+    tenure?: string | null,
   ): Promise<void> {
     const row = { agent_id: agentId, tool_name: toolName, tenant_id: tenantId, at };
-    await this.tx.insert({
-      entity: LastExecutionEntity,
-      rows: [row],
-      conflictPaths: ['agent_id', 'tool_name'],
-    });
+    await this.upsert(
+      { entity: LastExecutionEntity, rows: [row], conflictPaths: ['agent_id', 'tool_name'] },
+      agentId,
+      tenure,
+    );
     this.last.set(k(agentId, toolName), at);
   }
 
@@ -149,7 +154,12 @@ export class DbExecutorStateStore implements ExecutorStateStore {
     });
   }
 
-  async saveBatch(batchId: string, state: BatchState, tenantId = DEFAULT_TENANT): Promise<void> {
+  async saveBatch(
+    batchId: string,
+    state: BatchState,
+    tenantId = DEFAULT_TENANT,
+    writer?: StateWriter,
+  ): Promise<void> {
     const copy = cloneBatch(state);
     const row = {
       batch_id: batchId,
@@ -159,8 +169,28 @@ export class DbExecutorStateStore implements ExecutorStateStore {
       updated_at: copy.updatedAt,
       parked: false,
     };
-    await this.tx.insert({ entity: BatchStateEntity, rows: [row], conflictPaths: ['batch_id'] });
+    await this.upsert(
+      { entity: BatchStateEntity, rows: [row], conflictPaths: ['batch_id'] },
+      writer?.agentId,
+      writer?.tenure,
+    );
     this.batches.set(batchId, copy);
+  }
+
+  /**
+   * An upsert of the agent's state. With shared leases, checked in its transaction against the agent's
+   * lease in `tenure` (undefined: the current one): LEASE_LOST, nothing written, once that tenure is over.
+   * One process (no `ownership`) keeps the plain insert, shared with other jobs' rows.
+   */
+  private upsert(
+    set: InsertSet,
+    agentId: string | undefined,
+    tenure: string | null | undefined,
+  ): Promise<void> {
+    const fence = this.ownership;
+    if (!fence || agentId === undefined) return this.tx.insert(set);
+    const held = tenure === undefined ? fence.tenure(agentId) : tenure;
+    return this.tx.insertFenced((em) => fence.guard(em, agentId, held), set);
   }
 
   async parkBatch(batchId: string): Promise<void> {

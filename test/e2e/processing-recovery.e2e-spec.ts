@@ -572,6 +572,28 @@ describe('processing: restart recovery', () => {
     return { run, finish };
   }
 
+  /** Resolves once `run` is given up to recovery on `t` (its writes refused: its tenure is over). */
+  function givenUp(t: TestApp, run: string): Promise<void> {
+    const processor = t.app.get<any>(AgentProcessor);
+    const leave = processor.leaveToRecovery.bind(processor);
+    return new Promise((gaveUp) => {
+      jest.spyOn(processor, 'leaveToRecovery').mockImplementation((ctx: any) => {
+        leave(ctx);
+        if (ctx.run.id === run) gaveUp();
+      });
+    });
+  }
+
+  /** Runs `write`; what it throws (a refusal) is noted in `refused`, and thrown on. */
+  async function noting<T>(refused: unknown[], write: () => Promise<T>): Promise<T> {
+    try {
+      return await write();
+    } catch (e) {
+      refused.push(e);
+      throw e;
+    }
+  }
+
   /** Another instance took the agent, ended the run (recovery) and let it go: a new owner, token + 1. */
   async function endedElsewhere(t: TestApp, id: string, run: string): Promise<void> {
     const ds = t.app.get(DataSource);
@@ -714,22 +736,15 @@ describe('processing: restart recovery', () => {
         const repo = a.app.get(ProcessingRepository);
         const append = repo.append.bind(repo);
         const lateWrites: unknown[] = [];
-        jest.spyOn(repo, 'append').mockImplementation(async (...args) => {
-          try {
-            return await append(...args);
-          } catch (e) {
-            if (args[1].some((m) => m.payload.tool_return === 'found it')) lateWrites.push(e);
-            throw e;
-          }
-        });
-        const processor = a.app.get<any>(AgentProcessor);
-        let gaveUp!: () => void;
-        const left = new Promise<void>((r) => (gaveUp = r));
-        const leave = processor.leaveToRecovery.bind(processor);
-        jest.spyOn(processor, 'leaveToRecovery').mockImplementation((ctx: any) => {
-          leave(ctx);
-          if (ctx.run.id === run) gaveUp();
-        });
+        // its return (an internal failure once the executor's record of the answer was refused too)
+        jest
+          .spyOn(repo, 'append')
+          .mockImplementation((...args) =>
+            args[1].some((m) => m.message_type === 'tool_return_message' && m.run_id === run)
+              ? noting(lateWrites, () => append(...args))
+              : append(...args),
+          );
+        const left = givenUp(a, run);
         finish();
         await left;
 
@@ -754,6 +769,64 @@ describe('processing: restart recovery', () => {
           expect(r.status).toBe(200);
           expect(r.body.messages.at(-1)).toMatchObject({ content: `answer to ${words}` });
         }
+      } finally {
+        jest.restoreAllMocks();
+        await b?.close();
+        await a.close();
+        rmSync(a.dir, { recursive: true, force: true });
+      }
+    },
+  );
+
+  pgOnly(
+    'this instance stalls past its lease mid-tool; another takes the agent and recovers the run; then the tool answers here: the executor’s late state writes are refused too, so the new holder’s “outcome unknown” dedupe entry stays and the batch state its recovery dropped is not written again',
+    async () => {
+      const a = await firstInstance();
+      let b: TestApp | undefined;
+      try {
+        // side_effecting: deduped by default, so recovery remembers the started call's outcome as unknown
+        await tools.declare(a, 'lookup', { safety: 'side_effecting' });
+        const id = await createAgent(a, fake, { tools: ['lookup'], include_base_tools: false });
+        const { run, finish } = await lapsedInTool(a, id, () => Promise.resolve());
+        b = await takenOver(a, id); // its recovery ends the run
+        expect(await runEnded(b, run)).toMatchObject({ status: 'failed', error: 'interrupted' });
+        const ds = b.app.get(DataSource);
+        const table = (name: string) => sqlTable(b!.config.database.schema, name);
+        const [{ batch_id: batch }] = await ds.query(
+          `SELECT batch_id FROM ${table('runs')} WHERE id = $1`,
+          [run],
+        );
+        const stored = async () => ({
+          dedupe: await ds.query(
+            `SELECT result, outcome_unknown FROM ${table('executor_dedupe')} WHERE agent_id = $1`,
+            [id],
+          ),
+          batches: await ds.query(
+            `SELECT batch_id FROM ${table('executor_batches')} WHERE batch_id = $1`,
+            [batch],
+          ),
+        });
+        const recovered = {
+          dedupe: [{ result: OUTCOME_UNKNOWN, outcome_unknown: true }],
+          batches: [],
+        };
+        expect(await stored()).toEqual(recovered);
+
+        // the tool answers on the instance that lost the agent: its run goes as far as it can
+        const store = a.app.get(ToolExecutorService).store;
+        const saveBatch = store.saveBatch.bind(store);
+        const refused: unknown[] = [];
+        jest
+          .spyOn(store, 'saveBatch')
+          .mockImplementation((...args) => noting(refused, () => saveBatch(...args)));
+        const left = givenUp(a, run);
+        finish();
+        await left;
+
+        // nothing of the late success is stored: an identical call stays refused, never answered from it
+        expect(await stored()).toEqual(recovered);
+        expect(refused.map((e: any) => e?.code ?? String(e))).toEqual(['LEASE_LOST']);
+        expect(tools.calls.map((c) => c.name)).toEqual(['lookup']);
       } finally {
         jest.restoreAllMocks();
         await b?.close();
@@ -790,14 +863,20 @@ describe('processing: restart recovery', () => {
   );
 
   pgOnly(
-    'a tool’s return is on its way to the database when the agent comes back here under a new lease token: the fence of the lost tenure refuses it',
+    'a tool’s answer is on its way to the database (the executor’s record of it, then its return) when the agent comes back here under a new lease token: the fence of the lost tenure refuses both',
     async () => {
       const { t, id, lapse } = await lapsingLease();
       try {
         const { run, finish } = await lapsedInTool(t, id, lapse);
         await endedElsewhere(t, id, run);
-        // the old run's write of its return is in flight (a slow connection, a stalled event loop)
-        // until this instance has taken the agent back
+        const ds = t.app.get(DataSource);
+        const batches = sqlTable(t.config.database.schema, 'executor_batches');
+        const [{ batch_id: batch }] = await ds.query(
+          `SELECT batch_id FROM ${sqlTable(t.config.database.schema, 'runs')} WHERE id = $1`,
+          [run],
+        );
+        // the old run's first write once its tool answered, the batch state, is in flight (a slow
+        // connection, a stalled event loop) until this instance has taken the agent back
         const leases = t.app.get<AgentLeases & { mine: Map<string, { until: number }> }>(
           AGENT_LEASES,
         );
@@ -809,23 +888,40 @@ describe('processing: restart recovery', () => {
           back();
           return got;
         });
-        const repo = t.app.get(ProcessingRepository);
-        const append = repo.append.bind(repo);
+        const refused: unknown[] = [];
+        const store = t.app.get(ToolExecutorService).store;
+        const saveBatch = store.saveBatch.bind(store);
         let sent!: () => void;
         const inFlight = new Promise<void>((r) => (sent = r));
-        jest.spyOn(repo, 'append').mockImplementation(async (agentId, rows, ...rest) => {
-          if (rows.some((r) => r.payload.tool_return === 'found it')) {
-            sent();
-            await reacquired;
-          }
-          return append(agentId, rows, ...rest);
+        jest.spyOn(store, 'saveBatch').mockImplementation(async (...args) => {
+          if (args[0] !== batch) return saveBatch(...args);
+          sent();
+          await reacquired;
+          return noting(refused, () => saveBatch(...args));
         });
+        const repo = t.app.get(ProcessingRepository);
+        const append = repo.append.bind(repo);
+        jest
+          .spyOn(repo, 'append')
+          .mockImplementation((agentId, rows, ...rest) =>
+            rows.some((r) => r.run_id === run)
+              ? noting(refused, () => append(agentId, rows, ...rest))
+              : append(agentId, rows, ...rest),
+          );
+        const left = givenUp(t, run);
         finish();
         await inFlight;
         leases.mine.get(id)!.until = 0; // its own deadline has passed: the next message takes it back
         await takesNextMessage(t, fake, id);
-        const history = (await api(t, 'GET', `/v1/agents/${id}/messages?limit=100`)).body as any[];
-        expect(history.map((m) => m.tool_return)).not.toContain('found it');
+        const returns = async () =>
+          ((await api(t, 'GET', `/v1/runs/${run}/messages`)).body as any[]).filter(
+            (m) => m.message_type === 'tool_return_message',
+          );
+        // the old run stops at the refused return: nothing of its answer is stored
+        await left;
+        expect(refused.map((e: any) => e?.code ?? String(e))).toEqual(['LEASE_LOST', 'LEASE_LOST']);
+        expect(await returns()).toEqual([]);
+        expect(await ds.query(`SELECT 1 FROM ${batches} WHERE batch_id = $1`, [batch])).toEqual([]);
         expect((await api(t, 'GET', `/v1/runs/${run}`)).body).toMatchObject({ status: 'failed' });
       } finally {
         jest.restoreAllMocks();

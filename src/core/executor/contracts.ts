@@ -67,7 +67,7 @@ export interface ExecutionMeta {
   signal?: AbortSignal;
   /** No one can be asked (a direct run, outside any batch): only a standing grant covers consent. */
   grantsOnly?: boolean;
-  /** The run's lease tenure (opaque here), handed to the store's claims: none passes once it is over. */
+  /** The run's lease tenure (opaque here), handed to the store's writes: none passes once it is over. */
   tenure?: string | null;
 }
 
@@ -177,6 +177,12 @@ export interface ConsentPort {
   check(req: ConsentCheckRequest): Promise<ConsentCheck>;
 }
 
+/** Whose run writes executor state: the agent, and the run's lease tenure (ExecutionMeta.tenure). */
+export interface StateWriter {
+  agentId: string;
+  tenure?: string | null;
+}
+
 /** Per-batch state (max calls, exclusive groups): survives heartbeats and parking for consent. */
 export interface BatchState {
   callCounts: Record<string, number>;
@@ -209,6 +215,8 @@ export type MaybePromise<T> = T | Promise<T>;
 /**
  * Persistent state across batches and restarts; the Nest side writes through to the database.
  * Writers get the owning tenant as a trailing argument (rows carry tenant_id); agent ids are unique anyway.
+ * A run's writes also get its lease tenure (ExecutionMeta.tenure; absent: the agent's current one), for a
+ * store that fences them by it: none passes once that tenure is over.
  */
 export interface ExecutorStateStore {
   getDedupe(agentId: string, key: string): MaybePromise<DedupeEntry | null>;
@@ -217,6 +225,7 @@ export interface ExecutorStateStore {
     key: string,
     entry: DedupeEntry,
     tenantId?: string,
+    tenure?: string | null,
   ): MaybePromise<void>;
   getLastExecution(agentId: string, toolName: string): MaybePromise<number | null>;
   setLastExecution(
@@ -224,9 +233,16 @@ export interface ExecutorStateStore {
     toolName: string,
     at: number,
     tenantId?: string,
+    tenure?: string | null,
   ): MaybePromise<void>;
   loadBatch(batchId: string): MaybePromise<BatchState | null>;
-  saveBatch(batchId: string, state: BatchState, tenantId?: string): MaybePromise<void>;
+  /** `writer`: the batch's agent and the writing run's tenure (a batch id names no agent). */
+  saveBatch(
+    batchId: string,
+    state: BatchState,
+    tenantId?: string,
+    writer?: StateWriter,
+  ): MaybePromise<void>;
   deleteBatch(batchId: string): MaybePromise<void>;
   /**
    * The batch waits (for a person's consent or a client's result), however long that takes: its state is

@@ -212,7 +212,7 @@ export class ToolExecutor {
       const a = await this.admit(setup, idx, pass, call, meta, awaiting);
       if (a.outcome) return a.outcome;
       const result = await this.run(setup, a.admitted, meta);
-      return await this.record(setup, idx, pass, a.admitted, result);
+      return await this.record(setup, idx, pass, a.admitted, result, meta.tenure);
     } catch (e) {
       return internalFailure(call, e);
     }
@@ -264,7 +264,8 @@ export class ToolExecutor {
       }
       const answered = calls[i].clientResult;
       if (answered) {
-        await push(calls[i], await this.completeClientCall(setup, idx, pass, calls[i], answered));
+        const o = await this.completeClientCall(setup, idx, pass, calls[i], answered, meta);
+        await push(calls[i], o);
         i++;
         continue;
       }
@@ -310,7 +311,7 @@ export class ToolExecutor {
         if (a.outcome) o = a.outcome;
         else
           try {
-            o = await this.record(setup, idx, pass, a.admitted, await results[k]!);
+            o = await this.record(setup, idx, pass, a.admitted, await results[k]!, meta.tenure);
           } catch (e) {
             o = internalFailure(group[k], e);
           }
@@ -625,11 +626,14 @@ export class ToolExecutor {
     // stored before the tool starts, as the cooldown: a call whose process dies while it runs still
     // counts when its batch goes on elsewhere (recovery carries the batch's approved calls that had not started)
     if (idx.maxCount.has(name) || idx.maxCountStar.length > 0 || idx.groups.has(name)) {
-      const saved = store.saveBatch(pass.batchId, batch, setup.tenantId);
+      const saved = store.saveBatch(pass.batchId, batch, setup.tenantId, {
+        agentId: setup.agentId,
+        tenure: meta.tenure,
+      });
       if (isPromise(saved)) await saved;
     }
     if (idx.cooldowns.has(name)) {
-      const r = store.setLastExecution(setup.agentId, name, now, setup.tenantId);
+      const r = store.setLastExecution(setup.agentId, name, now, setup.tenantId, meta.tenure);
       if (isPromise(r)) await r;
     }
     return { admitted: { call, tool, args, heartbeat, policy, key, startedAt: now, grantId } };
@@ -645,6 +649,7 @@ export class ToolExecutor {
     pass: PassState,
     call: ToolCallRequest,
     result: ClientResult,
+    meta: ExecutionMeta,
   ): Promise<ToolOutcome> {
     const tool = idx.tools.get(call.name);
     if (!tool) return internalFailure(call, new Error(`no tool named ${call.name}`));
@@ -660,11 +665,14 @@ export class ToolExecutor {
       key: policy ? canonicalKey(call.name, args) : undefined,
       startedAt: result.startedAt,
     };
-    return this.record(setup, idx, pass, admitted, {
-      kind: 'done',
-      status: result.status,
-      value: result.value,
-    });
+    return this.record(
+      setup,
+      idx,
+      pass,
+      admitted,
+      { kind: 'done', status: result.status, value: result.value },
+      meta.tenure,
+    );
   }
 
   private run(setup: AgentToolSetup, a: Admitted, meta: ExecutionMeta): Promise<RunResult> {
@@ -725,13 +733,16 @@ export class ToolExecutor {
     pass: PassState,
     a: Admitted,
     r: RunResult,
+    /** The run's (ExecutionMeta.tenure): a run whose tenure is over records nothing. */
+    tenure: string | null | undefined,
   ): Promise<ToolOutcome> {
     const { store } = this.deps;
     const name = a.tool.name;
     const finishedAt = this.deps.clock.now();
+    const writer = { agentId: setup.agentId, tenure };
     if (r.kind === 'client') {
       // counted and claimed in admit; the result is recorded when the client returns it
-      const saved = store.saveBatch(pass.batchId, pass.batch!, setup.tenantId);
+      const saved = store.saveBatch(pass.batchId, pass.batch!, setup.tenantId, writer);
       if (isPromise(saved)) await saved;
       return {
         ...base(
@@ -799,13 +810,13 @@ export class ToolExecutor {
       }
     }
     batch.updatedAt = finishedAt;
-    const saved = store.saveBatch(pass.batchId, batch, setup.tenantId);
+    const saved = store.saveBatch(pass.batchId, batch, setup.tenantId, writer);
     if (isPromise(saved)) await saved;
     // Errors are never cached, so a failed call can be retried; a call that did not finish may have taken
     // effect, so an identical one is refused for the window (never answered from it).
     const unknown = r.kind === 'timeout' || r.kind === 'cancelled';
     if ((status === 'success' || unknown) && a.policy && a.key !== undefined)
-      await this.remember(setup, a.policy, a.key, value, finishedAt, unknown);
+      await this.remember(setup, a.policy, a.key, value, finishedAt, unknown, tenure);
     pass.exitRequirementsPending = pendingFor(idx, batch);
 
     const outcome: ToolOutcome = {
@@ -851,6 +862,7 @@ export class ToolExecutor {
     result: string,
     at: number,
     unknown: boolean,
+    tenure?: string | null,
   ): Promise<void> {
     const entry: DedupeEntry = {
       result,
@@ -858,7 +870,7 @@ export class ToolExecutor {
       expiresAt: at + policy.windowMs,
       ...(unknown ? { unknown: true as const } : {}),
     };
-    const put = this.deps.store.putDedupe(setup.agentId, key, entry, setup.tenantId);
+    const put = this.deps.store.putDedupe(setup.agentId, key, entry, setup.tenantId, tenure);
     if (isPromise(put)) await put;
   }
 

@@ -1,6 +1,7 @@
 import {
   type ConsentCheck,
   type ConsentCheckRequest,
+  type ExecutorStateStore,
   parksOn,
   type ToolCallRequest,
   type ToolOutcome,
@@ -1465,5 +1466,70 @@ describe('pruning', () => {
     h.clock.advance(86_400_000);
     await h.executor.pruneExpired();
     expect(h.store.batches.size).toBe(0);
+  });
+});
+
+describe("a run's state writes carry its lease tenure (a store with shared leases fences them by it)", () => {
+  it('counters and cooldowns at admission, batch state and dedupe once a call ran: alone, run together, or answered by the client', async () => {
+    const tools = [
+      aTool('pay', 'side_effecting'),
+      aTool('r1'),
+      aTool('r2'),
+      { ...aTool('ask'), kind: 'client' as const },
+    ];
+    const rules: ToolRule[] = [
+      { type: 'max_calls', tool_name: 'pay', max_count_limit: 3 },
+      { type: 'cooldown', tool_name: 'pay', seconds: 1 },
+    ];
+    const h = new Harness(aSetup(rules, tools));
+    const meta = { ...h.meta(), tenure: 'tenure-7' };
+    const tenures: Record<string, unknown[]> = {};
+    const store: ExecutorStateStore = h.store;
+    const watch = <K extends 'claimToolCall' | 'saveBatch' | 'putDedupe' | 'setLastExecution'>(
+      method: K,
+      tenureOf: (args: Parameters<ExecutorStateStore[K]>) => unknown,
+    ) => {
+      const real = (store[method] as (...a: unknown[]) => unknown).bind(store);
+      jest.spyOn(store, method).mockImplementation(((...a: Parameters<ExecutorStateStore[K]>) => {
+        (tenures[method] ??= []).push(tenureOf(a));
+        return real(...a);
+      }) as never);
+    };
+    watch('claimToolCall', (a) => a[5]);
+    watch('saveBatch', (a) => a[3]?.tenure);
+    watch('putDedupe', (a) => a[4]);
+    watch('setLastExecution', (a) => a[4]);
+
+    const sent = ['pay', 'r1', 'r2', 'ask'].map((name, i) => ({
+      toolCallId: `c${i}`,
+      name,
+      arguments: {},
+    }));
+    const first = await h.executor.executeBatch(h.setup, h.pass, sent, meta);
+    expect(first.map(code)).toEqual(['ok', 'ok', 'ok', 'client']);
+    const answered = await h.executor.executeBatch(
+      h.setup,
+      h.pass,
+      [
+        {
+          ...sent[3],
+          clientResult: {
+            status: 'success',
+            value: 'ask ok',
+            startedAt: first[3].startedAt!,
+            heartbeat: false,
+          },
+        },
+      ],
+      meta,
+    );
+    expect(answered.map(code)).toEqual(['ok']);
+    // pay (admitted, ran), r1 and r2 (ran together), ask (admitted for the client, then its answer)
+    expect(tenures).toEqual({
+      claimToolCall: Array(4).fill('tenure-7'),
+      saveBatch: Array(6).fill('tenure-7'),
+      setLastExecution: ['tenure-7'],
+      putDedupe: ['tenure-7'],
+    });
   });
 });
