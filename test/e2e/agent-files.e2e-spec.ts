@@ -76,6 +76,29 @@ describe('agent files', () => {
     await t.close();
   });
 
+  it("a file's tool_executor settings are the agent's, over the config's (issue 3: create, update and agent files alike)", async () => {
+    const dir = newDir();
+    writeFileSync(
+      path.join(dir, 'agents', 'settings.yaml'),
+      AGENT.replace('name: helper', 'name: settings') +
+        'tool_executor: { tool_timeout_seconds: 7, dedupe_window_seconds: 0 }\n',
+    );
+    const t = await startApp({
+      dir,
+      overrides: { tool_executor: { consent_timeout_seconds: 90 } },
+    });
+    try {
+      const [agent] = await listAll(t.baseUrl);
+      expect(agent.tool_executor).toEqual({
+        tool_timeout_seconds: 7,
+        consent_timeout_seconds: 90,
+        dedupe_window_seconds: 0,
+      });
+    } finally {
+      await t.close();
+    }
+  });
+
   it('a file names its agent_type: its base tools and loop', async () => {
     const dir = newDir();
     writeFileSync(
