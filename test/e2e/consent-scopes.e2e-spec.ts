@@ -89,8 +89,17 @@ describe('consent outcomes and their reach, end to end', () => {
   };
   const requestFor = (ws: WsClient, toolCallId: string) =>
     ws.next((f) => f.type === 'consent.request' && f.request.tool_call_id === toolCallId);
-  const continuationDone = (ws: WsClient, from: number) =>
-    ws.next((f) => f.type === 'run.event' && f.event === 'run.completed', from, 10_000);
+  /** Waits until the batch the parked run left continued in a run of its own, and that run ended. */
+  const continuationDone = async (parkedRunId: string) => {
+    for (;;) {
+      const parked = (await api(t, 'GET', `/v1/runs/${parkedRunId}`)).body;
+      if (parked.continued_by) {
+        const next = (await api(t, 'GET', `/v1/runs/${parked.continued_by}`)).body;
+        if (['completed', 'failed', 'cancelled'].includes(next.status)) return next;
+      }
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  };
   const paid = () => toolServer.calls.map((c) => c.body.arguments.amount);
 
   it("an agent's tool_executor.consent_timeout_seconds sets the request's expiry (the config's applies without it); the request times out there, not before", async () => {
@@ -116,7 +125,7 @@ describe('consent outcomes and their reach, end to end', () => {
       expect(
         await ws.next((f) => f.type === 'consent.resolved' && f.request_id === mine.id, from),
       ).toMatchObject({ decision: 'deny', reason: 'timeout', decided_by: 'system' });
-      await continuationDone(ws, from);
+      await continuationDone(mine.run_id);
       // the config's 120 s have not passed for the other agent's request
       expect((await api(t, 'GET', `/v1/consent/requests/${theirs.id}`)).body.status).toBe(
         'pending',
@@ -130,6 +139,44 @@ describe('consent outcomes and their reach, end to end', () => {
     await api(t, 'POST', `/v1/consent/requests/${theirs.id}/decision`, { decision: 'deny' });
   });
 
+  it("nobody answers: the server's own sweep denies the request at its expiry (timeout), and the batch goes on without running the tool", async () => {
+    const agentId = await anAgent({ tool_executor: { consent_timeout_seconds: 1 } });
+    const ws = await subscriber([agentId]);
+    pays(agentId, 9, 'call_unanswered', 'nobody answered');
+    const from = ws.frames.length;
+    const parked = await send(agentId, 'pay');
+    expect(parked.stop_reason.stop_reason).toBe('requires_approval');
+    const req = (await requestFor(ws, 'call_unanswered')).request;
+    expect(
+      await ws.next((f) => f.type === 'consent.resolved' && f.request_id === req.id, from, 10_000),
+    ).toMatchObject({
+      decision: 'deny',
+      reason: 'timeout',
+      decided_by: 'system',
+      channel: 'system',
+    });
+    await continuationDone(parked.run_id);
+    expect(toolServer.calls).toEqual([]);
+    const stored = (await api(t, 'GET', `/v1/consent/requests/${req.id}`)).body;
+    expect(stored).toMatchObject({
+      status: 'denied',
+      decision: 'deny',
+      decision_reason: 'timeout',
+      decided_by: 'system',
+      channel: 'system',
+    });
+    const history = (await api(t, 'GET', `/v1/agents/${agentId}/messages?order=asc`)).body;
+    const ret = history.find(
+      (m: any) => m.message_type === 'tool_return_message' && m.tool_call_id === 'call_unanswered',
+    );
+    expect(ret).toMatchObject({ status: 'error' });
+    expect(ret.tool_return).toMatch(/^\[ToolPermissionDenied\] pay was denied: timeout/);
+    expect(history.at(-1)).toMatchObject({
+      message_type: 'assistant_message',
+      content: 'nobody answered',
+    });
+  });
+
   it.each([
     ['a denial', 'deny'],
     ['a timeout', 'timeout'],
@@ -139,7 +186,6 @@ describe('consent outcomes and their reach, end to end', () => {
     pays(agentId, 7, `call_${how}_1`, 'ok');
     await send(agentId, 'pay 7');
     const first = (await requestFor(ws, `call_${how}_1`)).request;
-    const from = ws.frames.length;
     if (how === 'deny') {
       ws.send({ type: 'consent.decision', request_id: first.id, decision: 'deny', reason: 'no' });
     } else {
@@ -150,7 +196,7 @@ describe('consent outcomes and their reach, end to end', () => {
         clock.restore();
       }
     }
-    await continuationDone(ws, from);
+    await continuationDone(first.run_id);
 
     pays(agentId, 7, `call_${how}_2`, 'ok');
     const again = await send(agentId, 'pay 7 again');
@@ -168,7 +214,6 @@ describe('consent outcomes and their reach, end to end', () => {
     pays(a, 3, 'call_a1');
     await send(a, 'pay');
     const req = (await requestFor(ws, 'call_a1')).request;
-    const from = ws.frames.length;
     const resolved = await ws.request(
       { type: 'consent.decision', request_id: req.id, decision: 'approve_for_scope' },
       'consent.resolved',
@@ -179,7 +224,7 @@ describe('consent outcomes and their reach, end to end', () => {
       grant_id: expect.stringMatching(/^grant-/),
       channel: 'ws',
     });
-    await continuationDone(ws, from);
+    await continuationDone(req.run_id);
 
     pays(b, 4, 'call_b1');
     expect((await send(b, 'pay')).stop_reason.stop_reason).toBe('requires_approval');
@@ -197,7 +242,6 @@ describe('consent outcomes and their reach, end to end', () => {
     pays(agentId, 10, 'call_k1');
     await send(agentId, 'pay');
     const req = (await requestFor(ws, 'call_k1')).request;
-    const from = ws.frames.length;
     ws.send({
       type: 'consent.decision',
       request_id: req.id,
@@ -208,7 +252,7 @@ describe('consent outcomes and their reach, end to end', () => {
         additionalProperties: false,
       },
     });
-    await continuationDone(ws, from);
+    await continuationDone(req.run_id);
     fake.push(
       [
         { tool_calls: [{ name: 'pay', arguments: { amount: 20, request_heartbeat: true } }] },
@@ -250,7 +294,6 @@ describe('consent outcomes and their reach, end to end', () => {
     pays(agentId, 10, 'call_g1');
     await send(agentId, 'pay');
     const req = (await requestFor(ws, 'call_g1')).request;
-    const from = ws.frames.length;
     const resolved = await ws.request(
       {
         type: 'consent.decision',
@@ -260,7 +303,7 @@ describe('consent outcomes and their reach, end to end', () => {
       },
       'consent.resolved',
     );
-    await continuationDone(ws, from);
+    await continuationDone(req.run_id);
     const grants = (await api(t, 'GET', `/v1/agents/${agentId}/grants`)).body;
     expect(grants).toEqual([
       expect.objectContaining({
