@@ -177,6 +177,38 @@ describe('consent outcomes and their reach, end to end', () => {
     });
   });
 
+  it('while a request is pending every way of sending a plain message is 409 PENDING_APPROVAL, and nothing is queued', async () => {
+    const agentId = await anAgent();
+    const ws = await subscriber([agentId]);
+    pays(agentId, 8, 'call_blocking', 'after the answer');
+    await send(agentId, 'pay');
+    const req = (await requestFor(ws, 'call_blocking')).request;
+    const runsBefore = (await api(t, 'GET', `/v1/runs/?agent_id=${agentId}`)).body.length;
+    const body = { messages: [{ role: 'user', content: 'hello?' }] };
+    for (const [path, extra] of [
+      ['messages', {}],
+      ['messages', { streaming: true }],
+      ['messages/stream', {}],
+      ['messages/async', {}],
+    ] as const) {
+      const res = await fetch(`${t.baseUrl}/v1/agents/${agentId}/${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ ...body, ...extra }),
+      });
+      expect([path, extra, res.status]).toEqual([path, extra, 409]);
+      expect(await res.json()).toMatchObject({
+        code: 'PENDING_APPROVAL',
+        details: { request_id: req.id, tool_call_id: 'call_blocking' },
+      });
+    }
+    expect((await api(t, 'GET', `/v1/runs/?agent_id=${agentId}`)).body).toHaveLength(runsBefore);
+    await api(t, 'POST', `/v1/consent/requests/${req.id}/decision`, { decision: 'deny' });
+    await continuationDone(req.run_id);
+    const history = (await api(t, 'GET', `/v1/agents/${agentId}/messages?order=asc`)).body;
+    expect(history.filter((m: any) => m.content === 'hello?')).toEqual([]);
+  });
+
   it.each([
     ['a denial', 'deny'],
     ['a timeout', 'timeout'],
