@@ -5,6 +5,7 @@ import {
   api,
   createAgent,
   LoopEnv,
+  runEnded,
   say,
   startLoopEnv,
   ToolServer,
@@ -162,6 +163,53 @@ describe('tool rules in their scopes, end to end', () => {
       expect(r[2].tool_return).toContain('card declined');
       expect(r[4].tool_return).toMatch(/^\[ToolRuleViolation\] pay reached its limit of 2 calls/);
       expect(ran()).toEqual(['lookup', 'pay', 'pay']);
+    });
+  });
+
+  describe('the batch and its heartbeats', () => {
+    it("a heartbeat continuation goes ahead of a user message that arrived meanwhile: the batch's counters still hold in it, and the new message starts a fresh batch", async () => {
+      const id = await agent(
+        ['pay', 'lookup'],
+        [{ type: 'max_count_per_step', tool_name: 'pay', max_count_limit: 1 }],
+        { tool_executor: { dedupe_window_seconds: 0 } },
+      );
+      let release!: () => void;
+      const held = new Promise<void>((r) => (release = r));
+      let arrived!: () => void;
+      const payStarted = new Promise<void>((r) => (arrived = r));
+      tools.handle('pay', async () => {
+        arrived();
+        await held;
+        return { body: 'paid' };
+      });
+      fake.respond((req) => {
+        const last = req.messages.at(-1);
+        const text = typeof last?.content === 'string' ? last.content : '';
+        if (last?.role === 'user' && text === 'first')
+          return { tool_calls: [call('pay', { q: '1', request_heartbeat: true })] };
+        if (last?.role === 'user' && text.includes('"heartbeat"'))
+          return { tool_calls: [call('pay', { q: '2' })] };
+        if (last?.role === 'user' && text === 'second')
+          return { tool_calls: [call('pay', { q: '3' })] };
+        return { content: 'done' };
+      });
+      const first = await api(t, 'POST', `/v1/agents/${id}/messages/async`, say('first'));
+      expect(first.status).toBe(202);
+      await payStarted;
+      const second = await api(t, 'POST', `/v1/agents/${id}/messages/async`, say('second'));
+      expect(second.status).toBe(202);
+      release();
+      await runEnded(t, first.body.id);
+      await runEnded(t, second.body.id);
+      // the heartbeat pass (pay 2, refused: the batch's one pay was used) came before "second"
+      const lastUser = fake.requests.map((r) => {
+        const m = r.messages.at(-1);
+        return m.role === 'user' && String(m.content).includes('"heartbeat"')
+          ? 'heartbeat'
+          : m.content;
+      });
+      expect(lastUser.indexOf('heartbeat')).toBeLessThan(lastUser.indexOf('second'));
+      expect(tools.calls.map((c) => c.arguments.q)).toEqual(['1', '3']);
     });
   });
 
