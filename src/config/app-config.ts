@@ -599,6 +599,7 @@ function validate(
   });
 
   const webhookSlots = int('webhooks.max_in_flight', 1, 1000);
+  const deliveryTimeout = int('webhooks.request_timeout_seconds', 1, 300);
   const callbackSlots = int('webhooks.callback_max_in_flight', 1, 1000);
   const scanSlots = int('limits.search_scans_in_flight', 1, 1000);
   const config: AppConfig = {
@@ -732,9 +733,11 @@ function validate(
       max_attempts: int('webhooks.max_attempts', 1, 50),
       retry_base_seconds: int('webhooks.retry_base_seconds', 0, 3600),
       retry_max_seconds: int('webhooks.retry_max_seconds', 0, 86400),
-      request_timeout_seconds: int('webhooks.request_timeout_seconds', 1, 300),
+      request_timeout_seconds: deliveryTimeout,
       poll_interval_seconds: int('webhooks.poll_interval_seconds', 1, 3600),
-      claim_seconds: int('webhooks.claim_seconds', 1, 3600),
+      // a claim that ends while its attempt may still be waiting for the target lets another instance
+      // send the same delivery again meanwhile
+      claim_seconds: int('webhooks.claim_seconds', deliveryTimeout + 1, 3600),
       max_in_flight: webhookSlots,
       // a tenant's share is at most the whole
       max_in_flight_per_tenant: int('webhooks.max_in_flight_per_tenant', 1, webhookSlots),

@@ -24,7 +24,7 @@ describe('run callbacks: stored with the run, sent once', () => {
       webhooks: {
         callback_max_in_flight_per_tenant: 1,
         request_timeout_seconds: 300,
-        claim_seconds: 1, // the killed instance's claim of the first lapses quickly
+        claim_seconds: 301, // past the killed instance's post (the restarted app's clock passes it)
       },
     };
     let t: TestApp | null = null;
@@ -54,6 +54,8 @@ describe('run callbacks: stored with the run, sent once', () => {
       t = await startApp({ dir, overrides });
       await until(async () => (await callbackOf(t!, second)).callback_status_code === 200);
       // the first's post had no answer when its instance died: its outcome unknown, it is posted again
+      // once its claim has lapsed
+      fakeClock(t).advance(302_000);
       await until(async () => (await callbackOf(t!, first)).callback_status_code === 200);
       await t.app.get(RunCallbacks).deliverDue(); // nothing else is due
       expect(rx.arrivals.filter((a) => a === '/second')).toHaveLength(1);

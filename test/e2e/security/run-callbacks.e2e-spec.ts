@@ -31,6 +31,7 @@ describe('security: run callbacks to a target that hangs', () => {
           callback_max_in_flight_per_tenant: 2,
           callback_max_waiting_per_tenant: 3,
           request_timeout_seconds: 300, // no post ends by itself during the test
+          claim_seconds: 301,
         },
       },
     });

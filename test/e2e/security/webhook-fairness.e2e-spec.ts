@@ -30,6 +30,7 @@ describe("security: one tenant's slow webhooks do not delay another tenant's", (
           max_in_flight_per_tenant: 2,
           // no attempt ends by itself during a test, and only events (not the timer) start them
           request_timeout_seconds: 300,
+          claim_seconds: 301,
           poll_interval_seconds: 3600,
         },
       },

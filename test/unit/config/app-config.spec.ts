@@ -116,6 +116,11 @@ describe('loadConfig', () => {
       /webhooks\.callback_max_in_flight_per_tenant/,
     ],
     [
+      'a delivery claim that ends before its attempt may',
+      { webhooks: { request_timeout_seconds: 30, claim_seconds: 30 } },
+      /webhooks\.claim_seconds.* from 31 to 3600/,
+    ],
+    [
       'a negative callback waiting bound',
       { webhooks: { callback_max_waiting_per_tenant: -1 } },
       /callback_max_waiting_per_tenant/,
