@@ -519,7 +519,10 @@ export class AgentProcessor {
         });
         if (decision.kind === 'end') return decision.stopReason;
         // the MemGPT loop goes on after a heartbeat message, as after any turn (the step is the call's)
-        await this.writeHeartbeat(ctx, decision, turn, calls[calls.length - 1].step_id);
+        await this.write(
+          ctx,
+          this.heartbeatRows(ctx, decision, turn, calls[calls.length - 1].step_id),
+        );
       }
     }
     throwIfAborted(ctx);
@@ -710,10 +713,16 @@ export class AgentProcessor {
       await this.write(ctx, turn.rows, step);
 
       let outcomes: ToolOutcome[] = [];
+      let returns: StoredReturns | undefined;
       if (calls.length > 0) {
         this.publish(ctx, 'tools.executing', { step: stepNumber, tools: calls.map((c) => c.name) });
         const argsText = new Map(response.toolCalls.map((c) => [c.id, c.argumentsText]));
-        const returns = this.storingReturns(ctx, () => stepId, { ids: turn.held, argsText });
+        returns = this.storingReturns(
+          ctx,
+          () => stepId,
+          { ids: turn.held, argsText },
+          calls.length,
+        );
         outcomes = await this.exec.executor.executeBatch(
           ctx.setup,
           pass,
@@ -721,20 +730,10 @@ export class AgentProcessor {
           ctx.meta,
           returns.settled,
         );
-        const parked = await this.persistOutcomes(
-          ctx,
-          outcomes,
-          () => stepId,
-          pass,
-          undefined,
-          returns,
-        );
-        if (parked.length) ctx.parked = parked;
         if (outcomes.some((o) => o.kind === 'executed' && MEMORY_EDIT_TOOLS.has(o.toolName))) {
           ctx.agent = await this.agentOf(ctx.run);
         }
       }
-      throwIfAborted(ctx);
 
       const decision: LoopDecision = decideAfterTurn({
         outcomes,
@@ -745,7 +744,23 @@ export class AgentProcessor {
         remindersGiven: reminders,
         maxReminders: this.config.processing.max_reminders,
       });
-      await this.writeHeartbeat(ctx, decision, outcomes, stepId);
+      // the heartbeat goes in one write with the turn's last return (none once the run is stopped)
+      const heartbeat = ctx.controller.signal.aborted
+        ? []
+        : this.heartbeatRows(ctx, decision, outcomes, stepId);
+      if (calls.length > 0) {
+        const parked = await this.persistOutcomes(
+          ctx,
+          outcomes,
+          () => stepId,
+          pass,
+          undefined,
+          returns,
+          heartbeat,
+        );
+        if (parked.length) ctx.parked = parked;
+      } else await this.write(ctx, heartbeat);
+      throwIfAborted(ctx);
       switch (decision.kind) {
         case 'park':
           return { kind: 'stop', reason: 'requires_approval' };
@@ -765,22 +780,23 @@ export class AgentProcessor {
   /**
    * The heartbeat user message Letta writes when the batch goes on after a turn (a rule, a failed call, a
    * heartbeat request, a reminder of required tools), with the turn's step: the next model call reads it.
+   * None, or that one.
    */
-  private async writeHeartbeat(
+  private heartbeatRows(
     ctx: RunContext,
     decision: LoopDecision,
     outcomes: OutcomeView[],
     stepId: string | null,
-  ): Promise<void> {
+  ): NewMessage[] {
     const reason = heartbeatReason({
       decision,
       outcomes,
       rules: ctx.agent.tool_rules,
       v1Loop: continuesAfterTools(ctx.agent.agent_type),
     });
-    if (reason === null) return;
+    if (reason === null) return [];
     const content = heartbeatText(reason, new Date(this.clock.now()), ctx.agent.timezone);
-    await this.write(ctx, [this.msg(ctx, 'user_message', { content }, stepId)]);
+    return [this.msg(ctx, 'user_message', { content }, stepId)];
   }
 
   private checkBudgets(ctx: RunContext): void {
@@ -875,16 +891,22 @@ export class AgentProcessor {
    * before the next call of the turn starts, so that a process dying during a later call keeps this
    * one's result (recovery marks only the unfinished calls unknown). A held turn's return is stored
    * hidden, as its call is: the turn is shown, its calls then their returns, once its end is known.
+   * `expected`: the turn's calls; the return of the last of them to finish (no call of the turn runs after
+   * it) is left to `persistOutcomes`, to be stored in one write with what follows the turn (its heartbeat).
    */
   private storingReturns(
     ctx: RunContext,
     stepOf: (toolCallId: string) => string | null,
     held?: HeldCalls,
+    expected = Infinity,
   ): StoredReturns {
     const stored = new Set<ToolOutcome>();
+    let unsettled = expected;
     const settled = async (o: ToolOutcome) => {
+      const last = --unsettled === 0;
       if (parksOn(o)) return;
       const hidden = held?.ids.has(o.toolCallId) === true;
+      if (last && !hidden) return;
       await this.write(ctx, [this.returnRow(ctx, o, stepOf(o.toolCallId), hidden)]);
       if (!hidden) stored.add(o);
     };
@@ -927,6 +949,8 @@ export class AgentProcessor {
      */
     turn?: TurnCall[] | null,
     returns?: StoredReturns,
+    /** Rows that follow the turn (its heartbeat), stored in the same write. */
+    after: NewMessage[] = [],
   ): Promise<ParkedCall[]> {
     this.publish(ctx, 'tools.completed', { outcomes: outcomes.map(outcomeFacts) });
     const { batch: _cache, ...passSnapshot } = pass;
@@ -977,7 +1001,7 @@ export class AgentProcessor {
     }
     // (a held call always comes after one that waits)
     if (parked.length) rows.push(this.approvalRequest(ctx, parked));
-    await this.write(ctx, [...shown, ...rows]);
+    await this.write(ctx, [...shown, ...rows, ...after]);
     return parked;
   }
 

@@ -1,4 +1,5 @@
 /* eslint-disable @typescript-eslint/no-explicit-any */
+import { ProcessingRepository } from '../../src/processing/processing.repository';
 import type { TestApp } from '../support/app-harness';
 import type { FakeModelServer, FakeTurn } from '../support/fake-model-server';
 import {
@@ -175,6 +176,34 @@ describe("processing: the heartbeat messages Letta's loops write", () => {
     expect(res.stop_reason.stop_reason).toBe(stopReason);
     expect(await reasons(res.run_id)).toEqual(expected);
     expect(types(res.messages)).not.toContain('user_message');
+  });
+
+  it('a turn whose batch goes on stores its last return and its heartbeat in one write (the earlier returns each as its call finished)', async () => {
+    const id = await agent([{ type: 'continue_loop', tool_name: 'lookup' }]);
+    fake.push(
+      {
+        tool_calls: [
+          { name: 'lookup', arguments: { q: 'a' } },
+          { name: 'lookup', arguments: { q: 'b' } },
+        ],
+      },
+      { content: 'done' },
+    );
+    const append = jest.spyOn(t.app.get(ProcessingRepository), 'append');
+    try {
+      const res = await send(id);
+      expect(res.stop_reason.stop_reason).toBe('end_turn');
+      const writes = append.mock.calls
+        .map(([, rows]) => rows.map((r) => r.message_type))
+        .filter((w) => w.includes('tool_return_message') || w.includes('user_message'));
+      expect(writes).toEqual([
+        ['user_message'], // the input
+        ['tool_return_message'],
+        ['tool_return_message', 'user_message'],
+      ]);
+    } finally {
+      append.mockRestore();
+    }
   });
 
   it('max_steps after a continued call: the heartbeat is stored before the budget stops the batch, and the next batch reads it', async () => {
