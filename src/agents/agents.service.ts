@@ -392,6 +392,17 @@ export class AgentsService {
   async update(tenantId: string, agentId: string, body: unknown): Promise<AgentView> {
     const agent = await this.load(tenantId, agentId);
     const draft = await this.validate(tenantId, body, draftOf(agent));
+    // its file finds it by name at every boot: renamed, it would be orphaned and the file make another
+    if (agent.source === 'file' && draft.name !== agent.name)
+      throw validationFailed(
+        [
+          {
+            path: 'name',
+            message: `is its agent file's ("${agent.name}"): rename the agent in its file under config/agents`,
+          },
+        ],
+        'agent is invalid',
+      );
     await this.addDefaultApprovals(tenantId, draft, agent.tools);
     // Letta's block_ids on an update is the agent's whole list; blocks left out stay (a detach)
     const shared = await this.blocksById(tenantId, body);

@@ -76,6 +76,80 @@ describe('agent files', () => {
     await t.close();
   });
 
+  it("changes made over the API stay until the file changes; the name is the file's (a rename is a 400, so a restart never makes a second agent)", async () => {
+    const dir = newDir();
+    const file = path.join(dir, 'agents', 'helper.yaml');
+    writeFileSync(file, AGENT);
+    writeFileSync(path.join(dir, 'agents', 'other.yaml'), 'name: other\nmodel: scripted/helper\n');
+    const patch = (baseUrl: string, p: string, body: unknown) =>
+      fetch(`${baseUrl}${p}`, {
+        method: 'PATCH',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      }).then(async (r) => ({ status: r.status, body: (await r.json()) as Json }));
+
+    let t = await startApp({ dir });
+    const helper = (await listAll(t.baseUrl)).find((a) => a.name === 'helper')!;
+    expect(
+      (await patch(t.baseUrl, `/v1/agents/${String(helper.id)}`, { description: 'mine' })).status,
+    ).toBe(200);
+    expect(
+      (
+        await patch(t.baseUrl, `/v1/agents/${String(helper.id)}/core-memory/blocks/persona`, {
+          value: 'I help, briefly.',
+        })
+      ).status,
+    ).toBe(200);
+    // its file finds it by name: renaming it (to a new name, or to another file agent's) is refused
+    for (const name of ['renamed', 'other']) {
+      const res = await patch(t.baseUrl, `/v1/agents/${String(helper.id)}`, {
+        name,
+        description: 'not this',
+      });
+      expect(res).toMatchObject({ status: 400, body: { code: 'VALIDATION_FAILED' } });
+      expect(res.body.details).toMatchObject({ problems: [{ path: 'name' }] });
+    }
+    // the same name, as a client sends the agent it read back, is fine
+    expect(
+      (await patch(t.baseUrl, `/v1/agents/${String(helper.id)}`, { name: 'helper' })).status,
+    ).toBe(200);
+    const changed = (await listAll(t.baseUrl)).find((a) => a.id === helper.id)!;
+    expect(changed).toMatchObject({ name: 'helper', description: 'mine', source: 'file' });
+    await t.close();
+
+    // a restart with the same files keeps what the API changed, and makes no second agent
+    t = await startApp({ dir });
+    let agents = await listAll(t.baseUrl);
+    expect(agents.map((a) => a.name).sort()).toEqual(['helper', 'other']);
+    expect(agents.find((a) => a.id === helper.id)).toEqual(changed);
+    await t.close();
+
+    // the file changed: its content replaces the agent's
+    writeFileSync(file, AGENT.replace('first version', 'second version'));
+    t = await startApp({ dir });
+    agents = await listAll(t.baseUrl);
+    expect(agents).toHaveLength(2);
+    const edited = agents.find((a) => a.id === helper.id)!;
+    expect(edited.description).toBe('second version');
+    expect((edited.memory as { blocks: Json[] }).blocks).toMatchObject([
+      { label: 'persona', value: 'I help.' },
+    ]);
+
+    // deleted over the API while its file is there, it is made again at the next boot (a new id)
+    const del = await fetch(`${t.baseUrl}/v1/agents/${String(helper.id)}`, { method: 'DELETE' });
+    expect(del.status).toBe(200);
+    await t.close();
+    t = await startApp({ dir });
+    agents = await listAll(t.baseUrl);
+    expect(agents.map((a) => a.name).sort()).toEqual(['helper', 'other']);
+    expect(agents.find((a) => a.name === 'helper')).toMatchObject({
+      description: 'second version',
+      source: 'file',
+    });
+    expect(agents.find((a) => a.id === helper.id)).toBeUndefined();
+    await t.close();
+  });
+
   it("a file's tool_executor settings are the agent's, over the config's (issue 3: create, update and agent files alike)", async () => {
     const dir = newDir();
     writeFileSync(
