@@ -472,10 +472,10 @@ export function projectRoot(): string {
   return dir;
 }
 
+/** Decimal digits only: Number() would also take `0x50`, `1e3` and ` 80`. */
 function numberFrom(key: string, v: string): number {
-  const n = Number(v);
-  if (v.trim() === '' || !Number.isFinite(n)) throw new ConfigError(key, `"${v}" is not a number`);
-  return n;
+  if (!/^\d{1,15}$/.test(v)) throw new ConfigError(key, `"${v}" is not a whole decimal number`);
+  return Number(v);
 }
 
 /** Checks every setting and reports every problem at once (appended to `problems`). */
@@ -503,6 +503,15 @@ function validate(
       fail(key, `must be a non-empty string, got ${JSON.stringify(v)}`);
       return '';
     }
+    return v;
+  };
+  /** An IP address or a host name: a URL or a phrase failed only in listen, without the key's name. */
+  const listenHost = (v: string): string => {
+    if (v !== '' && (!isHostPattern(v) || v.includes('/') || v.startsWith('*')))
+      fail(
+        'server.host',
+        `must be an IP address or a host name such as 0.0.0.0 or localhost (no scheme, no port), got ${JSON.stringify(v)}`,
+      );
     return v;
   };
   const httpUrl = (key: string): string => {
@@ -604,7 +613,7 @@ function validate(
   const scanSlots = int('limits.search_scans_in_flight', 1, 1000);
   const config: AppConfig = {
     server: {
-      host: str('server.host'),
+      host: listenHost(str('server.host')),
       port: int('server.port', 0, 65535),
       body_limit_bytes: int('server.body_limit_bytes', 1024),
       json_max_depth: int('server.json_max_depth', 2, 10000),

@@ -30,8 +30,21 @@ describe('loadConfig', () => {
     ]);
   });
 
+  it.each(['0.0.0.0', '::', '::1', 'localhost', 'agents.example.com'])(
+    'listens on HOST=%s',
+    (host) => {
+      expect(loadConfig({ HOST: host }).server.host).toBe(host);
+    },
+  );
+
   it.each([
     [{ PORT: 'abc' }, 'PORT'],
+    // decimal digits only: Number() would take these as 80 and 1000
+    [{ PORT: '0x50' }, 'PORT'],
+    [{ PORT: '1e3' }, 'PORT'],
+    // a URL or a phrase is no address to listen on (it failed later, in listen, without the key's name)
+    [{ HOST: 'http://127.0.0.1' }, 'server.host'],
+    [{ HOST: 'my host' }, 'server.host'],
     [{ PORT: '70000' }, 'server.port'],
     [{ LOG_LEVEL: 'loud' }, 'log_level'],
     [{ DATABASE_URL: 'mysql://x' }, 'database.url'],
