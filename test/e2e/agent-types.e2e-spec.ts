@@ -214,4 +214,54 @@ describe('agent types', () => {
     expect(human.body.value).toBe('Name: Ada\nAge: 30\nLikes tea\nLikes tea');
     expect(res.stop_reason.stop_reason).toBe('end_turn');
   });
+
+  it("memgpt_agent's core_memory_append / core_memory_replace: the limit, read_only and a missing label or text are the model's tool errors; an edit is in the next call's prompt", async () => {
+    const a = await agentOf({
+      memory_blocks: [
+        { label: 'human', value: 'Ann', limit: 10 },
+        { label: 'persona', value: 'fixed', read_only: true },
+      ],
+    });
+    const call = (name: string, args: Record<string, unknown>) => ({
+      name,
+      arguments: { ...args, request_heartbeat: true },
+    });
+    fake.push(
+      {
+        tool_calls: [
+          call('core_memory_append', { label: 'human', content: 'a long addition' }),
+          call('core_memory_append', { label: 'persona', content: 'x' }),
+          call('core_memory_append', { label: 'nope', content: 'x' }),
+          call('core_memory_replace', { label: 'human', old_content: 'Bob', new_content: 'x' }),
+        ],
+      },
+      {
+        tool_calls: [
+          call('core_memory_replace', { label: 'human', old_content: 'Ann', new_content: 'Ada' }),
+        ],
+      },
+      { content: 'noted' },
+    );
+    const res = await send(a.id);
+    const returns = res.messages.filter((m: any) => m.message_type === 'tool_return_message');
+    expect(returns.map((r: any) => r.status)).toEqual([
+      'error',
+      'error',
+      'error',
+      'error',
+      'success',
+    ]);
+    const texts = returns.map((r: any) => JSON.parse(r.tool_return).message as string);
+    expect(texts[0]).toMatch(/limit/);
+    expect(texts[1]).toMatch(/read-only/);
+    expect(texts[2]).toMatch(/nope/);
+    expect(texts[3]).toMatch(/Bob/);
+    // the refused edits changed nothing; the last one is what the next model call reads
+    expect(fake.requests[1].system).toContain('### human\nAnn');
+    expect(fake.requests[2].system).toContain('### human\nAda');
+    expect(fake.requests[2].system).toContain('### persona\nfixed');
+    const human = await api(t, 'GET', `/v1/agents/${a.id}/core-memory/blocks/human`);
+    expect(human.body.value).toBe('Ada');
+    expect(res.stop_reason.stop_reason).toBe('end_turn');
+  });
 });

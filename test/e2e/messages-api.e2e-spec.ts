@@ -490,6 +490,46 @@ describe('messages API', () => {
     );
   });
 
+  it('behind a running batch, sync, streamed and async sends wait in arrival order, one batch at a time', async () => {
+    const id = await agent();
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    fake.respond(async (req) => {
+      const last = req.messages.filter((m: any) => m.role === 'user').at(-1);
+      if (last.content === 'm0') await held;
+      return { content: `echo ${last.content}` };
+    });
+    const queued = async (n: number) => {
+      for (;;) {
+        const runs = await api(t, 'GET', `/v1/runs/?agent_id=${id}&statuses=created`);
+        if (runs.body.length === n) return;
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    };
+    const first = (await api(t, 'POST', `/v1/agents/${id}/messages/async`, say('m0'))).body.id;
+    await fake.waitForRequests(1); // m0's batch is running, its model call held
+    const sync = api(t, 'POST', `/v1/agents/${id}/messages`, say('m1'));
+    await queued(1);
+    const streamed = api(t, 'POST', `/v1/agents/${id}/messages/stream`, say('m2'));
+    await queued(2);
+    const last = (await api(t, 'POST', `/v1/agents/${id}/messages/async`, say('m3'))).body.id;
+    await queued(3);
+    release();
+    const [s1, s2] = await Promise.all([sync, streamed]);
+    await runEnded(first);
+    await runEnded(last);
+    expect(s1.body.messages.map((m: any) => m.content)).toEqual(['echo m1']);
+    expect(s2.body).toContain('echo m2');
+    // the model saw each message once, in order: no batch started before the one ahead had ended
+    expect(
+      fake.requests.map((r) => r.messages.filter((m: any) => m.role === 'user').at(-1).content),
+    ).toEqual(['m0', 'm1', 'm2', 'm3']);
+    const history = (await api(t, 'GET', `/v1/agents/${id}/messages?order=asc`)).body;
+    expect(history.map((m: any) => m.content)).toEqual(
+      [0, 1, 2, 3].flatMap((i) => [`m${i}`, `echo m${i}`]),
+    );
+  });
+
   it('many agents are processed in parallel', async () => {
     const ids = await Promise.all([1, 2, 3, 4].map(() => agent()));
     let release!: () => void;
