@@ -208,6 +208,35 @@ describe('agents API (Letta SDK)', () => {
     expect(bad.status).toBe(400);
   });
 
+  it('a null system or tool_rules is Letta\'s "not given": the default prompt on create, unchanged by an update (the rules were dropped)', async () => {
+    const plain = (await client.agents.create({ name: 'plain' })) as unknown as Json;
+    const a = (await client.agents.create({
+      name: 'nulls',
+      system: null,
+      tool_rules: [{ type: 'max_count_per_step', tool_name: 'send_message', max_count_limit: 2 }],
+    } as never)) as unknown as Json;
+    expect(a.system).toBe(plain.system);
+    expect(a.system).not.toBe('');
+    const updated = (await client.agents.update(a.id, {
+      system: null,
+      tool_rules: null,
+      description: 'changed alone',
+    })) as unknown as Json;
+    expect(updated).toMatchObject({
+      description: 'changed alone',
+      system: a.system,
+      tool_rules: a.tool_rules,
+    });
+    expect(updated.tool_rules).toContainEqual({
+      type: 'max_count_per_step',
+      tool_name: 'send_message',
+      max_count_limit: 2,
+    });
+    // an empty list is how rules are removed
+    const cleared = (await client.agents.update(a.id, { tool_rules: [] })) as unknown as Json;
+    expect(cleared.tool_rules).toEqual([]);
+  });
+
   it('toggles requires_approval (both body spellings) and attaches/detaches tools', async () => {
     // without Letta's base rules, so that the approval rules are the agent's only ones
     const a = await client.agents.create({ name: 'approvals', include_base_tool_rules: false });

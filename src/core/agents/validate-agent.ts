@@ -124,8 +124,9 @@ export function validateAgentInput(
   const name = given(input, 'name')
     ? str('name', { nonEmpty: true, max: MAX_NAME })
     : (current?.name ?? ctx.newName());
-  const system = has(input, 'system')
-    ? str('system', { nullable: true })
+  // null is Letta's "not given" (its update skips None fields): the default prompt, or the current one
+  const system = given(input, 'system')
+    ? str('system')
     : (current?.system ?? defaultSystemPrompt(agent_type));
   const description = has(input, 'description')
     ? str('description', { nullable: true })
@@ -163,7 +164,8 @@ export function validateAgentInput(
     }
   }
 
-  const rulesInput = has(input, 'tool_rules') ? input.tool_rules : (current?.tool_rules ?? []);
+  // as Letta's update, null leaves the rules as they are (an empty list removes them)
+  const rulesInput = given(input, 'tool_rules') ? input.tool_rules : (current?.tool_rules ?? []);
   // rules may name the agent's tools and the client tools it declares
   const { rules: tool_rules, problems: ruleProblems } = validateToolRules(
     rulesInput,
