@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { In, Repository } from 'typeorm';
+import { In, Not, Repository } from 'typeorm';
 import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
 import { type AppConfig, GLOBAL_TOOL_TENANT } from '../config/app-config';
 import { APP_CONFIG } from '../config/config.module';
@@ -49,6 +49,15 @@ export class ToolsRepository {
 
   findByName(tenantId: string, name: string): Promise<ToolEntity | null> {
     return this.repo.findOne({ where: { tenant_id: tenantId, name } });
+  }
+
+  /** Tenants' own tools (API, MCP) that have one of these names. */
+  tenantToolsNamed(names: string[]): Promise<ToolEntity[]> {
+    if (names.length === 0) return Promise.resolve([]);
+    return this.repo.find({
+      where: { tenant_id: Not(GLOBAL_TOOL_TENANT), name: In(names) },
+      order: { tenant_id: 'ASC', name: 'ASC' },
+    });
   }
 
   listFileTools(): Promise<ToolEntity[]> {

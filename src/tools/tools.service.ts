@@ -369,8 +369,10 @@ export class ToolsService implements OnModuleInit {
   private async loadToolFiles(): Promise<void> {
     const dir = this.config.paths.tools_dir;
     const declared = new Map<string, ToolDefinition>();
+    const fileOf = new Map<string, string>();
     for (const file of yamlFilesIn(dir)) {
       for (const tool of parseToolFile(file, this.config.limits)) {
+        fileOf.set(tool.name, file);
         for (const { header, name } of headerPlaceholders(tool.http?.headers)) {
           const why = this.secrets.refusalForOperator(name);
           if (why)
@@ -389,6 +391,11 @@ export class ToolsService implements OnModuleInit {
       await this.upsertFileTool(tool, existing.get(name) ?? null, now);
     for (const [name, old] of existing) if (!declared.has(name)) await this.tools.remove(old.id);
     if (declared.size) this.logger.log(`${declared.size} tool(s) from ${dir}`);
+    // an agent names its tools by name and the operator's tool wins: the tenant's stops being used
+    for (const t of await this.tools.tenantToolsNamed([...declared.keys()]))
+      this.logger.warn(
+        `tool file ${fileOf.get(t.name)}: tool "${t.name}" has the name of tenant ${t.tenant_id}'s own tool ${t.id} (${t.source}); that tenant's agents call the file's tool, which wins over a tenant's tool of the same name`,
+      );
   }
 
   /**

@@ -1,3 +1,4 @@
+import { Logger } from '@nestjs/common';
 import { createServer, IncomingHttpHeaders, Server } from 'node:http';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
@@ -178,6 +179,74 @@ describe('tools', () => {
       tool_call_id: 'call-42',
     });
     expect(tool.http?.headers).toEqual({ Authorization: 'Bearer ${REFUNDS_TOKEN}' });
+  });
+
+  it("file tools follow their files at each boot: an edit updates, a removal removes; one named like a tenant's tool wins, and the boot says so", async () => {
+    const own = mkdtempSync(path.join(tmpdir(), 'tools-sync-'));
+    const file = path.join(own, 'tools', 'lookup.yaml');
+    const declare = (description: string) =>
+      writeFileSync(
+        file,
+        `name: lookup\ndescription: ${description}\nsafety: read_only\nkind: http\nhttp: { url: "${serverUrl}/lookup" }\n`,
+      );
+    const named = async (app: TestApp, name: string) =>
+      ((await (await fetch(`${app.baseUrl}/v1/tools/?name=${name}`)).json()) as Json[]).map((x) => [
+        x.source,
+        x.description,
+      ]);
+    const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    try {
+      mkdirSync(path.join(own, 'tools'));
+      let app = await startApp({ dir: own });
+      // a tenant's own tool, made before the operator's file names one so
+      const mine = await fetch(`${app.baseUrl}/v1/tools/`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ ...httpTool('lookup'), description: "the tenant's" }),
+      });
+      expect(mine.status).toBe(200);
+      const mineId = ((await mine.json()) as Json).id as string;
+      const agent = (await (
+        await fetch(`${app.baseUrl}/v1/agents/`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ name: 'user', tools: ['lookup'], include_base_tools: false }),
+        })
+      ).json()) as Json;
+      await app.close();
+
+      declare('first');
+      app = await startApp({ dir: own });
+      expect(await named(app, 'lookup')).toEqual(
+        expect.arrayContaining([
+          ['file', 'first'],
+          ['api', "the tenant's"],
+        ]),
+      );
+      const agentTools = (await (
+        await fetch(`${app.baseUrl}/v1/agents/${String(agent.id)}/tools`)
+      ).json()) as Json[];
+      expect(agentTools.map((x) => [x.source, x.description])).toEqual([['file', 'first']]);
+      expect(warn.mock.calls.map((c) => String(c[0]))).toContainEqual(
+        expect.stringContaining(
+          `tool file ${file}: tool "lookup" has the name of tenant default's own tool ${mineId} (api)`,
+        ),
+      );
+      await app.close();
+
+      declare('second');
+      app = await startApp({ dir: own });
+      expect(await named(app, 'lookup')).toContainEqual(['file', 'second']);
+      await app.close();
+
+      rmSync(file);
+      app = await startApp({ dir: own });
+      expect(await named(app, 'lookup')).toEqual([['api', "the tenant's"]]);
+      await app.close();
+    } finally {
+      warn.mockRestore();
+      rmSync(own, { recursive: true, force: true });
+    }
   });
 
   it('a broken tool file stops the boot, naming file, field and reason', async () => {
