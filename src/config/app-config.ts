@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { hostname } from 'node:os';
 import * as path from 'node:path';
@@ -505,6 +505,13 @@ function validate(
     }
     return v;
   };
+  /** A folder of declarations; none there is fine (nothing to load), a file there is not. */
+  const folder = (key: string): string => {
+    const dir = path.resolve(cwd, str(key));
+    if (existsSync(dir) && !statSync(dir).isDirectory())
+      fail(key, `must be a folder, but ${dir} is a file`);
+    return dir;
+  };
   /** An IP address or a host name: a URL or a phrase failed only in listen, without the key's name. */
   const listenHost = (v: string): string => {
     if (v !== '' && (!isHostPattern(v) || v.includes('/') || v.startsWith('*')))
@@ -664,9 +671,9 @@ function validate(
     },
     auth: { api_keys: apiKeys },
     paths: {
-      agents_dir: path.resolve(cwd, str('paths.agents_dir')),
-      tools_dir: path.resolve(cwd, str('paths.tools_dir')),
-      mcp_dir: path.resolve(cwd, str('paths.mcp_dir')),
+      agents_dir: folder('paths.agents_dir'),
+      tools_dir: folder('paths.tools_dir'),
+      mcp_dir: folder('paths.mcp_dir'),
     },
     mcp: {
       max_tools_per_server: int('mcp.max_tools_per_server', 1, 10000),

@@ -371,6 +371,20 @@ describe('loadConfig', () => {
     );
   });
 
+  it.each(['AGENTS_DIR', 'TOOLS_DIR', 'MCP_DIR'])(
+    'a %s that is a file, not a folder, is refused naming its setting (it failed later, naming neither)',
+    (variable) => {
+      const file = path.join(mkdtempSync(path.join(tmpdir(), 'config-')), 'not-a-folder');
+      writeFileSync(file, '');
+      const key = `paths.${variable.toLowerCase()}`;
+      expect(() => loadConfig({ [variable]: file })).toThrow(
+        `invalid configuration: ${key}: must be a folder, but ${file} is a file`,
+      );
+      // a folder that does not exist is fine: nothing to load
+      expect(loadConfig({ [variable]: `${file}-missing` }).paths).toBeDefined();
+    },
+  );
+
   it('rejects an unknown override key', () => {
     expect(() => loadConfig({}, { tool_executor: { tool_timeout_secs: 5 } })).toThrow(
       /tool_executor\.tool_timeout_secs: unknown key \(did you mean "tool_timeout_seconds"\?\)/,
