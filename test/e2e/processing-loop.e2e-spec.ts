@@ -439,6 +439,35 @@ describe('processing: a prompt the endpoint finds longer than its context window
     );
   });
 
+  it("the agent's own context_window: the newest history that fits is sent, with the system prompt, memory and the current message; the history keeps all", async () => {
+    const id = await createAgent(t, fake, {
+      include_base_tools: false,
+      memory_blocks: [{ label: 'human', value: 'Name: Ann' }],
+      llm_config: {
+        model: 'fake',
+        model_endpoint_type: 'openai',
+        model_endpoint: fake.baseUrl,
+        context_window: 2000,
+      },
+    });
+    for (let i = 0; i < 8; i++) {
+      fake.push({ content: `answer ${i}` });
+      await api(t, 'POST', `/v1/agents/${id}/messages`, say(`message ${i} ${'word '.repeat(300)}`));
+    }
+    const last = fake.requests.at(-1)!;
+    expect(last.messages[0].role).toBe('system');
+    expect(last.system).toContain('### human\nName: Ann');
+    const sent = texts(last);
+    expect(sent.at(-1)).toMatch(/^message 7 /);
+    expect(sent.some((x) => x.startsWith('message 0 '))).toBe(false); // the oldest did not fit
+    expect(sent.some((x) => x.startsWith('message 6 '))).toBe(true);
+    // the sent ones are the newest, in order
+    const numbers = sent.flatMap((x) => /^message (\d) /.exec(x)?.[1] ?? []).map(Number);
+    expect(numbers).toEqual(numbers.map((_, k) => 8 - numbers.length + k));
+    const history = (await api(t, 'GET', `/v1/agents/${id}/messages?limit=100`)).body;
+    expect(history.filter((m: any) => m.message_type === 'user_message')).toHaveLength(8);
+  });
+
   it('without an overflow there is one call, with the whole context (the hot path is unchanged)', async () => {
     const id = await agentWithHistory();
     endpointWithRoomFor(1_000_000);
