@@ -405,6 +405,30 @@ describe('messages API', () => {
     expect([tooMany.status, tooMany.body.code]).toEqual([400, 'LIMIT_EXCEEDED']);
   });
 
+  it('cancel while the model is thinking: the stream ends cancelled, its answer is never stored, the agent takes its next message', async () => {
+    const id = await agent();
+    fake.push({ content: 'too late', delayMs: 20_000 }); // released when the server hangs up
+    const streamed = api(t, 'POST', `/v1/agents/${id}/messages/stream`, say('hello'));
+    await fake.waitForRequests(1);
+    const cancel = await api(t, 'POST', `/v1/agents/${id}/messages/cancel`, {});
+    expect(Object.values(cancel.body)).toEqual(['cancelled']);
+    const frames = sseData((await streamed).body as string).map((f) =>
+      f === '[DONE]' ? f : JSON.parse(f).message_type,
+    );
+    expect(frames).toEqual(['stop_reason', 'usage_statistics', '[DONE]']);
+    expect(sseData((await streamed).body as string)[0]).toContain('"stop_reason":"cancelled"');
+    const [runId] = Object.keys(cancel.body);
+    expect((await api(t, 'GET', `/v1/runs/${runId}`)).body).toMatchObject({
+      status: 'cancelled',
+      stop_reason: 'cancelled',
+    });
+    fake.push({ content: 'next one' });
+    const next = await api(t, 'POST', `/v1/agents/${id}/messages`, say('again'));
+    expect(next.body.messages.map((m: any) => m.content)).toEqual(['next one']);
+    const history = (await api(t, 'GET', `/v1/agents/${id}/messages?order=asc`)).body;
+    expect(history.map((m: any) => m.content)).toEqual(['hello', 'again', 'next one']);
+  });
+
   it("cancel a queued run: it never starts, and its callback_url is told it was cancelled (as Letta's)", async () => {
     const rx = await startReceivers(new Set());
     const id = await agent();
