@@ -410,6 +410,12 @@ describe('hostile tenants across two instances on one PostgreSQL database', () =
         `/v1/steps/?agent_id=${agentA}`,
         `/v1/steps/?run_id=${run.id}`,
         `/v1/conversations/?agent_id=${agentA}`,
+        // A's ids as cursors: they page as ids that exist nowhere, or are refused
+        `/v1/runs/?after=${run.id}`,
+        `/v1/runs/?before=${run.id}&order=asc`,
+        ...msgsA.map((m) => `/v1/messages/?after=${m.id}`),
+        ...msgsA.map((m) => `/v1/agents/${agentB}/messages?before=${m.id}`),
+        ...stepsA.map((st) => `/v1/steps/?after=${st.id}`),
       ]) {
         const r = await asB(n, 'GET', p);
         expect([200, 400, 404]).toContain(r.status);
@@ -431,8 +437,13 @@ describe('hostile tenants across two instances on one PostgreSQL database', () =
         expect((await asB(n, 'GET', `/v1/steps/${s.id}/messages`)).status).toBe(404);
       }
       for (const m of msgsA) expect((await asB(n, 'GET', `/v1/messages/${m.id}`)).status).toBe(404);
-      const searched = await asB(n, 'POST', '/v1/messages/search', { query: 'secret-of-a' });
-      expect(searched.body).toEqual([]);
+      for (const filter of [{}, { agent_id: agentA }]) {
+        const searched = await asB(n, 'POST', '/v1/messages/search', {
+          query: 'secret-of-a',
+          ...filter,
+        });
+        expect(JSON.stringify(searched.body)).not.toContain('secret-of-a');
+      }
       // cancelling: A's agent is not found; B's own agent has no such run
       expect((await asB(n, 'POST', `/v1/agents/${agentA}/messages/cancel`, {})).status).toBe(404);
       const cancelled = await asB(n, 'POST', `/v1/agents/${agentB}/messages/cancel`, {
