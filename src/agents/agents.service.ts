@@ -66,7 +66,7 @@ export interface AgentView {
   include: ReadonlySet<AgentRelation>;
   tools: ToolView[];
   pendingApproval: unknown;
-  /** Letta's `message_ids`: answered on a single retrieve (a list would read every agent's context). */
+  /** Letta's `message_ids`: answered for one agent (a list would read every agent's context). */
   messageIds?: string[] | null;
   identities: IdentityView[];
   /** The agent's own secrets, by name (values never leave the store). */
@@ -267,10 +267,10 @@ export class AgentsService {
   async attachBlock(tenantId: string, agentId: string, blockId: string): Promise<AgentView> {
     const agent = await this.load(tenantId, agentId);
     const block = await this.blockStore.get(tenantId, blockId);
-    if (agent.blocks.some((b) => b.id === block.id)) return this.view(tenantId, agent);
+    if (agent.blocks.some((b) => b.id === block.id)) return this.answer(tenantId, agent);
     agent.blocks = this.joinBlocks([...agent.blocks, block]);
     agent.updated_at = this.clock.now();
-    return this.view(tenantId, await this.agents.save(agent));
+    return this.answer(tenantId, await this.agents.save(agent));
   }
 
   /** Letta's `agents.blocks.detach`: the block leaves the agent and stays (for other agents, or later). */
@@ -279,7 +279,7 @@ export class AgentsService {
     await this.blockStore.get(tenantId, blockId);
     agent.blocks = agent.blocks.filter((b) => b.id !== blockId);
     agent.updated_at = this.clock.now();
-    return this.view(tenantId, await this.agents.save(agent, { keepUnlinkedBlocks: true }));
+    return this.answer(tenantId, await this.agents.save(agent, { keepUnlinkedBlocks: true }));
   }
 
   /**
@@ -338,7 +338,7 @@ export class AgentsService {
       await this.delete(tenantId, agent.id).catch(() => undefined);
       throw e;
     }
-    return this.view(tenantId, agent);
+    return this.answer(tenantId, agent);
   }
 
   async list(tenantId: string, rawQuery: Record<string, unknown>): Promise<AgentView[]> {
@@ -384,9 +384,7 @@ export class AgentsService {
     agentId: string,
     query: Record<string, unknown> = {},
   ): Promise<AgentView> {
-    const view = await this.get(tenantId, agentId, query);
-    if (this.inContextSource) view.messageIds = await this.inContextSource(agentId);
-    return view;
+    return this.withMessageIds(await this.get(tenantId, agentId, query));
   }
 
   async update(tenantId: string, agentId: string, body: unknown): Promise<AgentView> {
@@ -414,20 +412,20 @@ export class AgentsService {
     const saved = await this.agents.save(agent, { keepUnlinkedBlocks: shared !== null });
     if (secrets) await this.secrets.replaceOwned(tenantId, agentId, secrets);
     if (identityIds) await this.identities.setForAgent(tenantId, agentId, identityIds);
-    return this.view(tenantId, saved);
+    return this.answer(tenantId, saved);
   }
 
   /** Letta's identity attach (idempotent); 404 for another tenant's agent or identity. */
   async attachIdentity(tenantId: string, agentId: string, identityId: string): Promise<AgentView> {
     const agent = await this.load(tenantId, agentId);
     await this.identities.attach(tenantId, agentId, identityId);
-    return this.view(tenantId, agent);
+    return this.answer(tenantId, agent);
   }
 
   async detachIdentity(tenantId: string, agentId: string, identityId: string): Promise<AgentView> {
     const agent = await this.load(tenantId, agentId);
     await this.identities.detach(tenantId, agentId, identityId);
-    return this.view(tenantId, agent);
+    return this.answer(tenantId, agent);
   }
 
   /** Letta's `GET /v1/identities/{id}/agents`: the agents list, filtered to the identity. */
@@ -601,7 +599,7 @@ export class AgentsService {
       agent.updated_at = now;
     });
     if (!done) throw notFound('agent', agentId);
-    return this.view(tenantId, done.agent);
+    return this.answer(tenantId, done.agent);
   }
 
   private async load(tenantId: string, agentId: string): Promise<AgentEntity> {
@@ -783,6 +781,19 @@ export class AgentsService {
     const ids = (body as Record<string, unknown>).identity_ids;
     if (ids === undefined || ids === null) return undefined;
     return this.identities.checkIds(tenantId, ids, 'identity_ids');
+  }
+
+  /**
+   * One agent as a route that answers it (Letta's AgentState: a create, an update, an attach or detach
+   * answers what a retrieve would), with its in-context message ids.
+   */
+  private async answer(tenantId: string, agent: AgentEntity): Promise<AgentView> {
+    return this.withMessageIds(await this.view(tenantId, agent));
+  }
+
+  private async withMessageIds(view: AgentView): Promise<AgentView> {
+    if (this.inContextSource) view.messageIds = await this.inContextSource(view.record.id);
+    return view;
   }
 
   private async view(

@@ -231,6 +231,26 @@ describe("Letta's agent fields", () => {
   });
 
   describe("the rest of Letta's AgentState", () => {
+    it('message_ids: a create, an update and an attach or detach answer them as a retrieve does (Letta answers its AgentState)', async () => {
+      const created = await client.agents.create({
+        name: 'ids',
+        llm_config: fakeModel() as any,
+        initial_message_sequence: [{ role: 'user', content: 'My name is Ada.' }],
+      });
+      const ids = (await client.agents.retrieve(created.id)).message_ids;
+      expect(ids).toHaveLength(1);
+      expect(created.message_ids).toEqual(ids);
+      const updated = await client.agents.update(created.id, { description: 'changed' });
+      expect(updated.message_ids).toEqual(ids);
+      const block = await client.blocks.create({ label: 'notes', value: 'n' });
+      expect(
+        (await client.agents.blocks.attach(block.id, { agent_id: created.id })).message_ids,
+      ).toEqual(ids);
+      expect(
+        (await client.agents.blocks.detach(block.id, { agent_id: created.id })).message_ids,
+      ).toEqual(ids);
+    });
+
     it('model_settings answers what the model calls are made with (as Letta derives it from llm_config)', async () => {
       const agent = (await client.agents.create({
         name: 'settings',
