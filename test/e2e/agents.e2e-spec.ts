@@ -208,7 +208,7 @@ describe('agents API (Letta SDK)', () => {
     expect(bad.status).toBe(400);
   });
 
-  it('a null system or tool_rules is Letta\'s "not given": the default prompt on create, unchanged by an update (the rules were dropped)', async () => {
+  it('a null system, tool_rules, description or metadata is Letta\'s "not given": the default prompt on create, unchanged by an update (the rules were dropped)', async () => {
     const plain = (await client.agents.create({ name: 'plain' })) as unknown as Json;
     const a = (await client.agents.create({
       name: 'nulls',
@@ -235,6 +235,18 @@ describe('agents API (Letta SDK)', () => {
     // an empty list is how rules are removed
     const cleared = (await client.agents.update(a.id, { tool_rules: [] })) as unknown as Json;
     expect(cleared.tool_rules).toEqual([]);
+    // as Letta's update, which sets only the fields given not null
+    await client.agents.update(a.id, { metadata: { team: 'ops' } });
+    const kept = (await client.agents.update(a.id, {
+      description: null,
+      metadata: null,
+      tags: ['t'],
+    })) as unknown as Json;
+    expect(kept).toMatchObject({
+      description: 'changed alone',
+      metadata: { team: 'ops' },
+      tags: ['t'],
+    });
   });
 
   it('toggles requires_approval (both body spellings) and attaches/detaches tools', async () => {

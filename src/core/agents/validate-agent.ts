@@ -80,12 +80,8 @@ export function validateAgentInput(
   if (!isObj(input))
     return { draft: null, problems: [{ path: '(body)', message: 'must be a JSON object' }] };
 
-  const str = (
-    key: string,
-    opts: { nullable?: boolean; nonEmpty?: boolean; max?: number } = {},
-  ) => {
+  const str = (key: string, opts: { nonEmpty?: boolean; max?: number } = {}) => {
     const v = input[key];
-    if (v === null && opts.nullable) return null;
     if (typeof v !== 'string') return void bad(key, 'must be a string');
     if (opts.nonEmpty && v.trim() === '') return void bad(key, 'must not be empty');
     if (opts.max && v.length > opts.max)
@@ -128,8 +124,9 @@ export function validateAgentInput(
   const system = given(input, 'system')
     ? str('system')
     : (current?.system ?? defaultSystemPrompt(agent_type));
-  const description = has(input, 'description')
-    ? str('description', { nullable: true })
+  // as Letta's update (it sets only the fields given not null), null keeps the description and metadata
+  const description = given(input, 'description')
+    ? str('description')
     : (current?.description ?? null);
 
   // tools: on create the base tools are added unless include_base_tools is false; an update replaces the list.
@@ -236,8 +233,8 @@ export function validateAgentInput(
     ? (strList('tags', 'max_tags_per_agent') ?? [])
     : (current?.tags ?? []);
   let metadata = current?.metadata ?? null;
-  if (has(input, 'metadata')) {
-    if (input.metadata === null || isObj(input.metadata)) metadata = input.metadata;
+  if (given(input, 'metadata')) {
+    if (isObj(input.metadata)) metadata = input.metadata;
     else bad('metadata', 'must be an object or null');
   }
 
@@ -310,7 +307,7 @@ export function validateAgentInput(
     return { draft: null, problems };
   return {
     draft: {
-      name: name as string,
+      name,
       system: system ?? '',
       description,
       agent_type,
