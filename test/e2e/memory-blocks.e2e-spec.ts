@@ -53,6 +53,26 @@ describe('memory blocks (core-memory/blocks)', () => {
     expect(policy).toMatchObject({ value: 'Be kind and brief.', read_only: true });
   });
 
+  it("null in an update keeps a block's description and metadata, as Letta's BlockUpdate sets only what is given not null", async () => {
+    const block = await client.blocks.create({
+      label: 'notes',
+      value: 'v',
+      description: 'what the agent noted',
+      metadata: { team: 'ops' },
+    });
+    const res = await raw('PATCH', `/v1/blocks/${block.id}`, {
+      description: null,
+      metadata: null,
+      value: 'w',
+    });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({
+      value: 'w',
+      description: 'what the agent noted',
+      metadata: { team: 'ops' },
+    });
+  });
+
   it.each([
     ['an unknown label', 'nope', { value: 'x' }, 404, 'NOT_FOUND'],
     ['a value over the limit', 'human', { value: 'x'.repeat(101) }, 400, 'VALIDATION_FAILED'],

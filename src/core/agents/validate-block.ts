@@ -132,20 +132,20 @@ export function applyBlockPatch(
       next.limit = b.limit;
     else problems.push({ path: 'limit', message: limitMessage(max) });
   }
-  if (b.description !== undefined) {
-    if (b.description === null || typeof b.description === 'string')
-      next.description = b.description;
+  // Letta's BlockUpdate sets only what is given not null: null keeps the description and metadata
+  if (b.description !== undefined && b.description !== null) {
+    if (typeof b.description === 'string') next.description = b.description;
     else problems.push({ path: 'description', message: 'must be a string or null' });
   }
   if (b.read_only !== undefined && b.read_only !== null) {
     if (typeof b.read_only === 'boolean') next.read_only = b.read_only;
     else problems.push({ path: 'read_only', message: 'must be true or false' });
   }
-  if (b.metadata !== undefined) {
-    if (b.metadata === null || isObj(b.metadata)) next.metadata = b.metadata;
+  if (b.metadata !== undefined && b.metadata !== null) {
+    if (isObj(b.metadata)) next.metadata = b.metadata;
     else problems.push({ path: 'metadata', message: 'must be an object or null' });
   }
-  // Letta's BlockUpdate sets what is given and not null: `hidden: false` shows a block again
+  // `hidden: false` shows a block again
   if (b.hidden !== undefined && b.hidden !== null) {
     if (typeof b.hidden === 'boolean') next.hidden = b.hidden;
     else problems.push({ path: 'hidden', message: 'must be true, false or null' });
