@@ -213,17 +213,18 @@ export class ConversationsService {
   }
 }
 
-function parseFields(body: unknown): { summary?: string | null; archived?: boolean } {
+function parseFields(body: unknown): { summary?: string; archived?: boolean } {
   if (body === undefined || body === null) return {};
   if (typeof body !== 'object' || Array.isArray(body)) {
     throw validationFailed([{ path: '', message: 'body must be a JSON object' }]);
   }
   const b = body as Record<string, unknown>;
   const problems: ValidationProblem[] = [];
-  const out: { summary?: string | null; archived?: boolean } = {};
+  const out: { summary?: string; archived?: boolean } = {};
+  // as Letta's update (it sets only the fields given not null), null keeps the summary
   const text = b.summary ?? b.description;
-  if (text !== undefined) {
-    if (text !== null && (typeof text !== 'string' || text.length > SUMMARY_MAX)) {
+  if (text !== undefined && text !== null) {
+    if (typeof text !== 'string' || text.length > SUMMARY_MAX) {
       problems.push({
         path: 'summary',
         message: `must be a text of at most ${SUMMARY_MAX} characters`,

@@ -103,7 +103,7 @@ export const ROUTES: Record<string, RouteDoc> = {
   },
   ConversationsController_get: { summary: 'Retrieve a conversation', response: 'Conversation' },
   ConversationsController_update: {
-    summary: 'Update a conversation (summary, archived)',
+    summary: 'Update a conversation (summary, archived; null keeps a field, as Letta)',
     response: 'Conversation',
   },
   ConversationsController_delete: { summary: 'Delete a conversation', response: MESSAGE },

@@ -173,6 +173,14 @@ describe('clients: the Letta SDK walk', () => {
     expect(await client.conversations.update(conv.id, { summary: 'about cats' })).toMatchObject({
       summary: 'about cats',
     });
+    // as Letta's update (it sets only the fields given not null), null keeps the summary
+    expect(
+      await client.conversations.update(conv.id, {
+        summary: null,
+        description: null,
+        archived: null,
+      }),
+    ).toMatchObject({ summary: 'about cats', archived: false });
     expect((await client.conversations.list({ agent_id: agentId })).map((c) => c.id)).toEqual([
       conv.id,
     ]);
