@@ -477,7 +477,8 @@ export class ArchivalService {
           message: `must be a non-empty string of at most ${NAME_MAX} characters`,
         });
     } else if (create) problems.push({ path: 'name', message: 'is required' });
-    if (body.description !== undefined) {
+    // an update, as Letta's, sets only what is given not null: null keeps the description
+    if (body.description !== undefined && !(body.description === null && !create)) {
       if (
         body.description === null ||
         (typeof body.description === 'string' && body.description.length <= DESCRIPTION_MAX)

@@ -429,7 +429,7 @@ export const REQUEST_BODIES: Record<string, Schema> = {
   ArchivesController_create: obj({ name: text, description: nullable('string'), ...EMBEDDING }, [
     'name',
   ]),
-  ArchivesController_update: obj({ name: text, description: nullable('string') }),
+  ArchivesController_update: obj({ name: orNull(text), description: nullable('string') }),
   ArchivesController_addPassage: PASSAGE,
   ArchivesController_addPassages: obj({ passages: { type: 'array', items: PASSAGE } }, [
     'passages',

@@ -293,7 +293,7 @@ export const ROUTES: Record<string, RouteDoc> = {
   },
   ArchivesController_get: { summary: 'Retrieve an archive', response: 'Archive' },
   ArchivesController_update: {
-    summary: "Update an archive's name or description",
+    summary: "Update an archive's name or description (null keeps it, as Letta)",
     response: 'Archive',
     body: 'name, description',
   },

@@ -205,6 +205,11 @@ describe('archival memory (archival-memory, /v1/archives, /v1/passages/search)',
     expect((await a.archives.update(archive.id, { description: 'facts' })).description).toBe(
       'facts',
     );
+    // as Letta's update (it sets only the fields given not null), null keeps them
+    expect(await a.archives.update(archive.id, { name: null, description: null })).toMatchObject({
+      name: 'kb',
+      description: 'facts',
+    });
     expect((await a.archives.list({ name: 'kb' })).getPaginatedItems().map((x) => x.id)).toEqual([
       archive.id,
     ]);
