@@ -483,7 +483,11 @@ export const REQUEST_BODIES: Record<string, Schema> = {
     'server_name',
     'config',
   ]),
-  McpServersController_update: obj({ ...MCP_FIELDS, config: { type: 'object' } }),
+  McpServersController_update: obj({
+    ...MCP_FIELDS,
+    server_name: orNull(MCP_FIELDS.server_name),
+    config: { type: 'object' },
+  }),
   ConsentController_decide: DECISION,
   WebhooksController_decide: DECISION,
   WebhooksController_create: {

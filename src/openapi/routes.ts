@@ -537,7 +537,8 @@ export const ROUTES: Record<string, RouteDoc> = {
   },
   McpServersController_get: { summary: 'Retrieve an MCP server', response: MCP_SERVER },
   McpServersController_update: {
-    summary: 'Update an MCP server (config fields merge; the transport cannot change)',
+    summary:
+      'Update an MCP server (config fields merge, null keeping one, as Letta; the transport cannot change)',
     response: MCP_SERVER,
     body: 'server_name?, config? (same mcp_server_type), tool_safety?',
   },

@@ -169,6 +169,23 @@ describe('MCP servers as tool sources', () => {
       config: { mcp_server_type: 'streamable_http', server_url: http.url },
     });
     expect(renamed.server_name).toBe('via-sdk-2');
+    // as Letta's update, null keeps a config field (its SDK types server_url as required, null allowed)
+    await client.mcpServers.update(created.id, {
+      config: {
+        mcp_server_type: 'streamable_http',
+        server_url: http.url,
+        custom_headers: { 'X-Team': '${TEAM}' },
+      },
+    });
+    const kept: any = await client.mcpServers.update(created.id, {
+      server_name: null,
+      config: { server_url: null, custom_headers: null, auth_header: null, auth_token: null },
+    });
+    expect(kept).toMatchObject({
+      server_name: 'via-sdk-2',
+      server_url: http.url,
+      custom_headers: { 'X-Team': '${TEAM}' },
+    });
     await client.mcpServers.delete(created.id);
     await expect(client.mcpServers.retrieve(created.id)).rejects.toMatchObject({ status: 404 });
 

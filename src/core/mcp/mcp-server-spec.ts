@@ -89,7 +89,7 @@ export interface McpSpecResult {
 
 /**
  * Validates a create body, or an update body merged over the current spec (`current` given: every
- * field optional, `config` replaced key by key within the same `mcp_server_type`).
+ * field optional, `config` replaced key by key within the same `mcp_server_type`, null keeping a key).
  */
 export function validateMcpServer(
   input: unknown,
@@ -114,7 +114,10 @@ export function validateMcpServer(
       const message = `cannot change (the server is ${current.config.mcp_server_type}); create a new server`;
       return { spec: null, problems: [{ path: 'config.mcp_server_type', message }] };
     }
-    rawConfig = { ...current.config, ...rawConfig };
+    // as Letta's update, a null field keeps the current value (its SDK sends `command: null`,
+    // `server_url: null` for what is not changed)
+    const given = Object.entries(rawConfig).filter(([, v]) => v !== null);
+    rawConfig = { ...current.config, ...Object.fromEntries(given) };
   } else if (current && rawConfig === undefined) rawConfig = current.config;
 
   let config: McpServerConfig | null = null;
