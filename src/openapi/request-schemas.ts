@@ -336,6 +336,10 @@ const TOOL_FIELDS = {
   ),
 };
 const TOOL_CREATE = obj(TOOL_FIELDS, ['name', 'safety', 'kind', 'http']);
+/** An update (and an upsert of a tool that exists), as Letta's ToolUpdate: null keeps a field. */
+const TOOL_UPDATE_FIELDS: Record<string, Schema> = Object.fromEntries(
+  Object.entries(TOOL_FIELDS).map(([k, v]) => [k, orNull(v)]),
+);
 
 const STRING_MAP = { type: 'object', additionalProperties: str };
 const MCP_CONFIG = {
@@ -471,11 +475,12 @@ export const REQUEST_BODIES: Record<string, Schema> = {
   }),
   ToolsController_search: SEARCH([]),
   ToolsController_create: TOOL_CREATE,
-  ToolsController_upsert: TOOL_CREATE,
+  // the fields of a create; of a tool that exists, those given not null change (http whole)
+  ToolsController_upsert: obj({ ...TOOL_UPDATE_FIELDS, name: TOOL_FIELDS.name }, ['name']),
   ToolsController_update: obj({
-    ...TOOL_FIELDS,
+    ...TOOL_UPDATE_FIELDS,
     // merged key by key into the tool's http
-    http: { ...TOOL_FIELDS.http, required: undefined },
+    http: orNull({ ...TOOL_FIELDS.http, required: undefined }),
     json_schema: nullable('object'),
     args_json_schema: nullable('object'),
   }),

@@ -510,9 +510,9 @@ export const ROUTES: Record<string, RouteDoc> = {
   },
   ToolsController_upsert: {
     summary:
-      "Create or replace the tenant's http tool of that name (same id); 409 TOOL_READ_ONLY for a built-in, file or MCP tool's name",
+      "Create the tenant's http tool of that name, or update it (same id; as Letta's upsert, the fields given not null change, http whole); 409 TOOL_READ_ONLY for a built-in, file or MCP tool's name",
     response: 'Tool',
-    body: 'as for create',
+    body: 'as for create (of a tool that exists, only name is required)',
   },
   ToolsController_update: {
     summary:

@@ -109,7 +109,7 @@ export class ToolsController {
     return toToolResponse(await this.tools.create(tenant, body));
   }
 
-  /** Letta's upsert: the tenant's http tool of that name is replaced (same id), or created. */
+  /** Letta's upsert: the tenant's http tool of that name is updated (same id), or created. */
   @Put()
   async upsert(@Tenant() tenant: string, @Body() body: unknown): Promise<Record<string, unknown>> {
     return toToolResponse(await this.tools.upsert(tenant, body));

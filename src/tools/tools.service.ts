@@ -154,16 +154,22 @@ export class ToolsService implements OnModuleInit {
   }
 
   /**
-   * Letta's `PUT /v1/tools/`: the tenant's http tool of that name is replaced (same id), or created. A
-   * name held by a built-in, file or MCP tool is 409 TOOL_READ_ONLY: those are not the tenant's to change.
+   * Letta's `PUT /v1/tools/`: the tenant's http tool of that name is updated (same id; the fields given
+   * not null, as Letta's upsert, `http` whole), or created. A name held by a built-in, file or MCP tool
+   * is 409 TOOL_READ_ONLY: those are not the tenant's to change.
    */
   async upsert(tenantId: string, body: unknown): Promise<ToolView> {
-    const tool = await this.checkDeclaration(tenantId, body);
     for (let attempt = 0; ; attempt++) {
+      const named = (body as { name?: unknown } | null)?.name;
+      const mine = typeof named === 'string' ? await this.tools.findByName(tenantId, named) : null;
+      // as Letta's upsert, a tool of that name changes by the fields given not null; the rest stay
+      const tool = await this.checkDeclaration(
+        tenantId,
+        mine?.source === 'api' ? mergePatch(toDefinition(mine), body, 'replace') : body,
+      );
       const global = await this.tools.findByName(GLOBAL_TOOL_TENANT, tool.name);
       if (BUILTIN_TOOL_NAMES.has(tool.name) || global)
         throw readOnly(tool.name, BUILTIN_TOOL_NAMES.has(tool.name) ? 'builtin' : 'file');
-      const mine = await this.tools.findByName(tenantId, tool.name);
       if (mine && mine.source !== 'api') throw readOnly(tool.name, mine.source);
       if (mine) return this.replace(tenantId, mine, tool);
       try {
@@ -488,10 +494,15 @@ export type ToolUsageSource = (
 ) => Promise<{ agent_id: string; tool_rules: StoredToolRule[] }[]>;
 
 /**
- * A PATCH body over a stored declaration: fields given replace, `http` merges key by key; Letta's
+ * A PATCH (or an upsert's) body over a stored declaration: fields given not null replace, as Letta's
+ * ToolUpdate; `http` merges key by key on a PATCH and is replaced whole by an upsert. Letta's
  * `json_schema` ({name, description, parameters}) and `args_json_schema` are read as our fields.
  */
-function mergePatch(current: ToolDefinition, body: unknown): unknown {
+function mergePatch(
+  current: ToolDefinition,
+  body: unknown,
+  http: 'merge' | 'replace' = 'merge',
+): unknown {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return body;
   const b = body as Record<string, unknown>;
   const json = (
@@ -511,7 +522,7 @@ function mergePatch(current: ToolDefinition, body: unknown): unknown {
     return_char_limit: pick(b.return_char_limit, current.return_char_limit),
     default_requires_approval: pick(b.default_requires_approval, current.default_requires_approval),
     http:
-      typeof b.http === 'object' && b.http !== null && !Array.isArray(b.http)
+      http === 'merge' && typeof b.http === 'object' && b.http !== null && !Array.isArray(b.http)
         ? { ...current.http, ...(b.http as Record<string, unknown>) }
         : pick(b.http, current.http),
   };

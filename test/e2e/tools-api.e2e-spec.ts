@@ -93,6 +93,48 @@ describe('tools API: upsert, update, run', () => {
       ).toBe('second version');
     });
 
+    it("as Letta's upsert, fields absent or null keep the tool's; http given replaces it whole", async () => {
+      const first = await api(
+        t,
+        'PUT',
+        '/v1/tools/',
+        decl('up_keep', {
+          tags: ['ops'],
+          return_char_limit: 500,
+          default_requires_approval: true,
+          http: { url: `${tools.baseUrl}/tool/up_keep`, method: 'PUT', timeout_ms: 1500 },
+        }),
+        A,
+      );
+      expect(first.status).toBe(200);
+      const again = await api(
+        t,
+        'PUT',
+        '/v1/tools/',
+        {
+          name: 'up_keep',
+          description: null,
+          tags: null,
+          default_requires_approval: null,
+          safety: 'side_effecting',
+          http: { url: `${tools.baseUrl}/tool/up_keep2` },
+        },
+        A,
+      );
+      expect(again.status).toBe(200);
+      expect(again.body).toMatchObject({
+        id: first.body.id,
+        description: 'test tool up_keep',
+        tags: ['ops'],
+        return_char_limit: 500,
+        default_requires_approval: true,
+        args_json_schema: { type: 'object', properties: { q: { type: 'string' } } },
+        safety: 'side_effecting',
+        http: { url: `${tools.baseUrl}/tool/up_keep2`, method: 'POST' },
+      });
+      expect(again.body.http.timeout_ms).toBeUndefined();
+    });
+
     it("another tenant's upsert of the same name makes its own tool and leaves A's alone", async () => {
       const a = await api(t, 'PUT', '/v1/tools/', decl('up_two'), A);
       const b = await api(t, 'PUT', '/v1/tools/', decl('up_two', { description: 'B' }), B);
