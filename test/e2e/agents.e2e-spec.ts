@@ -249,6 +249,66 @@ describe('agents API (Letta SDK)', () => {
     });
   });
 
+  it("null in every Letta list, model and settings field of an update keeps the agent's, as Letta's update_agent_async", async () => {
+    const block = await client.blocks.create({ label: 'shared', value: 'v' });
+    const a = (await client.agents.create({
+      name: 'keeps',
+      include_base_tools: false,
+      tools: ['conversation_search'],
+      block_ids: [block.id],
+      tags: ['t'],
+      model: 'scripted/default',
+      context_window_limit: 4000,
+      secrets: { TEAM_TOKEN: 'tok' },
+    })) as unknown as Json;
+    const same = (v: Json) => ({
+      tools: (v.tools as Json[]).map((x) => x.name),
+      blocks: (v.memory as Json).blocks,
+      tags: v.tags,
+      llm_config: v.llm_config,
+      embedding_config: v.embedding_config,
+      tool_rules: v.tool_rules,
+      system: v.system,
+      timezone: v.timezone,
+      secrets: ((v.secrets as Json[] | undefined) ?? []).map((x) => x.key),
+    });
+    const before = same(await client.agents.retrieve(a.id));
+    expect(before).toMatchObject({
+      tools: ['conversation_search'],
+      blocks: [expect.objectContaining({ id: block.id })],
+      tags: ['t'],
+      llm_config: { context_window: 4000 },
+      secrets: ['TEAM_TOKEN'],
+    });
+    const res = (await client.agents.update(a.id, {
+      name: null,
+      system: null,
+      tool_ids: null,
+      block_ids: null,
+      identity_ids: null,
+      tags: null,
+      tool_rules: null,
+      llm_config: null,
+      model: null,
+      model_settings: null,
+      context_window_limit: null,
+      embedding: null,
+      embedding_config: null,
+      secrets: null,
+      tool_exec_environment_variables: null,
+      response_format: null,
+      compaction_settings: null,
+      message_ids: null,
+      timezone: null,
+      hidden: null,
+      enable_sleeptime: null,
+      max_files_open: null,
+      per_file_view_window_char_limit: null,
+    })) as unknown as Json;
+    expect(res.name).toBe('keeps');
+    expect(same((await client.agents.retrieve(a.id)) as unknown as Json)).toEqual(before);
+  });
+
   it('toggles requires_approval (both body spellings) and attaches/detaches tools', async () => {
     // without Letta's base rules, so that the approval rules are the agent's only ones
     const a = await client.agents.create({ name: 'approvals', include_base_tool_rules: false });
