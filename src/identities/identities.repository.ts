@@ -93,6 +93,48 @@ export class IdentitiesRepository {
     }
   }
 
+  /**
+   * Changes the identity under a row lock (two updates merging properties keep each other's) and adds
+   * the agents it does not have yet. Null when it is not the tenant's; false on a taken identifier_key.
+   */
+  async modify(
+    tenantId: string,
+    id: string,
+    change: (current: IdentityEntity) => void,
+    addAgentIds: string[],
+  ): Promise<boolean | null> {
+    try {
+      return await answeringConflicts(() =>
+        this.tx.run(async (em) => {
+          const qb = em
+            .getRepository(IdentityEntity)
+            .createQueryBuilder('i')
+            .where('i.id = :id AND i.tenant_id = :tenantId', { id, tenantId });
+          if (em.connection.options.type === 'postgres') qb.setLock('pessimistic_write');
+          const current = await qb.getOne();
+          if (!current) return null;
+          change(current);
+          await em.save(IdentityEntity, current);
+          if (addAgentIds.length)
+            // a link made meanwhile by an agent's attach is kept, not a conflict
+            await em
+              .createQueryBuilder()
+              .insert()
+              .into(AgentIdentityEntity)
+              .values(
+                addAgentIds.map((agent_id) => ({ agent_id, identity_id: id, tenant_id: tenantId })),
+              )
+              .orIgnore()
+              .execute();
+          return true;
+        }),
+      );
+    } catch (e) {
+      if (isUniqueViolation(e)) return false;
+      throw e;
+    }
+  }
+
   async remove(tenantId: string, id: string): Promise<boolean> {
     return this.tx.run(async (em) => {
       const r = await em.delete(IdentityEntity, { tenant_id: tenantId, id });

@@ -11,6 +11,7 @@ import {
   IdentityDraft,
   IdentityLimits,
   IdentityProperty,
+  mergeProperties,
   validateIdentityInput,
   validateProperties,
 } from '../core/identities/validate-identity';
@@ -128,7 +129,10 @@ export class IdentitiesService {
     return this.insert(tenantId, draft);
   }
 
-  /** Letta's `PUT /v1/identities/`: by identifier_key, the tenant's identity is updated, or created. */
+  /**
+   * Letta's `PUT /v1/identities/`: by identifier_key, the tenant's identity is updated (the given
+   * properties and agents replace the identity's, as Letta's `replace=True`), or created.
+   */
   async upsert(tenantId: string, body: unknown): Promise<IdentityView> {
     const draft = await this.validated(tenantId, body, false);
     const existing = await this.repo.findByKey(tenantId, draft.identifier_key!);
@@ -136,9 +140,36 @@ export class IdentitiesService {
     return this.apply(tenantId, existing, draft);
   }
 
+  /**
+   * Letta's `PATCH /v1/identities/{id}` (its `replace=False`): the given properties replace those of
+   * their keys and the others stay; the given agents are added to the identity's.
+   */
   async update(tenantId: string, id: string, body: unknown): Promise<IdentityView> {
     const row = await this.load(tenantId, id);
-    return this.apply(tenantId, row, await this.validated(tenantId, body, true));
+    const { agent_ids, properties, ...fields } = await this.validated(tenantId, body, true);
+    await this.assertKeyFree(tenantId, row, fields.identifier_key);
+    await this.checkAgentCapacity(tenantId, row.id, agent_ids);
+    const saved = await this.repo.modify(
+      tenantId,
+      id,
+      (current) => {
+        Object.assign(current, fields, { updated_at: this.clock.now() });
+        if (!properties) return;
+        const problems: ValidationProblem[] = [];
+        const merged = validateProperties(
+          mergeProperties(current.properties, properties),
+          'properties',
+          this.limits,
+          problems,
+        );
+        if (!merged) throw validationFailed(problems, 'identity is invalid');
+        current.properties = merged;
+      },
+      agent_ids ?? [],
+    );
+    if (saved === null) throw notFound('identity', id);
+    if (!saved) throw keyTaken(fields.identifier_key ?? row.identifier_key);
+    return this.get(tenantId, id);
   }
 
   /** Letta's `PUT /v1/identities/{id}/properties`: the list replaces the identity's properties. */
@@ -290,14 +321,25 @@ export class IdentitiesService {
     draft: IdentityDraft,
   ): Promise<IdentityView> {
     const { agent_ids, ...fields } = draft;
-    if (fields.identifier_key !== undefined && fields.identifier_key !== row.identifier_key) {
-      const other = await this.repo.findByKey(tenantId, fields.identifier_key);
-      if (other) throw keyTaken(fields.identifier_key);
-    }
+    await this.assertKeyFree(tenantId, row, fields.identifier_key);
     Object.assign(row, fields, { updated_at: this.clock.now() });
     await this.checkAgentCapacity(tenantId, row.id, agent_ids);
     if (!(await this.repo.save(row, agent_ids))) throw keyTaken(row.identifier_key);
     return this.get(tenantId, row.id);
+  }
+
+  /** 409 when the identity would take another's identifier_key (the unique index settles races). */
+  private async assertKeyFree(
+    tenantId: string,
+    row: IdentityEntity,
+    key: string | undefined,
+  ): Promise<void> {
+    if (
+      key !== undefined &&
+      key !== row.identifier_key &&
+      (await this.repo.findByKey(tenantId, key))
+    )
+      throw keyTaken(key);
   }
 
   /** Each agent newly given this identity must have room for it (identities.max_per_agent). */

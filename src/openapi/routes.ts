@@ -174,12 +174,14 @@ export const ROUTES: Record<string, RouteDoc> = {
     body: "Letta's IdentityCreate: identifier_key, name, identity_type (org | user | other), properties [{key, value, type}], agent_ids",
   },
   IdentitiesController_upsert: {
-    summary: 'Create or update the identity with that identifier_key',
+    summary:
+      'Create or update the identity with that identifier_key (given properties and agent_ids replace)',
     response: 'Identity',
     body: 'as for create',
   },
   IdentitiesController_update: {
-    summary: 'Update an identity (partial; agent_ids replaces its agents)',
+    summary:
+      "Update an identity (partial; properties merged by key and agent_ids added, as Letta's)",
     response: 'Identity',
     body: 'the create fields, each optional',
   },

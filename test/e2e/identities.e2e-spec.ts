@@ -94,6 +94,74 @@ describe('identities, include and agent secrets', () => {
       expect((await api(t, 'GET', `/v1/identities/${created.id}`, undefined, A)).status).toBe(404);
     });
 
+    it("PATCH merges properties by key and adds agent_ids, as Letta's; upsert and PUT …/properties replace", async () => {
+      const a1 = await agent('merge-1');
+      const a2 = await agent('merge-2');
+      const a3 = await agent('merge-3');
+      const created = await identity('merge', A, {
+        agent_ids: [a1.id],
+        properties: [
+          { key: 'plan', value: 'free', type: 'string' },
+          { key: 'seats', value: 1, type: 'number' },
+        ],
+      });
+      const patch = (body: Record<string, unknown>) =>
+        api(t, 'PATCH', `/v1/identities/${created.id}`, body, A);
+      const patched = await patch({
+        agent_ids: [a2.id],
+        properties: [
+          { key: 'seats', value: 5, type: 'number' },
+          { key: 'beta', value: true, type: 'boolean' },
+        ],
+      });
+      expect(patched.status).toBe(200);
+      expect(patched.body.agent_ids.sort()).toEqual([a1.id, a2.id].sort());
+      expect(patched.body.properties).toEqual([
+        { key: 'plan', value: 'free', type: 'string' },
+        { key: 'seats', value: 5, type: 'number' },
+        { key: 'beta', value: true, type: 'boolean' },
+      ]);
+      // an empty or null list changes nothing; an agent given again stays once
+      const same = await patch({ agent_ids: [], properties: null });
+      expect(same.body.agent_ids.sort()).toEqual([a1.id, a2.id].sort());
+      const again = await patch({ agent_ids: [a1.id] });
+      expect(again.body.agent_ids.sort()).toEqual([a1.id, a2.id].sort());
+      expect(same.body.properties).toHaveLength(3);
+      // the merged properties keep the bound (max_properties 3 here): nothing changed
+      const over = await patch({ properties: [{ key: 'extra', value: 'x', type: 'string' }] });
+      expect(over.status).toBe(400);
+      expect(over.body.code).toBe('LIMIT_EXCEEDED');
+      expect(
+        (await api(t, 'GET', `/v1/identities/${created.id}`, undefined, A)).body.properties,
+      ).toHaveLength(3);
+      // upsert by key replaces both lists
+      const upserted = await api(
+        t,
+        'PUT',
+        '/v1/identities/',
+        {
+          identifier_key: 'merge',
+          name: 'm',
+          identity_type: 'user',
+          agent_ids: [a3.id],
+          properties: [{ key: 'plan', value: 'pro', type: 'string' }],
+        },
+        A,
+      );
+      expect(upserted.body).toMatchObject({
+        agent_ids: [a3.id],
+        properties: [{ key: 'plan', value: 'pro', type: 'string' }],
+      });
+      const put = await api(
+        t,
+        'PUT',
+        `/v1/identities/${created.id}/properties`,
+        [{ key: 'seats', value: 2, type: 'number' }],
+        A,
+      );
+      expect(put.body.properties).toEqual([{ key: 'seats', value: 2, type: 'number' }]);
+    });
+
     it('a taken identifier_key is 409 IDENTITY_EXISTS; another tenant may use it', async () => {
       await identity('taken');
       const again = await api(

@@ -154,3 +154,16 @@ export function validateProperties(
   });
   return problems.length > before ? null : out;
 }
+
+/**
+ * Letta's IdentityUpdate on properties: the given ones replace those of the same key (in place), the
+ * others are appended; the rest stay.
+ */
+export function mergeProperties(
+  current: IdentityProperty[],
+  given: IdentityProperty[],
+): IdentityProperty[] {
+  const byKey = new Map(current.map((p) => [p.key, p]));
+  for (const p of given) byKey.set(p.key, p);
+  return [...byKey.values()];
+}

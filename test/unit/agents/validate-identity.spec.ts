@@ -1,4 +1,7 @@
-import { validateIdentityInput } from '../../../src/core/identities/validate-identity';
+import {
+  mergeProperties,
+  validateIdentityInput,
+} from '../../../src/core/identities/validate-identity';
 
 const limits = { max_properties: 2, max_properties_bytes: 200, max_agents: 2 };
 const base = { identifier_key: 'k', name: 'n', identity_type: 'user' };
@@ -54,5 +57,21 @@ describe('validateIdentityInput', () => {
     const r = validateIdentityInput(input, limits, partial);
     expect(r.problems.map((p) => p.path).sort()).toEqual(paths);
     expect(r.draft === null).toBe(paths.length > 0);
+  });
+});
+
+describe('mergeProperties (Letta: by key, the given win in place, new keys appended)', () => {
+  const p = (key: string, value: string) => ({ key, value, type: 'string' as const });
+  it.each([
+    ['nothing given', [p('a', '1')], [], [p('a', '1')]],
+    ['a new key is appended', [p('a', '1')], [p('b', '2')], [p('a', '1'), p('b', '2')]],
+    [
+      'a key given replaces in place',
+      [p('a', '1'), p('b', '2')],
+      [p('a', '9')],
+      [p('a', '9'), p('b', '2')],
+    ],
+  ])('%s', (_name, current, given, expected) => {
+    expect(mergeProperties(current, given)).toEqual(expected);
   });
 });
