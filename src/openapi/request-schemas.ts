@@ -7,7 +7,7 @@ import { MEDIA_TYPES } from '../core/loop/content-parts';
 import { SERVER_NAME } from '../core/mcp/mcp-server-spec';
 import { CONSENT_DECISIONS, MAX_REASON_LENGTH } from '../core/permissions/consent-decision';
 import { toolRuleJsonSchema } from '../core/rules/validate-tool-rules';
-import { TOOL_SAFETIES } from '../core/tools/tool-definition';
+import { MAX_RETURN_CHAR_LIMIT, TOOL_SAFETIES } from '../core/tools/tool-definition';
 import { WEBHOOK_EVENTS, WEBHOOK_FIELDS } from '../core/webhooks/webhook-rules';
 import { COMPACTION_MODES } from '../processing/message-context.service';
 import { STEP_FEEDBACK } from '../processing/query.dto';
@@ -324,7 +324,9 @@ const TOOL_FIELDS = {
   parameters: obj({ type: { const: 'object' } }, ['type']),
   safety: SAFETY,
   kind: { const: 'http' },
-  default_requires_approval: orNull({ type: 'boolean' }),
+  tags: { type: 'array', items: { type: 'string', minLength: 1, maxLength: 200 } },
+  return_char_limit: int(1, MAX_RETURN_CHAR_LIMIT),
+  default_requires_approval: { type: 'boolean' },
   http: obj(
     {
       url: { type: 'string', pattern: '^https?://' },
@@ -335,7 +337,14 @@ const TOOL_FIELDS = {
     ['url'],
   ),
 };
-const TOOL_CREATE = obj(TOOL_FIELDS, ['name', 'safety', 'kind', 'http']);
+const TOOL_REQUIRED = ['name', 'safety', 'kind', 'http'];
+/** Letta's ToolCreate takes its optional fields null, as not given. */
+const TOOL_CREATE = obj(
+  Object.fromEntries(
+    Object.entries(TOOL_FIELDS).map(([k, v]) => [k, TOOL_REQUIRED.includes(k) ? v : orNull(v)]),
+  ),
+  TOOL_REQUIRED,
+);
 /** An update (and an upsert of a tool that exists), as Letta's ToolUpdate: null keeps a field. */
 const TOOL_UPDATE_FIELDS: Record<string, Schema> = Object.fromEntries(
   Object.entries(TOOL_FIELDS).map(([k, v]) => [k, orNull(v)]),

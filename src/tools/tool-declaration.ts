@@ -55,7 +55,9 @@ export function validateToolDeclaration(
   if (!isObj(input))
     return { tool: null, problems: [{ path: basePath || '(body)', message: 'must be an object' }] };
 
-  const { name, description = '', parameters, safety, kind, http, tags, return_char_limit } = input;
+  const { name, parameters, safety, kind, http, tags, return_char_limit } = input;
+  // null is not given, as in Letta's ToolCreate (a client sending its whole model sends them)
+  const description = input.description ?? '';
   const approval = input.default_requires_approval;
   // Letta's Python tools: said alone, since the rest of the declaration is beside the point (null is
   // what a tool here answers, so a tool sent back as it was read passes)
@@ -79,7 +81,7 @@ export function validateToolDeclaration(
       `must be at most ${limits.max_tool_description_chars} characters (limits.max_tool_description_chars)`,
     );
   let params: Obj = { type: 'object', properties: {} };
-  if (parameters !== undefined) {
+  if (parameters != null) {
     if (!isObj(parameters)) bad('parameters', 'must be a JSON Schema object');
     else if (Buffer.byteLength(JSON.stringify(parameters)) > limits.max_tool_parameters_bytes)
       bad(

@@ -135,6 +135,36 @@ describe('tools API: upsert, update, run', () => {
       expect(again.body.http.timeout_ms).toBeUndefined();
     });
 
+    it("creating with Letta's nullable fields null (POST and PUT): null is the default", async () => {
+      const nulls = {
+        description: null,
+        parameters: null,
+        tags: null,
+        return_char_limit: null,
+        default_requires_approval: null,
+        json_schema: null,
+        args_json_schema: null,
+        source_code: null,
+        pip_requirements: null,
+        npm_requirements: null,
+        enable_parallel_execution: null,
+      };
+      for (const [method, name] of [
+        ['POST', 'null_post'],
+        ['PUT', 'null_put'],
+      ] as const) {
+        const r = await api(t, method, '/v1/tools/', decl(name, nulls), A);
+        expect(r.status).toBe(200);
+        expect(r.body).toMatchObject({
+          name,
+          description: '',
+          args_json_schema: { type: 'object', properties: {} },
+          tags: [],
+          default_requires_approval: null,
+        });
+      }
+    });
+
     it("another tenant's upsert of the same name makes its own tool and leaves A's alone", async () => {
       const a = await api(t, 'PUT', '/v1/tools/', decl('up_two'), A);
       const b = await api(t, 'PUT', '/v1/tools/', decl('up_two', { description: 'B' }), B);

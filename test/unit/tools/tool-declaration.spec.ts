@@ -34,6 +34,15 @@ describe('validateToolDeclaration', () => {
     });
   });
 
+  it("reads null description and parameters as not given, as Letta's ToolCreate", () => {
+    const { tool, problems } = validateToolDeclaration(
+      { ...good, description: null, parameters: null },
+      LIMITS,
+    );
+    expect(problems).toEqual([]);
+    expect(tool).toMatchObject({ description: '', parameters: { type: 'object', properties: {} } });
+  });
+
   const bad: [string, Record<string, unknown>, string][] = [
     ['bad name', { name: 'has space' }, 'name'],
     ['missing name', { name: undefined }, 'name'],
