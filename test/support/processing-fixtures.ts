@@ -97,6 +97,8 @@ export type ToolHandler = (
 export interface ToolServer {
   baseUrl: string;
   calls: ToolCallSeen[];
+  /** The run and agent each call came from (the invoker's body), by tool_call_id. */
+  origins: Map<string, { run_id: string; agent_id: string }>;
   /** Answers calls to `name` (default: 200 "ok:<name>"). */
   handle(name: string, fn: ToolHandler): void;
   /** Registers an http tool on the app that posts here. */
@@ -106,6 +108,7 @@ export interface ToolServer {
 
 export async function startToolServer(): Promise<ToolServer> {
   const calls: ToolCallSeen[] = [];
+  const origins: ToolServer['origins'] = new Map();
   const handlers = new Map<string, ToolHandler>();
   const sockets = new Set<Socket>();
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
@@ -116,6 +119,7 @@ export async function startToolServer(): Promise<ToolServer> {
       const payload = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}');
       const call = { name, arguments: payload.arguments, tool_call_id: payload.tool_call_id };
       calls.push(call);
+      origins.set(call.tool_call_id, { run_id: payload.run_id, agent_id: payload.agent_id });
       const fn: ToolHandler = handlers.get(name) ?? (() => ({ body: `ok:${name}` }));
       const hungUp = new Promise<void>((r) =>
         res.on('close', () => {
@@ -140,6 +144,7 @@ export async function startToolServer(): Promise<ToolServer> {
   return {
     baseUrl,
     calls,
+    origins,
     handle: (name, fn) => handlers.set(name, fn),
     async declare(t, name, over = {}) {
       const res = await api(t, 'POST', '/v1/tools/', {
