@@ -59,6 +59,10 @@ export class PgAgentLeases implements AgentLeases {
     const token = String(rows[0].token);
     const before = this.mine.get(agentId);
     const kept = before?.token === token;
+    // Taken from another holder (or another tenure): its writes still in flight hold the row (guard's
+    // KEY SHARE, which the take's update does not wait for), and must commit before anything is read
+    if (!kept)
+      await this.ds.query(`SELECT 1 FROM ${this.leases} WHERE agent_id = $1 FOR UPDATE`, [agentId]);
     const tenure = kept ? before.tenure : `${token}.${++this.tenures}`;
     this.mine.set(agentId, { token, tenure, until: this.until() });
     return kept ? 'kept' : 'fresh';
@@ -159,13 +163,18 @@ export class PgAgentLeases implements AgentLeases {
     return rows.map((r) => ({ tenantId: r.tenant_id, agentId: r.agent_id }));
   }
 
+  /**
+   * KEY SHARE, not SHARE: renewals and releases (which only move the expiry) then never wait for a
+   * write, so the keeper's renewal of several agents cannot deadlock with a transaction fencing several;
+   * a takeover's FOR UPDATE (acquire) still waits for the write to commit.
+   */
   async guard(em: EntityManager, agentId: string, tenure: string | null): Promise<void> {
     const m = this.mine.get(agentId);
     const current = m !== undefined && m.tenure === tenure;
     const rows: unknown[] = current
       ? await em.query(
           `SELECT 1 FROM ${this.leases} WHERE agent_id = $1 AND owner = $2 AND token = $3
-             AND expires_at > ${NOW} FOR SHARE`,
+             AND expires_at > ${NOW} FOR KEY SHARE`,
           [agentId, this.o.owner, m.token],
         )
       : [];
