@@ -96,6 +96,16 @@ export const PROCESSING_ADAPTERS: Provider[] = [
         },
         undecided: (tenantId, agentId, toolCallIds) =>
           broker.undecidedCalls(tenantId, agentId, toolCallIds),
+        approvedFor: async (tenantId, agentId, runId, toolCallIds) =>
+          (
+            await broker.requestsForCalls(
+              tenantId,
+              agentId,
+              toolCallIds.map((toolCallId) => ({ toolCallId })),
+            )
+          )
+            .filter((r) => r.runId === runId && r.status === 'approved')
+            .map((r) => ({ tool_call_id: r.toolCallId, request_id: r.id })),
         restoreUnstartedApprovals: (tenantId, agentId, calls) =>
           broker.restoreUnstartedApprovals(tenantId, agentId, calls.map(toCallRef)),
         cancelPending: async (tenantId, agentId, calls, reason, claim) => {

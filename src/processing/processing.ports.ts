@@ -109,6 +109,16 @@ export interface ConsentBridge {
   ): Promise<void>;
   /** The calls among these whose consent request still waits for a decision. */
   undecided(tenantId: string, agentId: string, toolCallIds: string[]): Promise<string[]>;
+  /**
+   * Recovery: the calls among these whose request, made by run `runId`, a person approved (the run died
+   * before it parked on them).
+   */
+  approvedFor(
+    tenantId: string,
+    agentId: string,
+    runId: string,
+    toolCallIds: string[],
+  ): Promise<CallRef[]>;
   /** Recovery: approvals used up by calls whose tools never started count again. */
   restoreUnstartedApprovals(tenantId: string, agentId: string, calls: CallRef[]): Promise<void>;
   /**

@@ -142,6 +142,22 @@ export class RunRecovery {
       ? []
       : await this.unstartedParkedCalls(run, unknown, keyOf, started);
     const carriedKeys = new Set(unstarted.map((c) => stepCallKey(c.step_id, c.tool_call_id)));
+    // A call that never started may have asked a person: a request still pending ends (nothing will run
+    // it); one approved before the run could park (a request is pushed as it is made, while the rest of
+    // its turn runs) is carried as one approved while parked. Denied first: a decision racing this either
+    // lands before (and the call is carried) or finds the request closed.
+    const asked = unknown.filter((m) => !started.has(keyOf(m)) && !carriedKeys.has(keyOf(m)));
+    await this.consent.denyPending(
+      run.tenant_id,
+      run.agent_id,
+      asked.map((m) => callOf(m).tool_call_id),
+      'interrupted: the run stopped before the call could run',
+    );
+    const approvedEarly = cancelled ? [] : await this.approvedBeforeParking(run, asked, callOf);
+    for (const c of approvedEarly) {
+      unstarted.push(c);
+      carriedKeys.add(stepCallKey(c.step_id, c.tool_call_id));
+    }
     const ended = orphans.filter((m) => !carriedKeys.has(keyOf(m)));
     // The calls of their turn that no longer wait (answered by the run that died, or ended here): the next
     // continuation decides how the turn ends (an exit_loop call that ran ends the batch) from how they
@@ -170,9 +186,13 @@ export class RunRecovery {
       payload: Record<string, unknown>,
       m: MessageEntity,
     ) => newMessageRow(this.ids.prefixed('message'), run, type, payload, m.step_id, now);
-    const returns = await this.repo.append(
-      run.agent_id,
-      ended.flatMap((m) => {
+    const early = new Set(approvedEarly.map((c) => stepCallKey(c.step_id, c.tool_call_id)));
+    const returns = await this.repo.append(run.agent_id, [
+      // an early-approved call of a held turn is shown now; its return comes when it runs
+      ...orphans
+        .filter((m) => m.payload._held && early.has(keyOf(m)))
+        .map((m) => row('tool_call_message', { tool_call: callOf(m) }, m)),
+      ...ended.flatMap((m) => {
         const call = callOf(m);
         const { _held, ...result } = finished.get(keyOf(m))?.payload ?? {};
         return [
@@ -193,17 +213,8 @@ export class RunRecovery {
           ),
         ];
       }),
-    );
+    ]);
     await this.rememberUnknownOutcomes(run, ended.filter((m) => started.has(keyOf(m))).map(callOf));
-    // a call that never started may have asked a person: that request ends (nothing will run it)
-    await this.consent.denyPending(
-      run.tenant_id,
-      run.agent_id,
-      unknown
-        .filter((m) => !started.has(keyOf(m)) && !carriedKeys.has(keyOf(m)))
-        .map((m) => callOf(m).tool_call_id),
-      'interrupted: the run stopped before the call could run',
-    );
     const approved = carried.filter((c) => !c.client);
     if (approved.length)
       await this.consent.restoreUnstartedApprovals(run.tenant_id, run.agent_id, approved);
@@ -464,6 +475,41 @@ export class RunRecovery {
         { toolCallId: c.tool_call_id, name: c.name, arguments: parseArgs(c.arguments) },
         OUTCOME_UNKNOWN,
       );
+  }
+
+  /**
+   * The calls among these (of this run, never started) whose request, made by this run, a person approved
+   * before the run could park on them, as the parked calls they would have been (run in a new pass: the
+   * turn's pass was not stored).
+   */
+  private async approvedBeforeParking(
+    run: RunEntity,
+    calls: MessageEntity[],
+    callOf: (m: MessageEntity) => { tool_call_id: string; name: string; arguments: string },
+  ): Promise<ParkedCall[]> {
+    if (calls.length === 0) return [];
+    const approved = await this.consent.approvedFor(
+      run.tenant_id,
+      run.agent_id,
+      run.id,
+      calls.map((m) => callOf(m).tool_call_id),
+    );
+    return calls.flatMap((m): ParkedCall[] => {
+      const call = callOf(m);
+      const request = approved.find((a) => a.tool_call_id === call.tool_call_id);
+      if (!request) return [];
+      const args = parseArgs(call.arguments);
+      return [
+        {
+          tool_call_id: call.tool_call_id,
+          name: call.name,
+          // (a call with invalid arguments is refused before anyone is asked)
+          arguments: typeof args === 'string' ? {} : args,
+          request_id: request.request_id ?? null,
+          step_id: m.step_id,
+        },
+      ];
+    });
   }
 
   /**

@@ -349,6 +349,115 @@ describe('processing: restart recovery', () => {
     }
   });
 
+  it('a crash mid-turn after a person approved a call of the turn, before the run could park: the approved call runs once after recovery (found by the scale-out soak)', async () => {
+    let t = await startApp({ keepDir: true, modelBaseUrl: fake.baseUrl });
+    const dir = t.dir;
+    await tools.declare(t, 'pay', { safety: 'side_effecting' });
+    await tools.declare(t, 'refund', { safety: 'side_effecting' });
+    const id = await createAgent(t, fake, {
+      tools: ['pay', 'refund'],
+      include_base_tools: false,
+      tool_rules: [{ type: 'requires_consent', tool_name: 'pay', scope: 'pay' }],
+    });
+    fake.push({ content: 'first answer' });
+    await api(t, 'POST', `/v1/agents/${id}/messages`, say('before the crash'));
+    const repo = t.app.get(ProcessingRepository);
+    const now = Date.now();
+    const crashed = 'run-00000000-0000-4000-8000-000000000021';
+    await repo.insertRun(
+      runRow(id, {
+        id: crashed,
+        status: 'running',
+        batch_id: '21',
+        input: { kind: 'message', mode: 'async', messages: [{ role: 'user', content: 'pay 5' }] },
+        created_at: now,
+        started_at: now,
+      }),
+    );
+    // the turn [pay (asks a person), refund]: pay's request is made and pushed at once, and the person
+    // approves it while refund still runs; the process dies before the run parks
+    const row = (n: number, type: string, payload: Record<string, unknown>) => ({
+      id: `message-00000000-0000-4000-8000-00000000002${n}`,
+      tenant_id: 'default',
+      agent_id: id,
+      run_id: crashed,
+      step_id: 'step-early',
+      batch_id: '21',
+      conversation_id: null,
+      message_type: type as any,
+      payload,
+      created_at: now,
+    });
+    const held = (n: number, name: string, callId: string) =>
+      row(n, 'tool_call_message', {
+        tool_call: { name, arguments: '{"q":"5"}', tool_call_id: callId },
+        _held: true,
+      });
+    await repo.append(id, [
+      row(1, 'user_message', { content: 'pay 5', _input: true }),
+      held(2, 'pay', 'call_approved'),
+      held(3, 'refund', 'call_running'),
+    ]);
+    const asked = await t.app.get(PermissionBrokerService).check({
+      tenantId: 'default',
+      agentId: id,
+      runId: crashed,
+      batchId: '21',
+      toolCallId: 'call_approved',
+      toolName: 'pay',
+      arguments: { q: '5' },
+      scope: 'pay',
+      timeoutMs: 600_000,
+    });
+    expect(asked.kind).toBe('pending');
+    const requestId = (asked as any).requestId as string;
+    await t.app
+      .get(ToolExecutorService)
+      .store.claimToolCall(id, 'call_running', 'step-early', now, 'default');
+    const decided = await api(t, 'POST', `/v1/consent/requests/${requestId}/decision`, {
+      decision: 'approve_once',
+    });
+    expect(decided.status).toBe(200);
+    await t.close();
+
+    fake.push({ content: 'paid' });
+    t = await startApp({ dir, modelBaseUrl: fake.baseUrl });
+    try {
+      expect(await runEnded(t, crashed)).toMatchObject({ status: 'failed', error: 'interrupted' });
+      // a message sent now runs after the batch's continuation, if there is one
+      fake.push({ content: 'next answer' });
+      const next = await api(t, 'POST', `/v1/agents/${id}/messages`, say('next'));
+      expect(next.body.stop_reason.stop_reason).toBe('end_turn');
+      // the approved call ran once, in the continuation; the one that was running is not run again
+      expect(tools.calls.map((c) => [c.name, c.tool_call_id])).toEqual([['pay', 'call_approved']]);
+      const history = (await api(t, 'GET', `/v1/agents/${id}/messages?order=asc&limit=100`))
+        .body as any[];
+      const returns = history.filter((m) => m.message_type === 'tool_return_message');
+      expect(returns.map((m) => [m.tool_call_id, m.tool_return])).toEqual([
+        ['call_running', OUTCOME_UNKNOWN],
+        ['call_approved', 'ok:pay'],
+      ]);
+      // each call shown once, before its return
+      const shown = history
+        .filter((m) => m.message_type === 'tool_call_message')
+        .map((m) => m.tool_call.tool_call_id);
+      expect(shown.sort()).toEqual(['call_approved', 'call_running']);
+      const request = (await api(t, 'GET', `/v1/consent/requests/${requestId}`)).body;
+      expect(request).toMatchObject({ status: 'approved', decision: 'approve_once' });
+      expect(history.map((m) => m.content).filter((c) => typeof c === 'string')).toEqual([
+        'before the crash',
+        'first answer',
+        'pay 5',
+        'paid',
+        'next',
+        'next answer',
+      ]);
+    } finally {
+      await t.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   // a turn with a call that may park (here the client's) holds its calls until its end is known
   const ASK = { name: 'ask_user', description: 'asks the user', parameters: { type: 'object' } };
   it.each([
