@@ -5,7 +5,8 @@
  * id or a new one). Afterwards the invariants the docs promise are read from the tool server, the
  * database and the API (docs/scale-out.md, docs/executor.md, docs/processing.md):
  *
- * - no tool_call_id is executed twice; a call needing consent runs only once approved;
+ * - no tool_call_id is executed twice; a call needing consent runs only once approved, and an approved
+ *   one runs (wherever its batch went on); a call held behind it only after it;
  * - no rule bound is passed: `max_count_per_step` and exclusive groups per batch, dedupe and cooldown
  *   per agent;
  * - every run ends (completed, failed or cancelled: recovered when its instance died);
@@ -54,6 +55,22 @@ const between = (lo: number, hi: number) => lo + Math.floor(random() * (hi - lo)
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 let skipReason: string | null = null;
+
+/** What the database keeps of a call: its consent request and audit, its batch's runs and messages. */
+async function story(pg: Client, toolCallId: string): Promise<string> {
+  const q = async (sql: string, args: unknown[]) =>
+    (await pg.query(sql, args)).rows.map((r) => JSON.stringify(r)).join('\n');
+  const req = (
+    await pg.query('SELECT * FROM consent_requests WHERE tool_call_id = $1', [toolCallId])
+  ).rows[0];
+  const batch = req?.batch_id;
+  return [
+    `request: ${JSON.stringify(req)}`,
+    `audit:\n${await q('SELECT * FROM consent_audit WHERE tool_call_id = $1 ORDER BY id', [toolCallId])}`,
+    `runs:\n${await q('SELECT id, status, stop_reason, error, input, parked, continued_by, created_at, started_at, completed_at FROM runs WHERE batch_id = $1 ORDER BY created_at', [batch])}`,
+    `messages:\n${await q('SELECT seq_id, run_id, message_type, payload, created_at FROM messages WHERE batch_id = $1 ORDER BY seq_id', [batch])}`,
+  ].join('\n');
+}
 
 describe('scale-out soak: two instances, kill -9 at random moments', () => {
   let db: { url: string; drop(): Promise<void> } | null = null;
@@ -189,16 +206,23 @@ describe('scale-out soak: two instances, kill -9 at random moments', () => {
           ],
         }),
       );
+    // the third one's refund needs the pay of its turn to have run: it is held while pay waits
     const consentAgents: string[] = [];
-    for (let i = 0; i < 2; i++)
+    for (let i = 0; i < 3; i++)
       consentAgents.push(
         await createAgent(app, fake, {
           system: `You are soak-consent ${i}.`,
           tools: ['pay', 'refund'],
           include_base_tools: false,
-          tool_rules: [{ type: 'requires_consent', tool_name: 'pay', scope: 'payments' }],
+          tool_rules: [
+            { type: 'requires_consent', tool_name: 'pay', scope: 'payments' },
+            ...(i === 2
+              ? [{ type: 'requires_preceding_tools', tool_name: 'refund', tools: ['pay'] }]
+              : []),
+          ],
         }),
       );
+    const heldAgent = consentAgents[2];
     const agents = [...sinks, ...consentAgents];
 
     // ---- traffic: messages through both instances at once, the same agent from both
@@ -343,8 +367,28 @@ describe('scale-out soak: two instances, kill -9 at random moments', () => {
         consent.filter((c) => String(c.decision).startsWith('approve')).map((c) => c.tool_call_id),
       );
       for (const c of tools.calls)
-        if (c.name === 'pay' && !approved.has(c.tool_call_id))
+        if (c.name === 'pay' && !approved.has(c.tool_call_id)) {
           bad(`pay ${c.tool_call_id} ran without an approval`);
+          console.log(await story(pg, c.tool_call_id));
+        }
+      // a held refund ran only after the pay of its batch did
+      const paidBatches = new Set(
+        tools.calls
+          .filter((c) => c.name === 'pay')
+          .map((c) => batchOf.get(tools.origins.get(c.tool_call_id)!.run_id)),
+      );
+      for (const c of tools.calls) {
+        const origin = tools.origins.get(c.tool_call_id)!;
+        if (c.name === 'refund' && origin.agent_id === heldAgent)
+          if (!paidBatches.has(batchOf.get(origin.run_id)))
+            bad(`refund ${c.tool_call_id} of the held agent ran without its pay`);
+      }
+      // and an approved one ran (once, above), wherever its batch went on
+      for (const id of approved)
+        if (!executions.has(id)) {
+          bad(`pay ${id} was approved and never ran`);
+          console.log(await story(pg, id));
+        }
 
       // -- the history: seq_ids, batches contiguous, one return per call, each message stored once
       const rows = (
@@ -436,7 +480,8 @@ describe('scale-out soak: two instances, kill -9 at random moments', () => {
         node
           .output()
           .split('\n')
-          .filter((l) => l.includes('"level":50'))
+          // (answers with a 5xx are logged as errors too: checked above)
+          .filter((l) => l.includes('"level":50') && !l.includes('"msg":"request"'))
           .map((l) => `${node.id}: ${l.slice(0, 400)}`),
       );
       if (logged.length) console.log(`errors logged:\n${logged.slice(0, 20).join('\n')}`);
