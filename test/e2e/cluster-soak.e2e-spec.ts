@@ -383,12 +383,6 @@ describe('scale-out soak: two instances, kill -9 at random moments', () => {
           if (!paidBatches.has(batchOf.get(origin.run_id)))
             bad(`refund ${c.tool_call_id} of the held agent ran without its pay`);
       }
-      // and an approved one ran (once, above), wherever its batch went on
-      for (const id of approved)
-        if (!executions.has(id)) {
-          bad(`pay ${id} was approved and never ran`);
-          console.log(await story(pg, id));
-        }
 
       // -- the history: seq_ids, batches contiguous, one return per call, each message stored once
       const rows = (
@@ -445,6 +439,13 @@ describe('scale-out soak: two instances, kill -9 at random moments', () => {
         else if (got[0].status !== 'success' && got[0].tool_return !== OUTCOME_UNKNOWN)
           bad(`executed call ${id} stored as ${got[0].tool_return}`);
       }
+      // and an approved one ran (once, above), wherever its batch went on: or its process died once it
+      // had claimed it (its return says the outcome is unknown: the request may not have reached the tool)
+      for (const id of approved)
+        if (!executions.has(id) && returns.get(id)?.[0]?.tool_return !== OUTCOME_UNKNOWN) {
+          bad(`pay ${id} was approved and never ran`);
+          console.log(await story(pg, id));
+        }
       for (const s of sent) {
         const count = userTexts.get(s.text) ?? 0;
         const accepted = s.status !== null && s.status < 300;
