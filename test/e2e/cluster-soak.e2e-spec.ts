@@ -38,6 +38,10 @@ const LEASE_MS = 2000;
 const RENEW_MS = 300;
 const SINKS = 3;
 const REFUND_LIMIT = 3;
+/** Far longer than any answer takes here (a takeover waits for a lease of 2 s, a restart ~5 s). */
+const ANSWER_WITHIN_MS = 60_000;
+/** Boots, drain and checks, and about 6 s a round on a loaded 2-core machine. */
+const SOAK_MS = 120_000 + ROUNDS * 15_000;
 
 /** mulberry32: a run is replayed from its seed (the timing of the processes still varies). */
 function prng(seed: number): () => number {
@@ -55,6 +59,7 @@ const between = (lo: number, hi: number) => lo + Math.floor(random() * (hi - lo)
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 let skipReason: string | null = null;
+jest.setTimeout(SOAK_MS);
 
 /** What the database keeps of a call: its consent request and audit, its batch's runs and messages. */
 async function story(pg: Client, toolCallId: string): Promise<string> {
@@ -117,13 +122,20 @@ describe('scale-out soak: two instances, kill -9 at random moments', () => {
   /** Every answer with a 5xx status (but a run's documented 503 INTERRUPTED), with where it came from. */
   const serverErrors: string[] = [];
   let refused = 0; // requests to an instance that was down or died while answering
+  const unanswered: string[] = [];
 
   async function call(method: string, path: string, body?: unknown, at?: Instance) {
     const live = nodes.filter((n): n is Instance => n !== null);
     const node = at ?? live[between(0, live.length)];
     if (!node) return null;
     try {
-      const r = await apiOf({ baseUrl: node.url } as TestApp, method, path, body);
+      const answer = apiOf({ baseUrl: node.url } as TestApp, method, path, body);
+      // an answer the caller waits for forever is a bug too (a sync send waits on its run's end)
+      const r = await Promise.race([answer, sleep(ANSWER_WITHIN_MS).then(() => null)]);
+      if (!r) {
+        unanswered.push(`${node.id} ${method} ${path}`);
+        return null;
+      }
       if (r.status >= 500 && r.body?.code !== 'INTERRUPTED')
         serverErrors.push(`${node.id} ${method} ${path} → ${r.status} ${JSON.stringify(r.body)}`);
       return r;
@@ -305,6 +317,7 @@ describe('scale-out soak: two instances, kill -9 at random moments', () => {
     const pg = new Client({ connectionString: db!.url });
     await pg.connect();
     try {
+      const draining = Date.now();
       await Promise.all(inFlight);
       const deadline = Date.now() + 45_000;
       let open: any[] = [];
@@ -322,6 +335,7 @@ describe('scale-out soak: two instances, kill -9 at random moments', () => {
       }
       deciding = false;
       await decider;
+      const drained = Date.now() - draining;
 
       const violations: string[] = [];
       const bad = (s: string) => violations.push(s);
@@ -352,7 +366,12 @@ describe('scale-out soak: two instances, kill -9 at random moments', () => {
         if (c.name === 'lookup') bump(`lookup|${origin.agent_id}`);
         if (c.name === 'ping') bump(`ping|${origin.agent_id}`);
       }
-      const limits: Record<string, number> = { refund: REFUND_LIMIT, group: 1, lookup: 1, ping: 1 };
+      const limits: Record<string, number> = {
+        refund: REFUND_LIMIT,
+        group: 1,
+        lookup: 1,
+        ping: 1,
+      };
       for (const [key, count] of tally)
         if (count > limits[key.split('|')[0]]) bad(`${key} executed ${count} times`);
 
@@ -463,6 +482,7 @@ describe('scale-out soak: two instances, kill -9 at random moments', () => {
           );
       }
       for (const e of serverErrors) bad(`5xx: ${e}`);
+      for (const e of unanswered) bad(`no answer within ${ANSWER_WITHIN_MS} ms: ${e}`);
 
       const unknown = [...returns.values()].filter(
         (l) => l[0]?.tool_return === OUTCOME_UNKNOWN,
@@ -474,7 +494,7 @@ describe('scale-out soak: two instances, kill -9 at random moments', () => {
       console.log(
         `scale-out soak: seed=${SEED} rounds=${ROUNDS} kills=${chaos.kills} stalls=${chaos.stalls} sent=${sent.length} ` +
           `refused=${refused} executions=${tools.calls.length} outcome_unknown=${unknown} ` +
-          `decisions=${decided.size} runs=${JSON.stringify(byStatus)} violations=${violations.length}`,
+          `decisions=${decided.size} drain_ms=${drained} runs=${JSON.stringify(byStatus)} violations=${violations.length}`,
       );
       // errors the instances logged: not an invariant, but each one is worth a look
       const logged = started.flatMap((node) =>
@@ -500,5 +520,5 @@ describe('scale-out soak: two instances, kill -9 at random moments', () => {
     } finally {
       await pg.end();
     }
-  }, 240_000);
+  });
 });
