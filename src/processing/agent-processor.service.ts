@@ -730,9 +730,6 @@ export class AgentProcessor {
           ctx.meta,
           returns.settled,
         );
-        if (outcomes.some((o) => o.kind === 'executed' && MEMORY_EDIT_TOOLS.has(o.toolName))) {
-          ctx.agent = await this.agentOf(ctx.run);
-        }
       }
 
       const decision: LoopDecision = decideAfterTurn({
@@ -759,6 +756,10 @@ export class AgentProcessor {
           heartbeat,
         );
         if (parked.length) ctx.parked = parked;
+        // (after the write: a failed read would otherwise end the run with the last call unanswered)
+        if (outcomes.some((o) => o.kind === 'executed' && MEMORY_EDIT_TOOLS.has(o.toolName))) {
+          ctx.agent = await this.agentOf(ctx.run);
+        }
       } else await this.write(ctx, heartbeat);
       throwIfAborted(ctx);
       switch (decision.kind) {
