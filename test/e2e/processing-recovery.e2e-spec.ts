@@ -44,6 +44,45 @@ const runRow = (
 });
 
 /**
+ * What a process that died mid-turn leaves of a run: the run `running` (its id and batch end in `n`),
+ * and `row` to make that turn's message rows (ids: `n`'s first digit, then the row's number).
+ */
+async function crashedMidTurn(
+  t: TestApp,
+  agentId: string,
+  n: string,
+  content: string,
+  stepId: string,
+) {
+  const repo = t.app.get(ProcessingRepository);
+  const now = Date.now();
+  const crashed = `run-00000000-0000-4000-8000-0000000000${n}`;
+  await repo.insertRun(
+    runRow(agentId, {
+      id: crashed,
+      status: 'running',
+      batch_id: n,
+      input: { kind: 'message', mode: 'async', messages: [{ role: 'user', content }] },
+      created_at: now,
+      started_at: now,
+    }),
+  );
+  const row = (i: number, type: string, payload: Record<string, unknown>) => ({
+    id: `message-00000000-0000-4000-8000-0000000000${n[0]}${i}`,
+    tenant_id: 'default',
+    agent_id: agentId,
+    run_id: crashed,
+    step_id: stepId,
+    batch_id: n,
+    conversation_id: null,
+    message_type: type as any,
+    payload,
+    created_at: now,
+  });
+  return { repo, now, crashed, row };
+}
+
+/**
  * What a process that died while a call ran leaves: its run `running`, with the model step that made the
  * call and the call's tool_call_message (no return).
  */
@@ -262,32 +301,8 @@ describe('processing: restart recovery', () => {
     // this instance holds the agent (on PostgreSQL its writes are fenced by the lease), as the crashed one did
     fake.push({ content: 'first answer' });
     await api(t, 'POST', `/v1/agents/${id}/messages`, say('before the crash'));
-    const repo = t.app.get(ProcessingRepository);
-    const now = Date.now();
-    const crashed = 'run-00000000-0000-4000-8000-000000000011';
-    await repo.insertRun(
-      runRow(id, {
-        id: crashed,
-        status: 'running',
-        batch_id: '11',
-        input: { kind: 'message', mode: 'async', messages: [{ role: 'user', content: 'pay 4' }] },
-        created_at: now,
-        started_at: now,
-      }),
-    );
+    const { repo, now, crashed, row } = await crashedMidTurn(t, id, '11', 'pay 4', 'step-held');
     // what a crash mid-turn leaves: the input, and the turn's calls that may park stored held
-    const row = (n: number, type: string, payload: Record<string, unknown>) => ({
-      id: `message-00000000-0000-4000-8000-00000000001${n}`,
-      tenant_id: 'default',
-      agent_id: id,
-      run_id: crashed,
-      step_id: 'step-held',
-      batch_id: '11',
-      conversation_id: null,
-      message_type: type as any,
-      payload,
-      created_at: now,
-    });
     const held = (callId: string) =>
       row(callId === 'call_started' ? 2 : 3, 'tool_call_message', {
         tool_call: { name: 'pay', arguments: '{"q":"4"}', tool_call_id: callId },
@@ -361,33 +376,9 @@ describe('processing: restart recovery', () => {
     });
     fake.push({ content: 'first answer' });
     await api(t, 'POST', `/v1/agents/${id}/messages`, say('before the crash'));
-    const repo = t.app.get(ProcessingRepository);
-    const now = Date.now();
-    const crashed = 'run-00000000-0000-4000-8000-000000000021';
-    await repo.insertRun(
-      runRow(id, {
-        id: crashed,
-        status: 'running',
-        batch_id: '21',
-        input: { kind: 'message', mode: 'async', messages: [{ role: 'user', content: 'pay 5' }] },
-        created_at: now,
-        started_at: now,
-      }),
-    );
+    const { repo, now, crashed, row } = await crashedMidTurn(t, id, '21', 'pay 5', 'step-early');
     // the turn [pay (asks a person), refund]: pay's request is made and pushed at once, and the person
     // approves it while refund still runs; the process dies before the run parks
-    const row = (n: number, type: string, payload: Record<string, unknown>) => ({
-      id: `message-00000000-0000-4000-8000-00000000002${n}`,
-      tenant_id: 'default',
-      agent_id: id,
-      run_id: crashed,
-      step_id: 'step-early',
-      batch_id: '21',
-      conversation_id: null,
-      message_type: type as any,
-      payload,
-      created_at: now,
-    });
     const held = (n: number, name: string, callId: string) =>
       row(n, 'tool_call_message', {
         tool_call: { name, arguments: '{"q":"5"}', tool_call_id: callId },
